@@ -1,0 +1,40 @@
+//===- Frontend.h - From an AttentionSpec to ws IR --------------*- C++ -*-===//
+//
+// The compiler's entry points shared by blasst-compile and (later) the JIT:
+// build the attn-level module for a spec, run the schedule pass, and describe
+// the resulting ws.kernel in a one-screen summary.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_COMPILER_FRONTEND_H
+#define BLASST_COMPILER_FRONTEND_H
+
+#include "blasst/Conversion/AttnToWS/AttnToWS.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace blasst {
+
+/// Registers every dialect the compiler's pipelines use.
+void registerAllBLASSTDialects(mlir::DialectRegistry &registry);
+
+/// A module with `func.func @<name>` taking [B, S, H, D] memrefs (and lse /
+/// stats when the spec asks) that holds one attn.attention.
+mlir::OwningOpRef<mlir::ModuleOp> buildAttnModule(mlir::MLIRContext *ctx,
+                                                  const AttentionSpec &spec,
+                                                  llvm::StringRef name);
+
+/// Runs convert-attn-to-ws with `opts` on `module`. Diagnostics go to the
+/// context's handler.
+mlir::LogicalResult lowerToWS(mlir::ModuleOp module,
+                              const ScheduleOptions &opts);
+
+/// A human-readable summary of a ws.kernel: roles, buffers, pipes and the
+/// CTA's resource use.
+std::string summarizeKernel(ws::KernelOp kernel);
+
+/// The canonical function name for a spec (used for kernels and caches).
+std::string kernelBaseName(const AttentionSpec &spec);
+
+} // namespace blasst
+
+#endif // BLASST_COMPILER_FRONTEND_H

@@ -1,0 +1,37 @@
+//===- AttnToWS.h - attn → ws schedule construction -------------*- C++ -*-===//
+//
+// The schedule strategy (tile sizes, stages, register split) is kept apart
+// from the IR construction so the JIT and the pass agree on the defaults.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_CONVERSION_ATTNTOWS_ATTNTOWS_H
+#define BLASST_CONVERSION_ATTNTOWS_ATTNTOWS_H
+
+#include "blasst/Dialect/WS/IR/WS.h"
+#include "mlir/IR/Builders.h"
+
+namespace blasst {
+
+/// Schedule knobs; 0 means "the target's default".
+struct ScheduleOptions {
+  ws::Target target = ws::Target::sm_90a;
+  int64_t blockM = 0;
+  int64_t blockN = 0;
+  int64_t stages = 0;
+  int64_t producerRegs = 0;
+  int64_t consumerRegs = 0;
+};
+
+/// Fills the zero knobs of `opts` with the target's defaults for `spec`.
+ScheduleOptions resolveSchedule(const AttentionSpec &spec,
+                                ScheduleOptions opts);
+
+/// Builds a `ws.kernel` named `name` at the builder's insertion point with
+/// the default schedule of `opts.target` for `spec`. The caller verifies it.
+ws::KernelOp buildKernel(mlir::OpBuilder &b, mlir::Location loc,
+                         llvm::StringRef name, const AttentionSpec &spec,
+                         const ScheduleOptions &opts);
+
+} // namespace blasst
+
+#endif // BLASST_CONVERSION_ATTNTOWS_ATTNTOWS_H

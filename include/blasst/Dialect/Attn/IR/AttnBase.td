@@ -1,0 +1,73 @@
+//===- AttnBase.td - attn dialect and its spec attribute ---*- tablegen -*-===//
+//
+// Split from AttnOps.td so that other dialects (ws) can use #attn.spec
+// without TableGen emitting the attn ops again.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_ATTN_BASE
+#define BLASST_ATTN_BASE
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Attn_Dialect : Dialect {
+  let name = "attn";
+  let cppNamespace = "::blasst::attn";
+  let summary = "Problem-level attention computations";
+  let description = [{
+    The `attn` dialect describes *what* an attention kernel computes: the data
+    type, head dimensions, query and key/value head counts (MHA, GQA, MQA),
+    causality, phase, softmax scale and BLASST sparsity policy. It says nothing
+    about how the computation is scheduled; `--convert-attn-to-ws` picks a
+    target's warp-specialized schedule.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Attn_Attr<string name, string mnemonic_, list<Trait> traits = []>
+    : AttrDef<Attn_Dialect, name, traits> {
+  let mnemonic = mnemonic_;
+}
+
+def Attn_SpecAttr : Attn_Attr<"Spec", "spec"> {
+  let summary = "The specification of one attention computation";
+  let description = [{
+    Every key may be omitted and then takes its default; `preset = "name"`
+    starts from a named preset. Example:
+
+    ```mlir
+    #attn.spec<dtype = bf16, head_dim = 128, q_heads = 32, kv_heads = 8,
+               causal = true, phase = prefill, sparsity = blasst(a = 256.0)>
+    ```
+
+    `sparsity` is `none`, `blasst(a = <float>)` (lambda = a / L_kv, computed per
+    sequence) or `blasst(ln_lambda = <float>)` (a fixed threshold).
+    `softmax_scale` defaults to 1/sqrt(head_dim).
+  }];
+  let parameters = (ins
+    "::mlir::Type":$dtype,
+    "int64_t":$headDim,
+    "int64_t":$headDimV,
+    "int64_t":$qHeads,
+    "int64_t":$kvHeads,
+    "bool":$causal,
+    "::blasst::Phase":$phase,
+    OptionalParameter<"::mlir::FloatAttr">:$softmaxScale,
+    "::blasst::SparsityKind":$sparsity,
+    OptionalParameter<"::mlir::FloatAttr">:$sparsityValue,
+    "bool":$lse,
+    "bool":$stats
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The plain C++ spec this attribute describes.
+    ::blasst::AttentionSpec toSpec() const;
+    /// Builds the attribute for a valid spec.
+    static SpecAttr fromSpec(::mlir::MLIRContext *ctx,
+                             const ::blasst::AttentionSpec &spec);
+  }];
+}
+
+#endif // BLASST_ATTN_BASE

@@ -1,0 +1,309 @@
+//===- WSOps.td - The warp-specialized pipeline dialect ----*- tablegen -*-===//
+//
+// A `ws.kernel` is one CTA's whole schedule: the buffers it owns, the mbarrier
+// pipes between its roles, and each role's per-KV-block steps. Steps refer to
+// buffers and pipes by symbol, so a pass that re-points a buffer (cross-stage
+// P) or wraps steps in a skip region (BLASST) is a local IR rewrite, and the
+// synchronization checker can step each role symbolically.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_WS_OPS
+#define BLASST_WS_OPS
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "blasst/Dialect/Attn/IR/AttnBase.td"
+
+def WS_Dialect : Dialect {
+  let name = "ws";
+  let cppNamespace = "::blasst::ws";
+  let summary = "Warp-specialized attention pipelines";
+  let description = [{
+    Describes how one CTA computes an attention tile: roles (warp ranges with
+    register budgets), buffers (shared memory, tensor memory or registers,
+    with pipeline stages), pipes (mbarrier rings between a producer role and
+    consumer roles) and the steps each role runs per KV block.
+  }];
+  let dependentDialects = ["::blasst::attn::AttnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def WS_TargetEnum : I32EnumAttr<"Target", "GPU target", [
+    I32EnumAttrCase<"sm_90a", 0>, I32EnumAttrCase<"sm_100a", 1>]> {
+  let cppNamespace = "::blasst::ws";
+}
+
+def WS_MemorySpaceEnum : I32EnumAttr<"MemorySpace", "where a buffer lives", [
+    I32EnumAttrCase<"smem", 0>, I32EnumAttrCase<"tmem", 1>,
+    I32EnumAttrCase<"regs", 2>]> {
+  let cppNamespace = "::blasst::ws";
+}
+
+def WS_RoleKindEnum : I32EnumAttr<"RoleKind", "what a role does", [
+    I32EnumAttrCase<"load", 0>, I32EnumAttrCase<"compute", 1>,
+    I32EnumAttrCase<"mma", 2>, I32EnumAttrCase<"softmax", 3>,
+    I32EnumAttrCase<"correction", 4>, I32EnumAttrCase<"epilogue", 5>]> {
+  let cppNamespace = "::blasst::ws";
+}
+
+def WS_MmaKindEnum : I32EnumAttr<"MmaKind", "which matrix product", [
+    I32EnumAttrCase<"qk", 0>, I32EnumAttrCase<"pv", 1>]> {
+  let cppNamespace = "::blasst::ws";
+}
+
+def WS_TensorEnum : I32EnumAttr<"Tensor", "a global tensor of the problem", [
+    I32EnumAttrCase<"q", 0>, I32EnumAttrCase<"k", 1>, I32EnumAttrCase<"v", 2>,
+    I32EnumAttrCase<"o", 3>]> {
+  let cppNamespace = "::blasst::ws";
+}
+
+class WS_Op<string mnemonic, list<Trait> traits = []>
+    : Op<WS_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Structure: kernel, buffers, pipes, roles
+//===----------------------------------------------------------------------===//
+
+def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
+                                   SingleBlock, IsolatedFromAbove,
+                                   NoRegionArguments]> {
+  let summary = "One CTA's warp-specialized attention schedule";
+  let description = [{
+    Holds `ws.buffer`, `ws.pipe` and `ws.role` ops. A CTA computes `block_m`
+    query rows of one (batch, q head) and streams K/V in blocks of `block_n`
+    keys. The verifier checks the CTA-wide rules: role warp ranges disjoint,
+    register budgets per warpgroup consistent and within the 64K registers
+    of a CTA, shared memory within the target's limit, tensor memory only on
+    sm_100a and within 512 columns.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, WS_TargetEnum:$target,
+                       I64Attr:$block_m, I64Attr:$block_n,
+                       Attn_SpecAttr:$spec);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
+    $block_n `,` `spec` `=` $spec attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of warps the CTA launches (roles rounded up to warpgroups).
+    int64_t getNumWarps();
+    /// Shared memory bytes of all non-aliasing smem buffers.
+    int64_t getSharedMemoryBytes();
+    /// Tensor memory columns of all non-aliasing tmem buffers.
+    int64_t getTensorMemoryColumns();
+    /// The register budget of warpgroup `wg`, or 0 when no role sets one.
+    int64_t getWarpgroupRegisters(int64_t wg);
+  }];
+}
+
+def WS_BufferOp : WS_Op<"buffer", [Symbol, HasParent<"KernelOp">]> {
+  let summary = "A staged buffer in shared memory, tensor memory or registers";
+  let description = [{
+    `shape` is one stage's shape (rows, columns); `stages` copies form a ring.
+    Register buffers are private to each role that uses them. `aliases` names
+    a buffer whose storage this one reuses (P over S in tensor memory, the
+    O staging tile over Q), so it takes no storage of its own.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, WS_MemorySpaceEnum:$space,
+                       DenseI64ArrayAttr:$shape, TypeAttr:$element_type,
+                       I64Attr:$stages,
+                       OptionalAttr<FlatSymbolRefAttr>:$aliases);
+  let assemblyFormat = [{
+    $sym_name $space $shape $element_type `stages` $stages
+    (`aliases` $aliases^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of one stage.
+    int64_t getStageBytes();
+    /// Tensor memory columns (32-bit) of all stages.
+    int64_t getTensorMemoryColumns();
+  }];
+}
+
+def WS_PipeOp : WS_Op<"pipe", [Symbol, HasParent<"KernelOp">]> {
+  let summary = "An mbarrier ring between a producer role and consumer roles";
+  let description = [{
+    `depth` stages, each with a full barrier (producer → consumers) and an
+    empty barrier (consumers → producer). `buffers` are the buffers whose
+    stages the ring guards: their stage count must equal `depth`. A TMA pipe
+    gives `tx_bytes`, the bytes one stage's copies deliver, which must equal
+    one stage of its buffers.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$depth,
+                       FlatSymbolRefAttr:$producer,
+                       ArrayAttr:$consumers,
+                       DefaultValuedAttr<ArrayAttr, "{}">:$buffers,
+                       OptionalAttr<I64Attr>:$tx_bytes);
+  let assemblyFormat = [{
+    $sym_name `depth` $depth `producer` $producer `consumers` $consumers
+    (`buffers` $buffers^)? (`tx_bytes` $tx_bytes^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def WS_RoleOp : WS_Op<"role", [Symbol, HasParent<"KernelOp">, NoTerminator,
+                               SingleBlock, NoRegionArguments]> {
+  let summary = "A set of warps with one job and one register budget";
+  let description = [{
+    Warps `[warp_begin, warp_end)` of the CTA run the body. `regs` is the
+    per-thread register budget set with `setmaxnreg` (24..256, a multiple of
+    8); it applies to whole warpgroups. `rows` is the slice of the CTA's query
+    rows the role owns, for roles that own rows.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, WS_RoleKindEnum:$kind,
+                       I64Attr:$warp_begin, I64Attr:$warp_end,
+                       OptionalAttr<I64Attr>:$regs,
+                       OptionalAttr<I64Attr>:$row_begin,
+                       OptionalAttr<I64Attr>:$row_end);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name $kind `warps` ` ` `[` $warp_begin `,` $warp_end `)`
+    (`regs` $regs^)? (`rows` ` ` `[` $row_begin^ `,` $row_end `)`)?
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumWarps() { return getWarpEnd() - getWarpBegin(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+def WS_KVLoopOp : WS_Op<"kv_loop", [HasParent<"RoleOp">, NoTerminator,
+                                    SingleBlock, NoRegionArguments]> {
+  let summary = "The steps run once per KV block";
+  let description = [{
+    Iterates over the KV blocks the CTA visits (for causal attention, up to
+    the diagonal). The body is the steady state; what precedes it in the role
+    is the prologue and what follows is the epilogue.
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
+}
+
+class WS_StepOp<string mnemonic, list<Trait> traits = []>
+    : WS_Op<mnemonic, !listconcat(traits, [
+        ParentOneOf<["RoleOp", "KVLoopOp"]>])> {
+  let extraClassDeclaration = [{
+    /// The role that runs this step.
+    RoleOp getRole();
+  }];
+}
+
+def WS_AcquireOp : WS_StepOp<"acquire"> {
+  let summary = "Wait until the pipe's current stage is ready for this role";
+  let description = [{
+    The producer waits for the stage to be empty; a consumer waits for it to
+    be full.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$pipe);
+  let assemblyFormat = "$pipe attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_ReleaseOp : WS_StepOp<"release"> {
+  let summary = "Hand the pipe's current stage on and advance the ring";
+  let description = [{
+    The producer marks the stage full (for TMA pipes: the arrive that sets
+    the expected transaction bytes); a consumer marks it empty.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$pipe);
+  let assemblyFormat = "$pipe attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_TmaLoadOp : WS_StepOp<"tma_load"> {
+  let summary = "Copy a tile of Q, K or V into a pipe's smem buffer with TMA";
+  let arguments = (ins WS_TensorEnum:$tensor, FlatSymbolRefAttr:$dst,
+                       FlatSymbolRefAttr:$pipe);
+  let assemblyFormat = "$tensor `->` $dst `via` $pipe attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_TmaStoreOp : WS_StepOp<"tma_store"> {
+  let summary = "Copy the output tile from shared memory to O with TMA";
+  let arguments = (ins FlatSymbolRefAttr:$src, WS_TensorEnum:$tensor);
+  let assemblyFormat = "$src `->` $tensor attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_MmaOp : WS_StepOp<"mma"> {
+  let summary = "A tensor-core matrix product: S = Q Kᵀ or O += P V";
+  let description = [{
+    `qk`: d[M, N] = a[M, D] · b[N, D]ᵀ. `pv`: d[M, Dv] += a[M, N] · b[N, Dv].
+    On sm_90a this is wgmma (d in registers, a in smem or registers); on
+    sm_100a tcgen05.mma (d in tensor memory, a in smem or tensor memory). b is
+    always in shared memory. `a` may have more rows than `d` when several
+    roles share one Q tile (each takes its `rows`).
+  }];
+  let arguments = (ins WS_MmaKindEnum:$kind, FlatSymbolRefAttr:$a,
+                       FlatSymbolRefAttr:$b, FlatSymbolRefAttr:$d);
+  let assemblyFormat = "$kind $a `,` $b `->` $d attr-dict";
+  let hasVerifier = 1;
+}
+
+class WS_ScoreStepOp<string mnemonic, string summary_>
+    : WS_StepOp<mnemonic> {
+  let summary = summary_;
+  let arguments = (ins FlatSymbolRefAttr:$scores);
+  let assemblyFormat = "$scores attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_ReadScoresOp : WS_ScoreStepOp<"read_scores",
+    "Make the block's scores available in registers (tcgen05.ld / wgmma wait)">;
+def WS_RowMaxOp : WS_ScoreStepOp<"row_max",
+    "The block's per-row maximum of scale · S (with the causal mask)">;
+def WS_SoftmaxUpdateOp : WS_ScoreStepOp<"softmax_update",
+    "Update the running max; compute the correction factor of O and l">;
+
+def WS_Exp2StoreOp : WS_StepOp<"exp2_store_p"> {
+  let summary = "P = exp2(S · scale · log2 e − m), row sums, store P";
+  let arguments = (ins FlatSymbolRefAttr:$scores, FlatSymbolRefAttr:$p);
+  let assemblyFormat = "$scores `->` $p attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_CorrectOp : WS_StepOp<"correct"> {
+  let summary = "Rescale the output accumulator by the correction factor";
+  let arguments = (ins FlatSymbolRefAttr:$acc);
+  let assemblyFormat = "$acc attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_EpilogueOp : WS_StepOp<"epilogue"> {
+  let summary = "Normalise O by the row sums and write it (and the LSE)";
+  let description = [{
+    Without `staging` the role writes O to global memory itself; with it, the
+    normalised tile goes to the given smem buffer for a `ws.tma_store`.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$acc,
+                       OptionalAttr<FlatSymbolRefAttr>:$staging,
+                       UnitAttr:$lse);
+  let assemblyFormat = "$acc (`->` $staging^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+def WS_LaunchOp : WS_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Launch a ws.kernel over [batch, seq, heads, dim] memrefs";
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyMemRef>:$args);
+  let assemblyFormat = [{
+    $kernel `(` $args `)` attr-dict `:` type($args)
+  }];
+}
+
+#endif // BLASST_WS_OPS

@@ -1,0 +1,116 @@
+//===- AttentionSpec.h - What an attention kernel computes ------*- C++ -*-===//
+//
+// The problem-level description of one attention computation, shared by the
+// compiler (attn dialect, JIT API), the tools and the runtime. Deliberately
+// plain C++17 with no LLVM/MLIR dependency: blasst-bench and the runtime use it
+// on machines that have neither.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_SPEC_ATTENTIONSPEC_H
+#define BLASST_SPEC_ATTENTIONSPEC_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace blasst {
+
+enum class DType { BF16, F16 };
+enum class Phase { Prefill, Decode };
+enum class Target { SM90a, SM100a };
+
+/// BLASST dynamic block sparsity. With `ScaleFactor`, lambda = a / L_kv is
+/// computed per sequence in the kernel; with `LnLambda`, ln(lambda) is fixed.
+enum class SparsityKind { None, ScaleFactor, LnLambda };
+
+struct SparsityPolicy {
+  SparsityKind kind = SparsityKind::None;
+  double value = 0.0; // `a` for ScaleFactor, ln(lambda) for LnLambda.
+
+  bool isDense() const { return kind == SparsityKind::None; }
+  bool operator==(const SparsityPolicy &o) const {
+    return kind == o.kind && value == o.value;
+  }
+};
+
+struct AttentionSpec {
+  /// Optional human-readable name (a preset's name, or the spec file's).
+  std::string name;
+  DType dtype = DType::BF16;
+  int headDim = 128;
+  int headDimV = 128;
+  int numQHeads = 32;
+  int numKVHeads = 8;
+  bool causal = false;
+  Phase phase = Phase::Prefill;
+  /// Softmax scale; nullopt means 1/sqrt(headDim).
+  std::optional<double> softmaxScale;
+  SparsityPolicy sparsity;
+  /// Emit the log-sum-exp output (one float per query row and head).
+  bool lse = false;
+  /// Emit per (batch, head) visited/skipped KV block counters.
+  bool stats = false;
+
+  double effectiveScale() const;
+  int gqaRatio() const { return numQHeads / numKVHeads; }
+
+  /// Structural validity (independent of any target): positive sizes, kv heads
+  /// dividing q heads, stats only with a sparsity policy, finite scale, ...
+  /// Returns an empty string when valid, else the reason.
+  std::string validate() const;
+
+  /// Canonical key=value text, one key per line; parseSpec(toString()) is the
+  /// identity. Also the cache key material of the JIT.
+  std::string toString() const;
+  /// The same on one line, `key=value` separated by spaces (for summaries).
+  std::string toShortString() const;
+
+  bool operator==(const AttentionSpec &o) const;
+  bool operator!=(const AttentionSpec &o) const { return !(*this == o); }
+};
+
+/// Result of parsing: either a spec or an error message that names the source
+/// and line (`file:3: unknown key 'foo'`).
+struct SpecOrError {
+  std::optional<AttentionSpec> spec;
+  std::string error;
+  explicit operator bool() const { return spec.has_value(); }
+};
+
+/// Parses the key=value spec format. `#` starts a comment; blank lines are
+/// ignored; keys may also be separated by spaces or commas on one line.
+/// Keys: name, preset (start from a preset, later keys override), dtype
+/// (bf16|f16), head_dim, head_dim_v, q_heads, kv_heads, causal (true|false),
+/// phase (prefill|decode), softmax_scale, sparsity
+/// (none|blasst:a=<float>|blasst:ln_lambda=<float>), lse, stats.
+/// `sourceName` prefixes error messages. The result is validated.
+SpecOrError parseSpec(const std::string &text,
+                      const std::string &sourceName = "<spec>");
+/// Reads and parses a spec file.
+SpecOrError parseSpecFile(const std::string &path);
+
+/// Parses a sparsity policy string: none | blasst:a=<float> |
+/// blasst:ln_lambda=<float>. Returns an error string on failure.
+std::optional<SparsityPolicy> parseSparsity(const std::string &text,
+                                            std::string &error);
+std::string sparsityToString(const SparsityPolicy &p);
+
+/// Named presets (llama3-8b-prefill, llama3-8b-decode, ...).
+std::optional<AttentionSpec> lookupPreset(const std::string &name);
+std::vector<std::string> presetNames();
+
+const char *toString(DType d);
+const char *toString(Phase p);
+const char *toString(Target t);
+std::optional<DType> parseDType(const std::string &s);
+std::optional<Phase> parsePhase(const std::string &s);
+std::optional<Target> parseTarget(const std::string &s);
+int dtypeBytes(DType d);
+
+/// Whether the compiler can build this (valid) spec for `target`. Returns an
+/// empty string when supported, else the reason.
+std::string checkSupported(const AttentionSpec &spec, Target target);
+
+} // namespace blasst
+
+#endif // BLASST_SPEC_ATTENTIONSPEC_H

@@ -1,0 +1,165 @@
+//===- Frontend.cpp - From an AttentionSpec to ws IR ----------------------===//
+#include "blasst/Compiler/Frontend.h"
+#include "blasst/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace blasst;
+
+void blasst::registerAllBLASSTDialects(DialectRegistry &registry) {
+  registry.insert<attn::AttnDialect, ws::WSDialect, arith::ArithDialect,
+                  func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect, memref::MemRefDialect,
+                  nvgpu::NVGPUDialect, scf::SCFDialect,
+                  vector::VectorDialect>();
+}
+
+std::string blasst::kernelBaseName(const AttentionSpec &spec) {
+  if (!spec.name.empty()) {
+    std::string n;
+    for (char c : spec.name)
+      n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return n;
+  }
+  return "attention";
+}
+
+OwningOpRef<ModuleOp> blasst::buildAttnModule(MLIRContext *ctx,
+                                              const AttentionSpec &spec,
+                                              StringRef name) {
+  ctx->loadDialect<attn::AttnDialect, ws::WSDialect, func::FuncDialect>();
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  Type et = attn::getElementType(ctx, spec.dtype);
+  int64_t dyn = ShapedType::kDynamic;
+  auto bshd = [&](int64_t heads, int64_t dim) {
+    return MemRefType::get({dyn, dyn, heads, dim}, et);
+  };
+  SmallVector<Type> args{bshd(spec.numQHeads, spec.headDim),
+                         bshd(spec.numKVHeads, spec.headDim),
+                         bshd(spec.numKVHeads, spec.headDimV),
+                         bshd(spec.numQHeads, spec.headDimV)};
+  if (spec.lse)
+    args.push_back(
+        MemRefType::get({dyn, spec.numQHeads, dyn}, b.getF32Type()));
+  if (spec.stats)
+    args.push_back(
+        MemRefType::get({dyn, spec.numQHeads, 2}, b.getIntegerType(64)));
+  auto func =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value lse = spec.lse ? entry->getArgument(4) : Value();
+  Value stats = spec.stats ? entry->getArgument(spec.lse ? 5 : 4) : Value();
+  attn::AttentionOp::create(b, loc, entry->getArgument(0),
+                            entry->getArgument(1), entry->getArgument(2),
+                            entry->getArgument(3), lse, stats,
+                            attn::SpecAttr::fromSpec(ctx, spec));
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts) {
+  PassManager pm(module.getContext());
+  ConvertAttnToWSOptions passOpts;
+  passOpts.target = ws::stringifyTarget(opts.target).str();
+  passOpts.blockM = opts.blockM;
+  passOpts.blockN = opts.blockN;
+  passOpts.stages = opts.stages;
+  passOpts.producerRegs = opts.producerRegs;
+  passOpts.consumerRegs = opts.consumerRegs;
+  pm.addPass(createConvertAttnToWS(passOpts));
+  return pm.run(module);
+}
+
+std::string blasst::summarizeKernel(ws::KernelOp kernel) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  AttentionSpec spec = kernel.getSpec().toSpec();
+  os << "kernel @" << kernel.getSymName() << "  target "
+     << ws::stringifyTarget(kernel.getTarget()) << "  tile "
+     << kernel.getBlockM() << " q rows x " << kernel.getBlockN()
+     << " keys per KV block\n";
+  os << "  spec: " << spec.toShortString() << "\n";
+  os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
+     << kernel.getNumWarps() << " warps), shared memory "
+     << kernel.getSharedMemoryBytes() << " B";
+  if (kernel.getTarget() == ws::Target::sm_100a)
+    os << ", tensor memory " << kernel.getTensorMemoryColumns()
+       << " / 512 columns";
+  int64_t regs = 0;
+  for (int64_t wg = 0; wg < kernel.getNumWarps() / 4; ++wg)
+    regs += 128 * kernel.getWarpgroupRegisters(wg);
+  os << ", registers " << regs << " / " << ws::kRegistersPerCTA << "\n";
+
+  os << "  roles:\n";
+  for (auto role : kernel.getBody().getOps<ws::RoleOp>()) {
+    int64_t steps = 0;
+    role.getBody().walk([&](Operation *op) {
+      if (!isa<ws::KVLoopOp>(op))
+        ++steps;
+    });
+    os << llvm::format("    %-12s %-10s warps [%2d, %2d)", 
+                       role.getSymName().str().c_str(),
+                       ws::stringifyRoleKind(role.getKind()).str().c_str(),
+                       int(role.getWarpBegin()), int(role.getWarpEnd()));
+    if (role.getRegs())
+      os << "  regs " << *role.getRegs();
+    if (role.getRowBegin())
+      os << "  rows [" << *role.getRowBegin() << ", " << *role.getRowEnd()
+         << ")";
+    os << "  " << steps << " steps\n";
+  }
+  os << "  buffers:\n";
+  for (auto buf : kernel.getBody().getOps<ws::BufferOp>()) {
+    ArrayRef<int64_t> shape = buf.getShape();
+    std::string type;
+    llvm::raw_string_ostream ts(type);
+    ts << buf.getElementType();
+    os << llvm::format("    %-8s %-4s %4dx%-4d %-4s x%d",
+                       buf.getSymName().str().c_str(),
+                       ws::stringifyMemorySpace(buf.getSpace()).str().c_str(),
+                       int(shape[0]), int(shape[1]), type.c_str(),
+                       int(buf.getStages()));
+    if (buf.getAliases())
+      os << "  aliases @" << *buf.getAliases();
+    else if (buf.getSpace() == ws::MemorySpace::regs)
+      os << "  " << buf.getStageBytes() * buf.getStages() / 4 / 128
+         << " regs/thread of a warpgroup";
+    else if (buf.getSpace() == ws::MemorySpace::tmem)
+      os << "  " << buf.getTensorMemoryColumns() << " columns";
+    else
+      os << "  " << buf.getStageBytes() * buf.getStages() << " B";
+    os << "\n";
+  }
+  os << "  pipes:\n";
+  for (auto pipe : kernel.getBody().getOps<ws::PipeOp>()) {
+    std::string consumers;
+    for (Attribute c : pipe.getConsumers())
+      consumers += (consumers.empty() ? "" : ",") +
+                   cast<FlatSymbolRefAttr>(c).getValue().str();
+    os << llvm::format("    %-9s depth %d  %s -> %s",
+                       pipe.getSymName().str().c_str(), int(pipe.getDepth()),
+                       pipe.getProducer().str().c_str(), consumers.c_str());
+    if (pipe.getTxBytes())
+      os << "  TMA " << *pipe.getTxBytes() << " B/stage";
+    os << "\n";
+  }
+  return out;
+}

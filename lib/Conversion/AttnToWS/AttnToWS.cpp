@@ -1,0 +1,377 @@
+//===- AttnToWS.cpp - Build each target's warp-specialized schedule -------===//
+//
+// sm_90a follows FlashAttention-3: a producer warpgroup whose elected thread
+// issues TMA, and two consumer warpgroups ("2Q") of 64 rows sharing the K/V
+// stages, with S, P, O in registers. sm_100a follows the FlashAttention-4
+// organisation: a load warp, a single-thread-issue MMA warp, two softmax
+// warpgroups of 128 rows, a correction warpgroup and an epilogue warp, with
+// S, P and O in tensor memory.
+//
+//===----------------------------------------------------------------------===//
+#include "blasst/Conversion/AttnToWS/AttnToWS.h"
+#include "blasst/Conversion/Passes.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/IR/Verifier.h"
+
+namespace blasst {
+#define GEN_PASS_DEF_CONVERTATTNTOWS
+#include "blasst/Conversion/Passes.h.inc"
+} // namespace blasst
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+
+ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
+                                        ScheduleOptions o) {
+  bool hopper = o.target == ws::Target::sm_90a;
+  if (!o.blockM)
+    o.blockM = hopper ? 128 : 256;
+  if (!o.blockN)
+    o.blockN = (hopper && spec.headDim > 128) ? 64 : 128;
+  if (!o.stages)
+    o.stages = 2;
+  if (!o.producerRegs)
+    o.producerRegs = hopper ? 24 : 48;
+  if (!o.consumerRegs)
+    o.consumerRegs = hopper ? 240 : 192;
+  return o;
+}
+
+namespace {
+/// Small helpers so the schedules below read like the IR they build.
+struct KernelBuilder {
+  OpBuilder &b;
+  Location loc;
+  Type et;  // Q/K/V element type.
+  Type f32;
+
+  FlatSymbolRefAttr sym(StringRef name) {
+    return FlatSymbolRefAttr::get(b.getContext(), name);
+  }
+  ArrayAttr syms(ArrayRef<StringRef> names) {
+    SmallVector<Attribute> refs;
+    for (StringRef n : names)
+      refs.push_back(sym(n));
+    return b.getArrayAttr(refs);
+  }
+  void buffer(StringRef name, MemorySpace space, int64_t rows, int64_t cols,
+              Type type, int64_t stages, StringRef aliases = {}) {
+    BufferOp::create(b, loc, b.getStringAttr(name),
+                     MemorySpaceAttr::get(b.getContext(), space),
+                     b.getDenseI64ArrayAttr({rows, cols}), TypeAttr::get(type),
+                     b.getI64IntegerAttr(stages),
+                     aliases.empty() ? FlatSymbolRefAttr() : sym(aliases));
+  }
+  void pipe(StringRef name, int64_t depth, StringRef producer,
+            ArrayRef<StringRef> consumers, ArrayRef<StringRef> buffers,
+            std::optional<int64_t> txBytes) {
+    PipeOp::create(b, loc, b.getStringAttr(name), b.getI64IntegerAttr(depth),
+                   sym(producer), syms(consumers), syms(buffers),
+                   txBytes ? b.getI64IntegerAttr(*txBytes) : IntegerAttr());
+  }
+  /// Creates a role and moves the insertion point into its body.
+  void role(StringRef name, RoleKind kind, int64_t warpBegin, int64_t warpEnd,
+            int64_t regs, std::optional<std::pair<int64_t, int64_t>> rows) {
+    auto op = RoleOp::create(
+        b, loc, b.getStringAttr(name), RoleKindAttr::get(b.getContext(), kind),
+        b.getI64IntegerAttr(warpBegin), b.getI64IntegerAttr(warpEnd),
+        b.getI64IntegerAttr(regs),
+        rows ? b.getI64IntegerAttr(rows->first) : IntegerAttr(),
+        rows ? b.getI64IntegerAttr(rows->second) : IntegerAttr());
+    b.setInsertionPointToStart(&op.getBody().emplaceBlock());
+  }
+  /// Creates a kv_loop and moves the insertion point into its body.
+  void kvLoop() {
+    auto op = KVLoopOp::create(b, loc);
+    b.setInsertionPointToStart(&op.getBody().emplaceBlock());
+  }
+  void endRegion(Operation *parentKernel) {
+    b.setInsertionPointToEnd(&parentKernel->getRegion(0).front());
+  }
+  void afterLoop() { b.setInsertionPointAfter(b.getBlock()->getParentOp()); }
+
+  void acquire(StringRef p) { AcquireOp::create(b, loc, sym(p)); }
+  void release(StringRef p) { ReleaseOp::create(b, loc, sym(p)); }
+  void load(Tensor t, StringRef dst, StringRef p) {
+    TmaLoadOp::create(b, loc, TensorAttr::get(b.getContext(), t), sym(dst),
+                      sym(p));
+  }
+  void mma(MmaKind kind, StringRef a, StringRef bb, StringRef d) {
+    MmaOp::create(b, loc, MmaKindAttr::get(b.getContext(), kind), sym(a),
+                  sym(bb), sym(d));
+  }
+  void softmax(StringRef s, StringRef p, bool readScores) {
+    if (readScores)
+      ReadScoresOp::create(b, loc, sym(s));
+    RowMaxOp::create(b, loc, sym(s));
+    SoftmaxUpdateOp::create(b, loc, sym(s));
+    Exp2StoreOp::create(b, loc, sym(s), sym(p));
+  }
+};
+} // namespace
+
+/// sm_90a: producer warpgroup + two consumer warpgroups of blockM/2 rows.
+static void buildHopper(KernelBuilder &kb, KernelOp kernel,
+                        const AttentionSpec &spec, const ScheduleOptions &o,
+                        bool lse) {
+  int64_t d = spec.headDim, dv = spec.headDimV, half = o.blockM / 2;
+  int64_t bytes = dtypeBytes(spec.dtype);
+  kb.buffer("q", MemorySpace::smem, o.blockM, d, kb.et, 1);
+  kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
+  kb.buffer("v", MemorySpace::smem, o.blockN, dv, kb.et, o.stages);
+  kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, 1);
+  kb.buffer("p", MemorySpace::regs, half, o.blockN, kb.et, 1);
+  kb.buffer("o", MemorySpace::regs, half, dv, kb.f32, 1);
+  StringRef consumers[] = {"consumer0", "consumer1"};
+  kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, o.blockM * d * bytes);
+  kb.pipe("k_pipe", o.stages, "producer", consumers, {"k"},
+          o.blockN * d * bytes);
+  kb.pipe("v_pipe", o.stages, "producer", consumers, {"v"},
+          o.blockN * dv * bytes);
+
+  kb.role("producer", RoleKind::load, 0, 4, o.producerRegs, std::nullopt);
+  kb.acquire("q_pipe");
+  kb.load(Tensor::q, "q", "q_pipe");
+  kb.release("q_pipe");
+  kb.kvLoop();
+  kb.acquire("k_pipe");
+  kb.load(Tensor::k, "k", "k_pipe");
+  kb.release("k_pipe");
+  kb.acquire("v_pipe");
+  kb.load(Tensor::v, "v", "v_pipe");
+  kb.release("v_pipe");
+  kb.endRegion(kernel);
+
+  for (int i = 0; i < 2; ++i) {
+    kb.role(consumers[i], RoleKind::compute, 4 + 4 * i, 8 + 4 * i,
+            o.consumerRegs, std::make_pair(i * half, (i + 1) * half));
+    kb.acquire("q_pipe");
+    kb.kvLoop();
+    kb.acquire("k_pipe");
+    kb.mma(MmaKind::qk, "q", "k", "s");
+    kb.release("k_pipe");
+    kb.softmax("s", "p", /*readScores=*/false);
+    CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+    kb.acquire("v_pipe");
+    kb.mma(MmaKind::pv, "p", "v", "o");
+    kb.release("v_pipe");
+    kb.afterLoop();
+    kb.release("q_pipe");
+    EpilogueOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(),
+                       lse ? kb.b.getUnitAttr() : UnitAttr());
+    kb.endRegion(kernel);
+  }
+}
+
+/// sm_100a: load warp, MMA warp, two softmax warpgroups of 128 rows, a
+/// correction warpgroup and an epilogue warp; S/P/O in tensor memory.
+static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
+                           const AttentionSpec &spec,
+                           const ScheduleOptions &o, bool lse) {
+  int64_t d = spec.headDim, dv = spec.headDimV, tile = o.blockM / 2;
+  int64_t bytes = dtypeBytes(spec.dtype);
+  kb.buffer("q0", MemorySpace::smem, tile, d, kb.et, 1);
+  kb.buffer("q1", MemorySpace::smem, tile, d, kb.et, 1);
+  kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
+  kb.buffer("v", MemorySpace::smem, o.blockN, dv, kb.et, o.stages);
+  kb.buffer("o_stage", MemorySpace::smem, tile, dv, kb.et, 1, "q0");
+  kb.buffer("s0", MemorySpace::tmem, tile, o.blockN, kb.f32, 1);
+  kb.buffer("s1", MemorySpace::tmem, tile, o.blockN, kb.f32, 1);
+  kb.buffer("p0", MemorySpace::tmem, tile, o.blockN, kb.et, 1, "s0");
+  kb.buffer("p1", MemorySpace::tmem, tile, o.blockN, kb.et, 1, "s1");
+  kb.buffer("o0", MemorySpace::tmem, tile, dv, kb.f32, 1);
+  kb.buffer("o1", MemorySpace::tmem, tile, dv, kb.f32, 1);
+
+  kb.pipe("q_pipe", 1, "load", {"mma"}, {"q0", "q1"}, 2 * tile * d * bytes);
+  kb.pipe("k_pipe", o.stages, "load", {"mma"}, {"k"}, o.blockN * d * bytes);
+  kb.pipe("v_pipe", o.stages, "load", {"mma"}, {"v"}, o.blockN * dv * bytes);
+  // S_i full: the MMA warp's commit after Q_i Kᵀ; emptied by softmax_i.
+  kb.pipe("s0_pipe", 1, "mma", {"softmax0"}, {"s0"}, std::nullopt);
+  kb.pipe("s1_pipe", 1, "mma", {"softmax1"}, {"s1"}, std::nullopt);
+  // P_i full: softmax_i stored P_i (over S_i); emptied by the MMA's commit.
+  kb.pipe("p0_pipe", 1, "softmax0", {"mma"}, {}, std::nullopt);
+  kb.pipe("p1_pipe", 1, "softmax1", {"mma"}, {}, std::nullopt);
+  // O_i ready for correction after P_i V; correction hands it back.
+  kb.pipe("o0_pipe", 1, "mma", {"correction"}, {"o0"}, std::nullopt);
+  kb.pipe("o1_pipe", 1, "mma", {"correction"}, {"o1"}, std::nullopt);
+  // The normalised output tile in smem, for the epilogue's TMA store.
+  kb.pipe("epi_pipe", 1, "correction", {"epilogue"}, {"o_stage"},
+          std::nullopt);
+
+  int64_t miscRegs = o.producerRegs;
+  int64_t correctionRegs = std::min<int64_t>(
+      256, (kRegistersPerCTA - 2 * 128 * o.consumerRegs - 128 * miscRegs) /
+               128 / 8 * 8);
+  correctionRegs = std::max<int64_t>(correctionRegs, 24);
+
+  StringRef softmaxRoles[] = {"softmax0", "softmax1"};
+  StringRef sBufs[] = {"s0", "s1"}, pBufs[] = {"p0", "p1"};
+  StringRef oBufs[] = {"o0", "o1"}, qBufs[] = {"q0", "q1"};
+  StringRef sPipes[] = {"s0_pipe", "s1_pipe"}, pPipes[] = {"p0_pipe",
+                                                         "p1_pipe"};
+  StringRef oPipes[] = {"o0_pipe", "o1_pipe"};
+  for (int i = 0; i < 2; ++i) {
+    kb.role(softmaxRoles[i], RoleKind::softmax, 4 * i, 4 * i + 4,
+            o.consumerRegs, std::make_pair(i * tile, (i + 1) * tile));
+    kb.kvLoop();
+    kb.acquire(sPipes[i]);
+    kb.acquire(pPipes[i]);
+    kb.softmax(sBufs[i], pBufs[i], /*readScores=*/true);
+    kb.release(pPipes[i]);
+    kb.release(sPipes[i]);
+    kb.endRegion(kernel);
+  }
+
+  kb.role("correction", RoleKind::correction, 8, 12, correctionRegs,
+          std::nullopt);
+  kb.kvLoop();
+  for (int i = 0; i < 2; ++i) {
+    kb.acquire(oPipes[i]);
+    CorrectOp::create(kb.b, kb.loc, kb.sym(oBufs[i]));
+    kb.release(oPipes[i]);
+  }
+  kb.afterLoop();
+  for (int i = 0; i < 2; ++i) {
+    kb.acquire("epi_pipe");
+    EpilogueOp::create(kb.b, kb.loc, kb.sym(oBufs[i]), kb.sym("o_stage"),
+                       lse ? kb.b.getUnitAttr() : UnitAttr());
+    kb.release("epi_pipe");
+  }
+  kb.endRegion(kernel);
+
+  kb.role("mma", RoleKind::mma, 12, 13, miscRegs, std::nullopt);
+  kb.acquire("q_pipe");
+  kb.kvLoop();
+  kb.acquire("k_pipe");
+  for (int i = 0; i < 2; ++i) {
+    kb.acquire(sPipes[i]);
+    kb.mma(MmaKind::qk, qBufs[i], "k", sBufs[i]);
+    kb.release(sPipes[i]);
+  }
+  kb.release("k_pipe");
+  kb.acquire("v_pipe");
+  for (int i = 0; i < 2; ++i) {
+    kb.acquire(pPipes[i]);
+    kb.acquire(oPipes[i]);
+    kb.mma(MmaKind::pv, pBufs[i], "v", oBufs[i]);
+    kb.release(oPipes[i]);
+    kb.release(pPipes[i]);
+  }
+  kb.release("v_pipe");
+  kb.afterLoop();
+  kb.release("q_pipe");
+  kb.endRegion(kernel);
+
+  kb.role("load", RoleKind::load, 13, 14, miscRegs, std::nullopt);
+  kb.acquire("q_pipe");
+  kb.load(Tensor::q, "q0", "q_pipe");
+  kb.load(Tensor::q, "q1", "q_pipe");
+  kb.release("q_pipe");
+  kb.kvLoop();
+  kb.acquire("k_pipe");
+  kb.load(Tensor::k, "k", "k_pipe");
+  kb.release("k_pipe");
+  kb.acquire("v_pipe");
+  kb.load(Tensor::v, "v", "v_pipe");
+  kb.release("v_pipe");
+  kb.endRegion(kernel);
+
+  kb.role("epilogue", RoleKind::epilogue, 14, 15, miscRegs, std::nullopt);
+  for (int i = 0; i < 2; ++i) {
+    kb.acquire("epi_pipe");
+    TmaStoreOp::create(kb.b, kb.loc, kb.sym("o_stage"),
+                       TensorAttr::get(kb.b.getContext(), Tensor::o));
+    kb.release("epi_pipe");
+  }
+  kb.endRegion(kernel);
+}
+
+KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
+                             const AttentionSpec &spec,
+                             const ScheduleOptions &opts) {
+  MLIRContext *ctx = b.getContext();
+  auto kernel = KernelOp::create(
+      b, loc, b.getStringAttr(name), TargetAttr::get(ctx, opts.target),
+      b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
+      attn::SpecAttr::fromSpec(ctx, spec));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
+  KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
+                   b.getF32Type()};
+  if (opts.target == ws::Target::sm_90a)
+    buildHopper(kb, kernel, spec, opts, spec.lse);
+  else
+    buildBlackwell(kb, kernel, spec, opts, spec.lse);
+  return kernel;
+}
+
+namespace {
+struct ConvertAttnToWSPass
+    : public blasst::impl::ConvertAttnToWSBase<ConvertAttnToWSPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<ws::Target> target = symbolizeTarget(this->target);
+    if (!target) {
+      module.emitError() << "convert-attn-to-ws: unknown target '"
+                         << this->target << "' (expected sm_90a or sm_100a)";
+      return signalPassFailure();
+    }
+    ScheduleOptions knobs{*target,       blockM,       blockN,
+                          stages,        producerRegs, consumerRegs};
+    for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
+                           {"block-n", int64_t(blockN)},
+                           {"stages", int64_t(stages)},
+                           {"producer-regs", int64_t(producerRegs)},
+                           {"consumer-regs", int64_t(consumerRegs)}})
+      if (v < 0) {
+        module.emitError() << "convert-attn-to-ws: option " << name
+                           << " must not be negative, got " << v;
+        return signalPassFailure();
+      }
+
+    SymbolTable symbols(module);
+    SmallVector<attn::AttentionOp> ops;
+    module.walk([&](attn::AttentionOp op) { ops.push_back(op); });
+    for (attn::AttentionOp op : ops) {
+      AttentionSpec spec = op.getSpec().toSpec();
+      std::string reason = checkSupported(
+          spec, *target == ws::Target::sm_90a ? blasst::Target::SM90a
+                                              : blasst::Target::SM100a);
+      if (!reason.empty()) {
+        op.emitOpError() << "cannot be compiled for "
+                         << stringifyTarget(*target) << ": " << reason;
+        return signalPassFailure();
+      }
+      ScheduleOptions opts = resolveSchedule(spec, knobs);
+      auto func = op->getParentOfType<FunctionOpInterface>();
+      std::string name =
+          (func ? func.getName().str() : std::string("attention")) + "_kernel";
+
+      OpBuilder b(module.getBodyRegion());
+      b.setInsertionPointToEnd(module.getBody());
+      KernelOp kernel = buildKernel(b, op.getLoc(), name, spec, opts);
+      symbols.insert(kernel); // Renames on a clash.
+      if (failed(verify(kernel))) {
+        op.emitOpError() << "the " << stringifyTarget(*target)
+                         << " schedule for this spec is invalid (see above)";
+        return signalPassFailure();
+      }
+
+      b.setInsertionPoint(op);
+      SmallVector<Value> args{op.getQ(), op.getK(), op.getV(), op.getO()};
+      if (op.getLse())
+        args.push_back(op.getLse());
+      if (op.getStats())
+        args.push_back(op.getStats());
+      LaunchOp::create(b, op.getLoc(), FlatSymbolRefAttr::get(kernel),
+                       args);
+      op.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,549 @@
+//===- WSDialect.cpp - The ws dialect and its structural verifiers --------===//
+//
+// The verifiers encode the hardware and protocol rules a schedule must obey
+// before anything is lowered: they are the first line of the static checks
+// (the synchronization checker is the second).
+//
+//===----------------------------------------------------------------------===//
+#include "blasst/Dialect/WS/IR/WS.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+
+#include "blasst/Dialect/WS/IR/WSDialect.cpp.inc"
+#include "blasst/Dialect/WS/IR/WSEnums.cpp.inc"
+
+void WSDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "blasst/Dialect/WS/IR/WSOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static int64_t bitWidth(Type t) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return f.getWidth();
+  if (auto i = dyn_cast<IntegerType>(t))
+    return i.getWidth();
+  return 0;
+}
+
+/// Looks `name` up among the symbols of the enclosing ws.kernel.
+template <typename OpTy>
+static OpTy lookup(Operation *from, FlatSymbolRefAttr name) {
+  auto kernel = from->getParentOfType<KernelOp>();
+  if (!kernel || !name)
+    return nullptr;
+  return dyn_cast_or_null<OpTy>(
+      SymbolTable::lookupSymbolIn(kernel, name.getAttr()));
+}
+
+/// Resolves a buffer operand of a step or emits an error naming the operand.
+static FailureOr<BufferOp> lookupBuffer(Operation *op, FlatSymbolRefAttr name,
+                                     StringRef what) {
+  if (auto buffer = lookup<BufferOp>(op, name))
+    return buffer;
+  return op->emitOpError() << what << " " << name
+                           << " does not name a ws.buffer of the kernel";
+}
+
+static FailureOr<PipeOp> lookupPipe(Operation *op, FlatSymbolRefAttr name) {
+  if (auto pipe = lookup<PipeOp>(op, name))
+    return pipe;
+  return op->emitOpError() << name << " does not name a ws.pipe of the kernel";
+}
+
+static ws::Target getTarget(Operation *op) {
+  return op->getParentOfType<KernelOp>().getTarget();
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+int64_t KernelOp::getNumWarps() {
+  int64_t end = 0;
+  for (auto role : getBody().getOps<RoleOp>())
+    end = std::max<int64_t>(end, role.getWarpEnd());
+  return llvm::alignTo(end, 4);
+}
+
+int64_t KernelOp::getSharedMemoryBytes() {
+  int64_t bytes = 0;
+  for (auto buffer : getBody().getOps<BufferOp>())
+    if (buffer.getSpace() == MemorySpace::smem && !buffer.getAliases())
+      bytes += buffer.getStageBytes() * buffer.getStages();
+  return bytes;
+}
+
+int64_t KernelOp::getTensorMemoryColumns() {
+  int64_t columns = 0;
+  for (auto buffer : getBody().getOps<BufferOp>())
+    if (buffer.getSpace() == MemorySpace::tmem && !buffer.getAliases())
+      columns += buffer.getTensorMemoryColumns();
+  return columns;
+}
+
+int64_t KernelOp::getWarpgroupRegisters(int64_t wg) {
+  for (auto role : getBody().getOps<RoleOp>())
+    if (role.getRegs() && int64_t(role.getWarpBegin()) < 4 * (wg + 1) &&
+        int64_t(role.getWarpEnd()) > 4 * wg)
+      return *role.getRegs();
+  return 0;
+}
+
+LogicalResult KernelOp::verify() {
+  int64_t blockM = getBlockM(), blockN = getBlockN();
+  if (blockM <= 0 || blockN <= 0 || blockM % 64 || blockN % 16)
+    return emitOpError() << "block_m must be a positive multiple of 64 and "
+                            "block_n a positive multiple of 16, got block_m = "
+                         << blockM << ", block_n = " << blockN;
+
+  SmallVector<RoleOp> roles(getBody().getOps<RoleOp>());
+  if (roles.empty())
+    return emitOpError() << "has no ws.role";
+
+  // Warp ranges are disjoint.
+  for (auto [i, a] : llvm::enumerate(roles))
+    for (RoleOp b : llvm::drop_begin(roles, i + 1))
+      if (a.getWarpBegin() < b.getWarpEnd() &&
+          b.getWarpBegin() < a.getWarpEnd())
+        return emitOpError()
+               << "roles '" << a.getSymName() << "' [" << a.getWarpBegin()
+               << ", " << a.getWarpEnd() << ") and '" << b.getSymName()
+               << "' [" << b.getWarpBegin() << ", " << b.getWarpEnd()
+               << ") overlap";
+
+  int64_t numWarps = getNumWarps();
+  if (numWarps > kMaxWarpsPerCTA)
+    return emitOpError() << "needs " << numWarps << " warps, a CTA has at most "
+                         << kMaxWarpsPerCTA;
+
+  // setmaxnreg acts on whole warpgroups: the roles of one warpgroup agree on
+  // a budget, and if any role sets one, every warpgroup must have one.
+  bool anyBudget = llvm::any_of(roles, [](RoleOp r) { return r.getRegs(); });
+  int64_t totalRegs = 0;
+  for (int64_t wg = 0; wg < numWarps / 4; ++wg) {
+    std::optional<int64_t> budget;
+    RoleOp first;
+    bool occupied = false;
+    for (RoleOp r : roles) {
+      if (int64_t(r.getWarpBegin()) >= 4 * (wg + 1) ||
+          int64_t(r.getWarpEnd()) <= 4 * wg)
+        continue;
+      occupied = true;
+      if (!r.getRegs())
+        continue;
+      if (budget && *budget != int64_t(*r.getRegs()))
+        return emitOpError()
+               << "warpgroup " << wg << " has roles with different register "
+               << "budgets ('" << first.getSymName() << "' " << *budget
+               << ", '" << r.getSymName() << "' " << *r.getRegs()
+               << "); setmaxnreg applies to a whole warpgroup";
+      budget = r.getRegs();
+      first = r;
+    }
+    if (anyBudget && occupied && !budget)
+      return emitOpError() << "warpgroup " << wg
+                           << " has no register budget while other "
+                              "warpgroups set one";
+    totalRegs += 128 * budget.value_or(kRegistersPerCTA / (numWarps * 32));
+  }
+  if (anyBudget && totalRegs > kRegistersPerCTA)
+    return emitOpError() << "register budgets need " << totalRegs
+                         << " registers, a CTA has " << kRegistersPerCTA;
+
+  int64_t smem = getSharedMemoryBytes();
+  if (smem > kSharedMemoryBytes)
+    return emitOpError() << "shared memory buffers need " << smem
+                         << " bytes, " << stringifyTarget(getTarget())
+                         << " allows at most " << kSharedMemoryBytes;
+
+  for (auto buffer : getBody().getOps<BufferOp>())
+    if (buffer.getSpace() == MemorySpace::tmem &&
+        getTarget() != ws::Target::sm_100a)
+      return buffer.emitOpError()
+             << "is in tensor memory, which needs sm_100a; the kernel "
+                "targets "
+             << stringifyTarget(getTarget());
+  int64_t columns = getTensorMemoryColumns();
+  if (columns > kTensorMemoryColumns)
+    return emitOpError() << "tensor memory buffers need " << columns
+                         << " columns, there are " << kTensorMemoryColumns;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BufferOp
+//===----------------------------------------------------------------------===//
+
+int64_t BufferOp::getStageBytes() {
+  int64_t elems = 1;
+  for (int64_t d : getShape())
+    elems *= d;
+  return elems * bitWidth(getElementType()) / 8;
+}
+
+int64_t BufferOp::getTensorMemoryColumns() {
+  // A tmem tile has one row per lane; each column is 32 bits wide.
+  ArrayRef<int64_t> shape = getShape();
+  return shape[1] * bitWidth(getElementType()) / 32 * getStages();
+}
+
+LogicalResult BufferOp::verify() {
+  ArrayRef<int64_t> shape = getShape();
+  if (shape.size() != 2)
+    return emitOpError() << "shape must be [rows, columns], got " << shape.size()
+                         << " dims";
+  if (llvm::any_of(shape, [](int64_t d) { return d <= 0; }))
+    return emitOpError() << "shape dims must be positive";
+  if (int64_t(getStages()) < 1)
+    return emitOpError() << "stages must be at least 1, got "
+                         << int64_t(getStages());
+  Type et = getElementType();
+  if (!isa<BFloat16Type, Float16Type, Float32Type>(et))
+    return emitOpError() << "element type must be bf16, f16 or f32, got "
+                         << et;
+  if (getSpace() == MemorySpace::tmem) {
+    if (shape[0] > kTensorMemoryLanes)
+      return emitOpError() << "a tensor memory tile has at most "
+                           << kTensorMemoryLanes << " rows (lanes), got "
+                           << shape[0];
+  }
+  if (FlatSymbolRefAttr aliased = getAliasesAttr()) {
+    auto other = lookup<BufferOp>(*this, aliased);
+    if (!other)
+      return emitOpError() << "aliases " << aliased
+                           << ", which is not a ws.buffer of the kernel";
+    if (other == *this || other.getAliases())
+      return emitOpError() << "may only alias a buffer that owns storage";
+    if (other.getSpace() != getSpace())
+      return emitOpError() << "aliases " << aliased
+                           << " in another memory space";
+    if (getStageBytes() * getStages() >
+        other.getStageBytes() * other.getStages())
+      return emitOpError() << "is larger than the buffer it aliases, "
+                           << aliased;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PipeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipeOp::verify() {
+  if (int64_t(getDepth()) < 1)
+    return emitOpError() << "depth must be at least 1, got "
+                         << int64_t(getDepth());
+  if (!lookup<RoleOp>(*this, getProducerAttr()))
+    return emitOpError() << "producer " << getProducerAttr()
+                         << " is not a ws.role of the kernel";
+  if (getConsumers().empty())
+    return emitOpError() << "needs at least one consumer role";
+  llvm::SmallDenseSet<Attribute> seen;
+  for (Attribute a : getConsumers()) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(a);
+    if (!ref)
+      return emitOpError() << "consumers must be role symbols, got " << a;
+    if (!lookup<RoleOp>(*this, ref))
+      return emitOpError() << "consumer " << ref
+                           << " is not a ws.role of the kernel";
+    if (ref == getProducerAttr())
+      return emitOpError() << "role " << ref
+                           << " cannot both produce and consume";
+    if (!seen.insert(ref).second)
+      return emitOpError() << "consumer " << ref << " is listed twice";
+  }
+  int64_t stageBytes = 0;
+  for (Attribute a : getBuffers()) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(a);
+    auto buffer = ref ? lookup<BufferOp>(*this, ref) : BufferOp();
+    if (!buffer)
+      return emitOpError() << "buffer " << a
+                           << " is not a ws.buffer of the kernel";
+    if (buffer.getStages() != uint64_t(getDepth()))
+      return emitOpError() << "buffer " << ref << " has " << buffer.getStages()
+                           << " stages but the pipe has depth "
+                           << getDepth();
+    stageBytes += buffer.getStageBytes();
+  }
+  if (std::optional<int64_t> tx = getTxBytes()) {
+    for (Attribute a : getBuffers())
+      if (lookup<BufferOp>(*this, cast<FlatSymbolRefAttr>(a)).getSpace() !=
+          MemorySpace::smem)
+        return emitOpError() << "a TMA pipe (tx_bytes) may only guard smem "
+                                "buffers; "
+                             << a << " is not in smem";
+    if (int64_t(*tx) != stageBytes)
+      return emitOpError() << "tx_bytes is " << *tx
+                           << " but one stage of its buffers is " << stageBytes
+                           << " bytes";
+    if (*tx >= (1u << 20))
+      return emitOpError() << "tx_bytes " << *tx
+                           << " exceeds the mbarrier transaction count limit "
+                              "(2^20 - 1)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RoleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RoleOp::verify() {
+  int64_t begin = getWarpBegin(), end = getWarpEnd();
+  if (begin < 0 || end <= begin)
+    return emitOpError() << "warp range [" << begin << ", " << end
+                         << ") is empty or negative";
+  if (std::optional<int64_t> regs = getRegs())
+    if (*regs < 24 || *regs > 256 || *regs % 8)
+      return emitOpError() << "register budget must be a multiple of 8 in "
+                              "[24, 256] (setmaxnreg), got "
+                           << *regs;
+  if (getRowBegin() || getRowEnd()) {
+    auto kernel = (*this)->getParentOfType<KernelOp>();
+    int64_t rb = getRowBegin().value_or(0), re = getRowEnd().value_or(0);
+    if (!getRowBegin() || !getRowEnd() || rb < 0 || re <= rb ||
+        re > int64_t(kernel.getBlockM()))
+      return emitOpError() << "rows must be [begin, end) within the CTA's "
+                           << kernel.getBlockM() << " query rows";
+  }
+  // wgmma is issued by a whole warpgroup.
+  bool issuesWgmma = getKind() == RoleKind::compute &&
+                     getTarget(*this) == ws::Target::sm_90a;
+  if (issuesWgmma && (getWarpBegin() % 4 || getWarpEnd() % 4))
+    return emitOpError() << "issues wgmma and must span whole warpgroups "
+                            "(warps [4k, 4j)), got ["
+                         << getWarpBegin() << ", " << getWarpEnd() << ")";
+
+  // Register buffers the role touches must fit in its budget (per thread).
+  if (std::optional<int64_t> regs = getRegs()) {
+    llvm::SmallDenseSet<Operation *> used;
+    int64_t threads = 32 * getNumWarps();
+    int64_t perThread = 0;
+    getBody().walk([&](Operation *op) {
+      for (NamedAttribute attr : op->getAttrs()) {
+        auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+        if (!ref)
+          continue;
+        auto buffer = lookup<BufferOp>(op, ref);
+        if (buffer && buffer.getSpace() == MemorySpace::regs &&
+            used.insert(buffer).second)
+          perThread += buffer.getStageBytes() * buffer.getStages() / 4 /
+                       threads;
+      }
+    });
+    if (perThread > int64_t(*regs))
+      return emitOpError() << "register buffers need " << perThread
+                           << " registers per thread, the budget is "
+                           << *regs;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+/// Checks that the step's role takes part in `pipe`.
+static LogicalResult verifyPipeParticipant(Operation *op,
+                                           FlatSymbolRefAttr pipeName) {
+  FailureOr<PipeOp> pipe = lookupPipe(op, pipeName);
+  if (failed(pipe))
+    return failure();
+  auto role = op->getParentOfType<RoleOp>();
+  auto self = FlatSymbolRefAttr::get(role.getSymNameAttr());
+  if (pipe->getProducerAttr() == self ||
+      llvm::is_contained(pipe->getConsumers(), self))
+    return success();
+  return op->emitOpError() << "role '" << role.getSymName()
+                           << "' is neither the producer nor a consumer of "
+                              "pipe "
+                           << pipeName;
+}
+
+LogicalResult AcquireOp::verify() {
+  return verifyPipeParticipant(*this, getPipeAttr());
+}
+LogicalResult ReleaseOp::verify() {
+  return verifyPipeParticipant(*this, getPipeAttr());
+}
+
+LogicalResult TmaLoadOp::verify() {
+  FailureOr<PipeOp> pipe = lookupPipe(*this, getPipeAttr());
+  FailureOr<BufferOp> dst = lookupBuffer(*this, getDstAttr(), "destination");
+  if (failed(pipe) || failed(dst))
+    return failure();
+  if (getTensor() == Tensor::o)
+    return emitOpError() << "loads only Q, K or V";
+  if (dst->getSpace() != MemorySpace::smem)
+    return emitOpError() << "destination " << getDstAttr()
+                         << " must be in smem";
+  if (pipe->getProducer() != getRole().getSymName())
+    return emitOpError() << "is issued by role '" << getRole().getSymName()
+                         << "' but pipe " << getPipeAttr()
+                         << " is produced by " << pipe->getProducerAttr();
+  if (!llvm::is_contained(pipe->getBuffers(), getDstAttr()))
+    return emitOpError() << "destination " << getDstAttr()
+                         << " is not guarded by pipe " << getPipeAttr();
+  if (!pipe->getTxBytes())
+    return emitOpError() << "pipe " << getPipeAttr()
+                         << " has no tx_bytes; TMA completes on a "
+                            "transaction-counting pipe";
+  return success();
+}
+
+LogicalResult TmaStoreOp::verify() {
+  FailureOr<BufferOp> src = lookupBuffer(*this, getSrcAttr(), "source");
+  if (failed(src))
+    return failure();
+  if (getTensor() != Tensor::o)
+    return emitOpError() << "stores only O";
+  if (src->getSpace() != MemorySpace::smem)
+    return emitOpError() << "source " << getSrcAttr() << " must be in smem";
+  return success();
+}
+
+LogicalResult MmaOp::verify() {
+  FailureOr<BufferOp> a = lookupBuffer(*this, getAAttr(), "operand a");
+  FailureOr<BufferOp> b = lookupBuffer(*this, getBAttr(), "operand b");
+  FailureOr<BufferOp> d = lookupBuffer(*this, getDAttr(), "accumulator d");
+  if (failed(a) || failed(b) || failed(d))
+    return failure();
+  ws::Target target = getTarget(*this);
+  MemorySpace accSpace =
+      target == ws::Target::sm_90a ? MemorySpace::regs : MemorySpace::tmem;
+  MemorySpace aAlt = accSpace;
+  if (b->getSpace() != MemorySpace::smem)
+    return emitOpError() << "operand b " << getBAttr()
+                         << " must be in smem";
+  if (d->getSpace() != accSpace)
+    return emitOpError() << "accumulator " << getDAttr() << " must be in "
+                         << stringifyMemorySpace(accSpace) << " on "
+                         << stringifyTarget(target);
+  if (a->getSpace() != MemorySpace::smem && a->getSpace() != aAlt)
+    return emitOpError() << "operand a " << getAAttr() << " must be in smem or "
+                         << stringifyMemorySpace(aAlt) << " on "
+                         << stringifyTarget(target);
+  if (!d->getElementType().isF32())
+    return emitOpError() << "accumulator must be f32";
+  if (a->getElementType() != b->getElementType())
+    return emitOpError() << "operands a and b have different element types";
+
+  // qk: d[M,N] = a[M,D] b[N,D]^T;  pv: d[M,Dv] += a[M,N] b[N,Dv].
+  ArrayRef<int64_t> as = a->getShape(), bs = b->getShape(),
+                    ds = d->getShape();
+  int64_t m = ds[0], n = ds[1];
+  int64_t k = getKind() == MmaKind::qk ? bs[1] : bs[0];
+  int64_t bN = getKind() == MmaKind::qk ? bs[0] : bs[1];
+  if (as[1] != k || bN != n || as[0] % m)
+    return emitOpError() << "shapes do not compose: a " << as[0] << "x"
+                         << as[1] << ", b " << bs[0] << "x" << bs[1]
+                         << ", d " << m << "x" << n << " for "
+                         << stringifyMmaKind(getKind());
+  if (target == ws::Target::sm_90a && m % 64)
+    return emitOpError() << "wgmma tiles have a multiple of 64 rows, got "
+                         << m;
+  return success();
+}
+
+/// Score steps work on the block's S tile.
+static LogicalResult verifyScores(Operation *op, FlatSymbolRefAttr name) {
+  FailureOr<BufferOp> s = lookupBuffer(op, name, "scores");
+  if (failed(s))
+    return failure();
+  if (s->getSpace() == MemorySpace::smem || !s->getElementType().isF32())
+    return op->emitOpError() << "scores " << name
+                             << " must be an f32 buffer in registers or "
+                                "tensor memory";
+  return success();
+}
+
+LogicalResult ReadScoresOp::verify() {
+  return verifyScores(*this, getScoresAttr());
+}
+LogicalResult RowMaxOp::verify() { return verifyScores(*this, getScoresAttr()); }
+LogicalResult SoftmaxUpdateOp::verify() {
+  return verifyScores(*this, getScoresAttr());
+}
+
+LogicalResult Exp2StoreOp::verify() {
+  if (failed(verifyScores(*this, getScoresAttr())))
+    return failure();
+  FailureOr<BufferOp> p = lookupBuffer(*this, getPAttr(), "P");
+  if (failed(p))
+    return failure();
+  if (p->getElementType().isF32())
+    return emitOpError() << "P " << getPAttr()
+                         << " must be bf16 or f16 (the P·V operand type)";
+  return success();
+}
+
+LogicalResult CorrectOp::verify() {
+  FailureOr<BufferOp> acc = lookupBuffer(*this, getAccAttr(), "accumulator");
+  if (failed(acc))
+    return failure();
+  if (acc->getSpace() == MemorySpace::smem)
+    return emitOpError() << "accumulator " << getAccAttr()
+                         << " must be in registers or tensor memory";
+  return success();
+}
+
+LogicalResult EpilogueOp::verify() {
+  FailureOr<BufferOp> acc = lookupBuffer(*this, getAccAttr(), "accumulator");
+  if (failed(acc))
+    return failure();
+  if (acc->getSpace() == MemorySpace::smem)
+    return emitOpError() << "accumulator " << getAccAttr()
+                         << " must be in registers or tensor memory";
+  if (FlatSymbolRefAttr staging = getStagingAttr()) {
+    FailureOr<BufferOp> st = lookupBuffer(*this, staging, "staging");
+    if (failed(st))
+      return failure();
+    if (st->getSpace() != MemorySpace::smem)
+      return emitOpError() << "staging buffer " << staging
+                           << " must be in smem";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LaunchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto kernel =
+      tables.lookupNearestSymbolFrom<KernelOp>(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError() << getKernelAttr() << " does not name a ws.kernel";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "blasst/Dialect/WS/IR/WSOps.cpp.inc"
+
+#define DEFINE_GET_ROLE(OpTy)                                                  \
+  RoleOp OpTy::getRole() { return (*this)->getParentOfType<RoleOp>(); }
+DEFINE_GET_ROLE(AcquireOp)
+DEFINE_GET_ROLE(ReleaseOp)
+DEFINE_GET_ROLE(TmaLoadOp)
+DEFINE_GET_ROLE(TmaStoreOp)
+DEFINE_GET_ROLE(MmaOp)
+DEFINE_GET_ROLE(ReadScoresOp)
+DEFINE_GET_ROLE(RowMaxOp)
+DEFINE_GET_ROLE(SoftmaxUpdateOp)
+DEFINE_GET_ROLE(Exp2StoreOp)
+DEFINE_GET_ROLE(CorrectOp)
+DEFINE_GET_ROLE(EpilogueOp)
+#undef DEFINE_GET_ROLE

@@ -1,0 +1,636 @@
+//===- AttentionSpec.cpp - What an attention kernel computes --------------===//
+//
+// Parsing, printing, validation and presets of AttentionSpec. Only the C++17
+// standard library is used (see the header for why), and nothing throws, so
+// the library also links into code built with -fno-exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "blasst/Spec/AttentionSpec.h"
+
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace blasst;
+
+namespace {
+
+// Limits shared by validate() and the error messages. 1024 is far above any
+// real head size or head count; the bound exists to reject typos (an extra
+// zero) before they reach shape computations that could overflow.
+constexpr int kMaxHeadDim = 1024;
+constexpr int kMaxHeads = 1024;
+
+const char *const kKnownKeys[] = {
+    "name",     "preset",   "dtype",  "head_dim", "head_dim_v",
+    "q_heads",  "kv_heads", "causal", "phase",    "softmax_scale",
+    "sparsity", "lse",      "stats"};
+
+std::string knownKeysList() {
+  std::string out;
+  for (const char *key : kKnownKeys) {
+    if (!out.empty())
+      out += ", ";
+    out += key;
+  }
+  return out;
+}
+
+/// Formats `v` with the fewest significant digits that still read back as
+/// exactly `v`, so printed specs stay readable ("256", not "256.00000000000")
+/// while parseSpec(toString()) remains the identity.
+std::string formatShortestDouble(double v) {
+  char buf[64];
+  for (int precision : {6, 9, 12, 15, 17}) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+/// Formats with %.17g, which always round-trips a double.
+std::string formatExactDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+/// Strict integer parse: the whole string must be a base-10 integer that fits
+/// in an int. strtol alone would accept "12x" and leading blanks.
+bool parseInt(const std::string &s, int &out) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])))
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0' || end == s.c_str())
+    return false;
+  if (v < INT_MIN || v > INT_MAX)
+    return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+/// Strict floating-point parse; rejects trailing junk and values that
+/// overflow or underflow (strtod reports both as ERANGE). "inf" and "nan" are
+/// accepted here and rejected by validate(), which explains why.
+bool parseDouble(const std::string &s, double &out) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])))
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (errno == ERANGE || *end != '\0' || end == s.c_str())
+    return false;
+  out = v;
+  return true;
+}
+
+std::optional<bool> parseBool(const std::string &s) {
+  if (s == "true" || s == "1")
+    return true;
+  if (s == "false" || s == "0")
+    return false;
+  return std::nullopt;
+}
+
+/// The sparsity checks, shared by parseSparsity (so a bad value is reported
+/// with its line number) and validate() (for specs built in code).
+std::string checkSparsityValue(const SparsityPolicy &p) {
+  switch (p.kind) {
+  case SparsityKind::None:
+    return "";
+  case SparsityKind::ScaleFactor:
+    if (!std::isfinite(p.value))
+      return "sparsity scale factor a must be finite";
+    if (!(p.value > 0))
+      return "sparsity scale factor a must be > 0, got " +
+             formatShortestDouble(p.value);
+    return "";
+  case SparsityKind::LnLambda:
+    if (!std::isfinite(p.value))
+      return "sparsity ln_lambda must be finite";
+    // lambda is a threshold on exp(s - rowmax) <= 1; lambda >= 1 would skip
+    // every block, so only negative logarithms make sense.
+    if (!(p.value < 0))
+      return "sparsity ln_lambda must be < 0 (the log of a threshold below "
+             "1), got " +
+             formatShortestDouble(p.value);
+    return "";
+  }
+  return "unknown sparsity kind";
+}
+
+std::string checkRange(const char *key, int v, int lo, int hi) {
+  if (v >= lo && v <= hi)
+    return "";
+  return std::string(key) + " " + std::to_string(v) + " out of range [" +
+         std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+AttentionSpec makeSpec(const char *name, int headDim, int qHeads, int kvHeads,
+                       bool causal, Phase phase) {
+  AttentionSpec s;
+  s.name = name;
+  s.dtype = DType::BF16;
+  s.headDim = headDim;
+  s.headDimV = headDim;
+  s.numQHeads = qHeads;
+  s.numKVHeads = kvHeads;
+  s.causal = causal;
+  s.phase = phase;
+  return s;
+}
+
+/// The preset table, in presetNames() order; each spec's name is its key.
+const std::vector<AttentionSpec> &presets() {
+  static const std::vector<AttentionSpec> table = [] {
+    std::vector<AttentionSpec> t;
+    t.push_back(
+        makeSpec("llama3-8b-prefill", 128, 32, 8, true, Phase::Prefill));
+    // Decode attends one new token to the whole cache, so there is nothing
+    // to mask.
+    t.push_back(makeSpec("llama3-8b-decode", 128, 32, 8, false, Phase::Decode));
+    t.push_back(
+        makeSpec("llama3-70b-prefill", 128, 64, 8, true, Phase::Prefill));
+    t.push_back(
+        makeSpec("mha-hd64-prefill", 64, 16, 16, false, Phase::Prefill));
+    t.push_back(
+        makeSpec("mha-hd128-prefill", 128, 16, 16, false, Phase::Prefill));
+    t.push_back(
+        makeSpec("mqa-hd128-prefill", 128, 16, 1, true, Phase::Prefill));
+    AttentionSpec sparse =
+        makeSpec("llama3-8b-prefill-blasst", 128, 32, 8, true, Phase::Prefill);
+    sparse.sparsity = {SparsityKind::ScaleFactor, 256.0};
+    sparse.stats = true;
+    t.push_back(std::move(sparse));
+    return t;
+  }();
+  return table;
+}
+
+std::string presetNamesList() {
+  std::string out;
+  for (const AttentionSpec &p : presets()) {
+    if (!out.empty())
+      out += ", ";
+    out += p.name;
+  }
+  return out;
+}
+
+/// Splits one (comment-free) line into tokens separated by blanks or commas.
+std::vector<std::string> tokenize(const std::string &line) {
+  std::vector<std::string> tokens;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty())
+        tokens.push_back(std::move(cur));
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (!cur.empty())
+    tokens.push_back(std::move(cur));
+  return tokens;
+}
+
+/// Shared by parseSpec and parseSpecFile; `numKeys` lets the file variant
+/// reject empty files, whereas an empty string is a fine way to ask for the
+/// defaults in code.
+SpecOrError parseSpecImpl(const std::string &text,
+                          const std::string &sourceName, int &numKeys) {
+  SpecOrError result;
+  AttentionSpec spec;
+  // Key -> line it was first set on, to report duplicates usefully.
+  std::map<std::string, int> seen;
+  bool headDimVGiven = false, headDimGiven = false;
+  numKeys = 0;
+
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::string where = sourceName + ":" + std::to_string(lineNo) + ": ";
+    auto fail = [&](const std::string &msg) {
+      result.spec.reset();
+      result.error = where + msg;
+      return result;
+    };
+
+    size_t hash = line.find('#');
+    if (hash != std::string::npos)
+      line.erase(hash);
+
+    for (const std::string &token : tokenize(line)) {
+      size_t eq = token.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return fail("expected key=value, got '" + token + "'");
+      std::string key = token.substr(0, eq);
+      std::string value = token.substr(eq + 1);
+
+      bool known = false;
+      for (const char *k : kKnownKeys)
+        known |= key == k;
+      if (!known)
+        return fail("unknown key '" + key +
+                    "' (known keys: " + knownKeysList() + ")");
+
+      auto [it, inserted] = seen.emplace(key, lineNo);
+      if (!inserted)
+        return fail("duplicate key '" + key + "' (first set on line " +
+                    std::to_string(it->second) + ")");
+      // A preset replaces the whole spec, so it would silently discard keys
+      // given before it.
+      if (key == "preset" && seen.size() > 1)
+        return fail("preset must come first");
+      ++numKeys;
+
+      if (value.empty())
+        return fail("missing value for key '" + key + "'");
+
+      auto invalidEnum = [&](const char *allowed) {
+        return fail("invalid value '" + value + "' for " + key + " (expected " +
+                    allowed + ")");
+      };
+
+      if (key == "name") {
+        spec.name = value;
+      } else if (key == "preset") {
+        std::optional<AttentionSpec> p = lookupPreset(value);
+        if (!p)
+          return fail("unknown preset '" + value +
+                      "' (known presets: " + presetNamesList() + ")");
+        spec = *p;
+      } else if (key == "dtype") {
+        std::optional<DType> d = parseDType(value);
+        if (!d)
+          return invalidEnum("bf16|f16");
+        spec.dtype = *d;
+      } else if (key == "head_dim" || key == "head_dim_v" || key == "q_heads" ||
+                 key == "kv_heads") {
+        int v = 0;
+        if (!parseInt(value, v))
+          return fail("invalid integer '" + value + "' for " + key);
+        if (key == "head_dim") {
+          spec.headDim = v;
+          headDimGiven = true;
+        } else if (key == "head_dim_v") {
+          spec.headDimV = v;
+          headDimVGiven = true;
+        } else if (key == "q_heads") {
+          spec.numQHeads = v;
+        } else {
+          spec.numKVHeads = v;
+        }
+      } else if (key == "causal" || key == "lse" || key == "stats") {
+        std::optional<bool> b = parseBool(value);
+        if (!b)
+          return invalidEnum("true|false|1|0");
+        if (key == "causal")
+          spec.causal = *b;
+        else if (key == "lse")
+          spec.lse = *b;
+        else
+          spec.stats = *b;
+      } else if (key == "phase") {
+        std::optional<Phase> p = parsePhase(value);
+        if (!p)
+          return invalidEnum("prefill|decode");
+        spec.phase = *p;
+      } else if (key == "softmax_scale") {
+        if (value == "default") {
+          spec.softmaxScale.reset();
+        } else {
+          double d = 0;
+          if (!parseDouble(value, d))
+            return fail("invalid number '" + value +
+                        "' for softmax_scale (expected a float or 'default')");
+          spec.softmaxScale = d;
+        }
+      } else if (key == "sparsity") {
+        std::string err;
+        std::optional<SparsityPolicy> p = parseSparsity(value, err);
+        if (!p)
+          return fail("invalid sparsity '" + value + "': " + err);
+        spec.sparsity = *p;
+      }
+    }
+  }
+
+  // Almost every model has equal Q/K and V head sizes, so head_dim alone
+  // means both; this applies on top of a preset as well.
+  if (headDimGiven && !headDimVGiven)
+    spec.headDimV = spec.headDim;
+
+  std::string reason = spec.validate();
+  if (!reason.empty()) {
+    result.error = sourceName + ": invalid spec: " + reason;
+    return result;
+  }
+  result.spec = std::move(spec);
+  return result;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+const char *blasst::toString(DType d) {
+  switch (d) {
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  }
+  return "?";
+}
+
+const char *blasst::toString(Phase p) {
+  switch (p) {
+  case Phase::Prefill:
+    return "prefill";
+  case Phase::Decode:
+    return "decode";
+  }
+  return "?";
+}
+
+const char *blasst::toString(Target t) {
+  switch (t) {
+  case Target::SM90a:
+    return "sm_90a";
+  case Target::SM100a:
+    return "sm_100a";
+  }
+  return "?";
+}
+
+std::optional<DType> blasst::parseDType(const std::string &s) {
+  if (s == "bf16")
+    return DType::BF16;
+  if (s == "f16")
+    return DType::F16;
+  return std::nullopt;
+}
+
+std::optional<Phase> blasst::parsePhase(const std::string &s) {
+  if (s == "prefill")
+    return Phase::Prefill;
+  if (s == "decode")
+    return Phase::Decode;
+  return std::nullopt;
+}
+
+std::optional<Target> blasst::parseTarget(const std::string &s) {
+  if (s == "sm_90a")
+    return Target::SM90a;
+  if (s == "sm_100a")
+    return Target::SM100a;
+  return std::nullopt;
+}
+
+int blasst::dtypeBytes(DType d) {
+  switch (d) {
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Sparsity
+//===----------------------------------------------------------------------===//
+
+std::optional<SparsityPolicy> blasst::parseSparsity(const std::string &text,
+                                                    std::string &error) {
+  static const char kExpected[] =
+      "expected none, blasst:a=<float> or blasst:ln_lambda=<float>";
+  if (text == "none")
+    return SparsityPolicy{};
+
+  static const std::string kPrefix = "blasst:";
+  if (text.compare(0, kPrefix.size(), kPrefix) != 0) {
+    error = kExpected;
+    return std::nullopt;
+  }
+  std::string rest = text.substr(kPrefix.size());
+  size_t eq = rest.find('=');
+  if (eq == std::string::npos) {
+    error = kExpected;
+    return std::nullopt;
+  }
+  std::string param = rest.substr(0, eq);
+  std::string value = rest.substr(eq + 1);
+
+  SparsityPolicy p;
+  if (param == "a") {
+    p.kind = SparsityKind::ScaleFactor;
+  } else if (param == "ln_lambda") {
+    p.kind = SparsityKind::LnLambda;
+  } else {
+    error = "unknown blasst parameter '" + param + "' (" + kExpected + ")";
+    return std::nullopt;
+  }
+  if (value.empty()) {
+    error = "missing value for blasst " + param;
+    return std::nullopt;
+  }
+  if (!parseDouble(value, p.value)) {
+    error = "invalid number '" + value + "' for blasst " + param;
+    return std::nullopt;
+  }
+  std::string reason = checkSparsityValue(p);
+  if (!reason.empty()) {
+    error = reason;
+    return std::nullopt;
+  }
+  return p;
+}
+
+std::string blasst::sparsityToString(const SparsityPolicy &p) {
+  switch (p.kind) {
+  case SparsityKind::None:
+    return "none";
+  case SparsityKind::ScaleFactor:
+    return "blasst:a=" + formatShortestDouble(p.value);
+  case SparsityKind::LnLambda:
+    return "blasst:ln_lambda=" + formatShortestDouble(p.value);
+  }
+  return "none";
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionSpec
+//===----------------------------------------------------------------------===//
+
+double AttentionSpec::effectiveScale() const {
+  if (softmaxScale)
+    return *softmaxScale;
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+std::string AttentionSpec::validate() const {
+  // The name is printed as a bare token by toString(), so it must not contain
+  // anything the tokenizer splits on or strips.
+  for (char c : name)
+    if (c == ',' || c == '#' || std::isspace(static_cast<unsigned char>(c)))
+      return "name '" + name + "' must not contain blanks, commas or '#'";
+
+  std::string r;
+  if (!(r = checkRange("head_dim", headDim, 1, kMaxHeadDim)).empty() ||
+      !(r = checkRange("head_dim_v", headDimV, 1, kMaxHeadDim)).empty() ||
+      !(r = checkRange("q_heads", numQHeads, 1, kMaxHeads)).empty() ||
+      !(r = checkRange("kv_heads", numKVHeads, 1, kMaxHeads)).empty())
+    return r;
+  if (numQHeads % numKVHeads != 0)
+    return "q_heads " + std::to_string(numQHeads) +
+           " is not a multiple of kv_heads " + std::to_string(numKVHeads);
+  if (softmaxScale && !(std::isfinite(*softmaxScale) && *softmaxScale > 0))
+    return "softmax_scale must be finite and > 0, got " +
+           formatShortestDouble(*softmaxScale);
+  if (!(r = checkSparsityValue(sparsity)).empty())
+    return r;
+  // The counters count skipped blocks; a dense kernel skips none, and its
+  // variant has no counter outputs to write them to.
+  if (stats && sparsity.isDense())
+    return "stats need a sparsity policy";
+  return "";
+}
+
+std::string AttentionSpec::toString() const {
+  std::string out;
+  if (!name.empty())
+    out += "name=" + name + "\n";
+  out += std::string("dtype=") + blasst::toString(dtype) + "\n";
+  out += "head_dim=" + std::to_string(headDim) + "\n";
+  out += "head_dim_v=" + std::to_string(headDimV) + "\n";
+  out += "q_heads=" + std::to_string(numQHeads) + "\n";
+  out += "kv_heads=" + std::to_string(numKVHeads) + "\n";
+  out += std::string("causal=") + (causal ? "true" : "false") + "\n";
+  out += std::string("phase=") + blasst::toString(phase) + "\n";
+  out += "softmax_scale=" +
+         (softmaxScale ? formatExactDouble(*softmaxScale) : "default") + "\n";
+  out += "sparsity=" + sparsityToString(sparsity) + "\n";
+  out += std::string("lse=") + (lse ? "true" : "false") + "\n";
+  out += std::string("stats=") + (stats ? "true" : "false") + "\n";
+  return out;
+}
+
+std::string AttentionSpec::toShortString() const {
+  AttentionSpec unnamed = *this;
+  unnamed.name.clear();
+  std::string out = unnamed.toString();
+  // Drop the final newline, then join the lines with spaces.
+  if (!out.empty() && out.back() == '\n')
+    out.pop_back();
+  for (char &c : out)
+    if (c == '\n')
+      c = ' ';
+  return out;
+}
+
+bool AttentionSpec::operator==(const AttentionSpec &o) const {
+  return name == o.name && dtype == o.dtype && headDim == o.headDim &&
+         headDimV == o.headDimV && numQHeads == o.numQHeads &&
+         numKVHeads == o.numKVHeads && causal == o.causal && phase == o.phase &&
+         softmaxScale == o.softmaxScale && sparsity == o.sparsity &&
+         lse == o.lse && stats == o.stats;
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+SpecOrError blasst::parseSpec(const std::string &text,
+                              const std::string &sourceName) {
+  int numKeys = 0;
+  return parseSpecImpl(text, sourceName, numKeys);
+}
+
+SpecOrError blasst::parseSpecFile(const std::string &path) {
+  SpecOrError result;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    result.error =
+        "cannot open spec file '" + path + "': " + std::strerror(errno);
+    return result;
+  }
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  if (file.bad()) {
+    result.error =
+        "cannot read spec file '" + path + "': " + std::strerror(errno);
+    return result;
+  }
+
+  int numKeys = 0;
+  result = parseSpecImpl(buffer.str(), path, numKeys);
+  // An empty file is almost always a mistake (wrong path, truncated write);
+  // silently compiling the default spec would hide it.
+  if (result && numKeys == 0) {
+    result.spec.reset();
+    result.error = path + ": spec file has no keys";
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Presets
+//===----------------------------------------------------------------------===//
+
+std::optional<AttentionSpec> blasst::lookupPreset(const std::string &name) {
+  for (const AttentionSpec &p : presets())
+    if (name == p.name)
+      return p;
+  return std::nullopt;
+}
+
+std::vector<std::string> blasst::presetNames() {
+  std::vector<std::string> names;
+  for (const AttentionSpec &p : presets())
+    names.push_back(p.name);
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// Target support
+//===----------------------------------------------------------------------===//
+
+std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
+  std::string reason = spec.validate();
+  if (!reason.empty())
+    return reason;
+
+  const char *targetName = blasst::toString(target);
+  // Both dtypes use the same 16-bit MMA paths, so dtype never limits support.
+  if (spec.headDim != spec.headDimV)
+    return "head_dim " + std::to_string(spec.headDim) + " != head_dim_v " +
+           std::to_string(spec.headDimV) +
+           ": different Q/K and V head sizes are not supported";
+  if (spec.headDim != 64 && spec.headDim != 128 && spec.headDim != 256)
+    return "head_dim " + std::to_string(spec.headDim) +
+           " is not supported on " + targetName + ": supported 64, 128, 256";
+  if (target == Target::SM100a && spec.headDim == 256)
+    return std::string("head_dim 256 is not supported on ") + targetName +
+           ": tensor memory holds at most 512 columns: S/P (2x128) + O "
+           "(2x256) exceed it";
+  if (spec.phase == Phase::Decode && !spec.sparsity.isDense())
+    return "BLASST decode (skipping V loads) is not implemented yet";
+  return "";
+}

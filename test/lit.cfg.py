@@ -1,0 +1,35 @@
+# -*- Python -*-
+# lit configuration for blasst's IR and PTX tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "BLASST"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".spec", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit",
+                   "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.blasst_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# llvm-22's FileCheck and not, never an older one that may be on PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.blasst_tools_dir, append_path=False)
+
+tools = ["blasst-opt", "blasst-compile"]
+llvm_config.add_tool_substitutions(
+    [ToolSubst(t, unresolved="ignore") for t in tools],
+    [config.blasst_tools_dir])
+
+if os.path.exists(os.path.join(config.cuda_home, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+    config.substitutions.append(
+        ("%ptxas", os.path.join(config.cuda_home, "bin", "ptxas")))
