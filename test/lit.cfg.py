@@ -21,8 +21,8 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 # llvm-22's FileCheck and not, never an older one that may be on PATH.
-llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=False)
-llvm_config.with_environment("PATH", config.blasst_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.blasst_tools_dir, append_path=True)
 
 tools = ["blasst-opt", "blasst-compile"]
 llvm_config.add_tool_substitutions(

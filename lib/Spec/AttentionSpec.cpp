@@ -189,7 +189,25 @@ std::string presetNamesList() {
 }
 
 /// Splits one (comment-free) line into tokens separated by blanks or commas.
-std::vector<std::string> tokenize(const std::string &line) {
+std::vector<std::string> tokenize(const std::string &rawLine) {
+  // `key = value` reads better in files: glue blanks around '=' first.
+  std::string line;
+  for (size_t i = 0; i < rawLine.size(); ++i) {
+    char c = rawLine[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      size_t j = i;
+      while (j < rawLine.size() &&
+             std::isspace(static_cast<unsigned char>(rawLine[j])))
+        ++j;
+      bool beforeEq = j < rawLine.size() && rawLine[j] == '=';
+      bool afterEq = !line.empty() && line.back() == '=';
+      if (beforeEq || afterEq) {
+        i = j - 1;
+        continue;
+      }
+    }
+    line += c;
+  }
   std::vector<std::string> tokens;
   std::string cur;
   for (char c : line) {

@@ -151,7 +151,9 @@ const ErrorText kErrorTexts[] = {
     BLASST_RT_ERR(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
     BLASST_RT_ERR(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
     BLASST_RT_ERR(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
-    BLASST_RT_ERR(CUDA_ERROR_INVALID_CLUSTER_SIZE, "invalid cluster size"),
+    BLASST_RT_ERR(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                  "a kernel launch error has occurred due to cluster "
+                  "misconfiguration"),
     BLASST_RT_ERR(CUDA_ERROR_UNKNOWN, "unknown error"),
 };
 #undef BLASST_RT_ERR
@@ -160,8 +162,8 @@ const ErrorText kErrorTexts[] = {
 const char *hintFor(CUresult result) {
   switch (result) {
   case CUDA_ERROR_INVALID_CONTEXT:
-    return "no matching CUDA context is current on this thread; create a "
-           "blasst::rt::Context or call Context::makeCurrent() on this thread";
+    return "no matching CUDA context is current on this thread; call "
+           "Context::create or Context::makeCurrent() on this thread first";
   case CUDA_ERROR_NO_BINARY_FOR_GPU:
     return "the cubin was compiled for a different GPU architecture than "
            "this device's";

@@ -86,6 +86,14 @@ ImageKind classify(const unsigned char *bytes, size_t size) {
   return ImageKind::Ptx;
 }
 
+/// "{a, b, c}", for echoing descriptor arrays in driver error messages.
+template <typename T> std::string list(const T *values, uint32_t count) {
+  std::string out = "{";
+  for (uint32_t i = 0; i < count; ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "}";
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -489,7 +497,11 @@ Status blasst::rt::encodeTensorMap(
           elementStrides ? elementStrides : ones, interleave, toCU(swizzle),
           l2Promotion, oobFill),
       "cuTensorMapEncodeTiled failed while encoding the TMA descriptor for " +
-          tensor + " (rank " + std::to_string(rank) + ", swizzle " +
+          tensor + " (rank " + std::to_string(rank) + ", dims " +
+          list(dims, rank) + ", strides " +
+          list(stridesBytes ? stridesBytes : noStrides,
+               stridesBytes ? rank - 1 : 0) +
+          " bytes, box " + list(boxDims, rank) + ", swizzle " +
           toString(swizzle) + ")");
   return Status::success();
 }

@@ -51,13 +51,6 @@ bool isFloatType(CUtensorMapDataType type) {
   }
 }
 
-std::string list(const uint64_t *values, uint32_t count) {
-  std::string out = "{";
-  for (uint32_t i = 0; i < count; ++i)
-    out += (i ? ", " : "") + str(values[i]);
-  return out + "}";
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -274,8 +267,8 @@ Status blasst::rt::validateTensorMap(
   if (!dims)
     return fail("the dims array is null");
   if (rank > 1 && !stridesBytes)
-    return fail("the strides array is null (rank " + str(rank) + " needs " +
-                str(rank - 1) + " strides)");
+    return fail("the strides array is null (a rank-" + str(rank) +
+                " tensor needs " + str(rank - 1) + " stride(s))");
   if (!boxDims)
     return fail("the boxDims array is null");
 

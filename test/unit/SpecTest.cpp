@@ -362,9 +362,19 @@ TEST(SpecErrors, NotKeyValue) {
                   "test.spec:1: expected key=value, got 'xyz'");
   EXPECT_CONTAINS(parseError("\n=5"),
                   "test.spec:2: expected key=value, got '=5'");
-  // Blanks around `=` split the pair.
-  EXPECT_CONTAINS(parseError("dtype = bf16"),
-                  "test.spec:1: expected key=value, got 'dtype'");
+}
+
+TEST(SpecParse, BlanksAroundEquals) {
+  SpecOrError r = parseSpec("dtype = f16  head_dim =64, q_heads= 8 kv_heads = 2\n"
+                            "sparsity = blasst:a = 32",
+                            "test.spec");
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_EQ(r.spec->dtype, DType::F16);
+  EXPECT_EQ(r.spec->headDim, 64);
+  EXPECT_EQ(r.spec->numQHeads, 8);
+  EXPECT_EQ(r.spec->numKVHeads, 2);
+  EXPECT_EQ(r.spec->sparsity.kind, SparsityKind::ScaleFactor);
+  EXPECT_EQ(r.spec->sparsity.value, 32.0);
 }
 
 TEST(SpecErrors, MissingValue) {

@@ -356,7 +356,13 @@ struct ConvertAttnToWSPass
       b.setInsertionPointToEnd(module.getBody());
       KernelOp kernel = buildKernel(b, op.getLoc(), name, spec, opts);
       symbols.insert(kernel); // Renames on a clash.
-      if (failed(verify(kernel))) {
+      // The verifier's message says what is wrong; a dump of the whole
+      // generated kernel would bury it.
+      bool printOp = getContext().shouldPrintOpOnDiagnostic();
+      getContext().printOpOnDiagnostic(false);
+      LogicalResult verified = verify(kernel);
+      getContext().printOpOnDiagnostic(printOp);
+      if (failed(verified)) {
         op.emitOpError() << "the " << stringifyTarget(*target)
                          << " schedule for this spec is invalid (see above)";
         return signalPassFailure();

@@ -26,7 +26,7 @@ func.func @preset_not_first() attributes {s = #attn.spec<causal = true,
 // -----
 
 func.func @bad_dtype() attributes {s = #attn.spec<dtype =
-  // expected-error @below {{dtype must be bf16 or f16, got f32}}
+  // expected-error @below {{dtype must be bf16 or f16, got 'f32'}}
   f32>} { return }
 
 // -----

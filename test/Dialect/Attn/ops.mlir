@@ -36,7 +36,7 @@ func.func @gqa_stats(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v:
 
 // A preset with overrides (later keys win), decode phase.
 // CHECK-LABEL: func.func @decode
-// CHECK-SAME: causal = false, phase = decode
+// CHECK: causal = false, phase = decode
 func.func @decode(%q: memref<8x1x32x128xbf16>, %k: memref<8x?x8x128xbf16>, %v: memref<8x?x8x128xbf16>, %o: memref<8x1x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<preset = "llama3-8b-prefill", causal = false, phase = decode>) : memref<8x1x32x128xbf16>, memref<8x?x8x128xbf16>, memref<8x?x8x128xbf16>, memref<8x1x32x128xbf16>
   return

@@ -1,0 +1,88 @@
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_90a | FileCheck %s --check-prefix=H100
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_100a | FileCheck %s --check-prefix=B200
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a block-n=64 stages=3" | FileCheck %s --check-prefix=KNOBS
+// The default schedule of each target, the launch that replaces attn.attention,
+// and the schedule knobs.
+
+// H100-LABEL: func.func @llama
+// H100: ws.launch @llama_kernel(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// H100-NOT: attn.attention
+// H100: ws.kernel @llama_kernel target = sm_90a, block_m = 128, block_n = 128
+// H100-DAG: ws.buffer @q smem [128, 128] bf16 stages 1
+// H100-DAG: ws.buffer @k smem [128, 128] bf16 stages 2
+// H100-DAG: ws.buffer @v smem [128, 128] bf16 stages 2
+// H100-DAG: ws.buffer @s regs [64, 128] f32 stages 1
+// H100-DAG: ws.buffer @p regs [64, 128] bf16 stages 1
+// H100-DAG: ws.buffer @o regs [64, 128] f32 stages 1
+// H100-DAG: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0, @consumer1] buffers [@q] tx_bytes 32768
+// H100-DAG: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 32768
+// H100-DAG: ws.pipe @v_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@v] tx_bytes 32768
+// H100: ws.role @producer load warps [0, 4) regs 24 {
+// H100: ws.tma_load q -> @q via @q_pipe
+// H100: ws.kv_loop {
+// H100: ws.tma_load k -> @k via @k_pipe
+// H100: ws.tma_load v -> @v via @v_pipe
+// H100: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+// H100: ws.kv_loop {
+// H100-NEXT: ws.acquire @k_pipe
+// H100-NEXT: ws.mma qk @q, @k -> @s
+// H100-NEXT: ws.release @k_pipe
+// H100-NEXT: ws.row_max @s
+// H100-NEXT: ws.softmax_update @s
+// H100-NEXT: ws.exp2_store_p @s -> @p
+// H100-NEXT: ws.correct @o
+// H100-NEXT: ws.acquire @v_pipe
+// H100-NEXT: ws.mma pv @p, @v -> @o
+// H100-NEXT: ws.release @v_pipe
+// H100: ws.epilogue @o
+// H100: ws.role @consumer1 compute warps [8, 12) regs 240 rows [64, 128) {
+
+// B200-LABEL: ws.kernel @llama_kernel target = sm_100a, block_m = 256, block_n = 128
+// B200-DAG: ws.buffer @s0 tmem [128, 128] f32 stages 1
+// B200-DAG: ws.buffer @p0 tmem [128, 128] bf16 stages 1 aliases @s0
+// B200-DAG: ws.buffer @o0 tmem [128, 128] f32 stages 1
+// B200-DAG: ws.buffer @o_stage smem [128, 128] bf16 stages 1 aliases @q0
+// B200-DAG: ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 65536
+// B200-DAG: ws.pipe @s0_pipe depth 1 producer @mma consumers [@softmax0] buffers [@s0]
+// B200-DAG: ws.pipe @p1_pipe depth 1 producer @softmax1 consumers [@mma]
+// B200-DAG: ws.pipe @epi_pipe depth 1 producer @correction consumers [@epilogue] buffers [@o_stage]
+// B200: ws.role @softmax0 softmax warps [0, 4) regs 192 rows [0, 128) {
+// B200: ws.read_scores @s0
+// B200: ws.exp2_store_p @s0 -> @p0
+// B200: ws.role @softmax1 softmax warps [4, 8) regs 192 rows [128, 256) {
+// B200: ws.role @correction correction warps [8, 12) regs 80 {
+// B200: ws.correct @o0
+// B200: ws.epilogue @o0 -> @o_stage
+// B200: ws.role @mma mma warps [12, 13) regs 48 {
+// B200: ws.mma qk @q0, @k -> @s0
+// B200: ws.mma qk @q1, @k -> @s1
+// B200: ws.mma pv @p0, @v -> @o0
+// B200: ws.role @load load warps [13, 14) regs 48 {
+// B200: ws.role @epilogue epilogue warps [14, 15) regs 48 {
+// B200: ws.tma_store @o_stage -> o
+
+// KNOBS-LABEL: ws.kernel @llama_kernel target = sm_90a, block_m = 128, block_n = 64
+// KNOBS-DAG: ws.buffer @k smem [64, 128] bf16 stages 3
+// KNOBS-DAG: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 16384
+func.func @llama(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<preset = "llama3-8b-prefill">) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
+  return
+}
+
+// -----
+
+// head_dim 64, f16, with LSE: the epilogue writes it; the launch passes it.
+// H100-LABEL: func.func @hd64_lse
+// H100: ws.launch @hd64_lse_kernel(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : {{.*}}memref<?x16x?xf32>
+// H100: ws.kernel @hd64_lse_kernel
+// H100-DAG: ws.buffer @q smem [128, 64] f16 stages 1
+// H100-DAG: ws.pipe @k_pipe depth 2 {{.*}} tx_bytes 16384
+// H100: ws.epilogue @o {lse}
+// B200-LABEL: ws.kernel @hd64_lse_kernel target = sm_100a
+// B200-DAG: ws.buffer @o0 tmem [128, 64] f32 stages 1
+// B200: ws.epilogue @o0 -> @o_stage {lse}
+func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: memref<?x?x16x64xf16>, %o: memref<?x?x16x64xf16>, %lse: memref<?x16x?xf32>) {
+  attn.attention %q, %k, %v -> %o lse(%lse : memref<?x16x?xf32>) spec(<dtype = f16, head_dim = 64, q_heads = 16, kv_heads = 16, lse = true>) : memref<?x?x16x64xf16>, memref<?x?x16x64xf16>, memref<?x?x16x64xf16>, memref<?x?x16x64xf16>
+  return
+}
+

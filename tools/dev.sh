@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# blasst developer entry point: the README's two commands.
+#   bash tools/dev.sh main   set up, build, compile the default preset for
+#                            sm_90a and sm_100a, print the IR and a summary
+#   bash tools/dev.sh test   set up, build, run every test (lit + unit)
+#   bash tools/dev.sh setup  only install what is missing, configure, build
+# Environment: BUILD_DIR (default build), JOBS (default: nproc),
+# PRESET (default llama3-8b-prefill), CUDA_HOME (default /usr/local/cuda).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+JOBS="${JOBS:-$(nproc)}"
+PRESET="${PRESET:-llama3-8b-prefill}"
+PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
+          cmake ninja-build clang lld libgtest-dev)
+
+log() { printf '\033[1m[blasst]\033[0m %s\n' "$*" >&2; }
+die() { printf '[blasst] error: %s\n' "$*" >&2; exit 1; }
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing: ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  [[ -d /usr/lib/llvm-22/lib/cmake/mlir ]] ||
+    die "MLIR 22 not found at /usr/lib/llvm-22 after installing ${PACKAGES[*]}"
+}
+
+configure_and_build() {
+  local start=$SECONDS
+  if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+    log "configuring $BUILD_DIR"
+    cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DLLVM_USE_LINKER=lld \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
+  fi
+  log "building with $JOBS jobs"
+  ninja -C "$BUILD_DIR" -j "$JOBS" "$@"
+  log "build done in $((SECONDS - start)) s"
+}
+
+run_main() {
+  local out="$BUILD_DIR/out"
+  mkdir -p "$out"
+  log "compiling preset $PRESET to ws IR for sm_90a and sm_100a"
+  for t in sm_90a sm_100a; do
+    "$BUILD_DIR/bin/blasst-compile" --preset "$PRESET" --target "$t" \
+      --emit ws -o "$out/$PRESET.$t.ws.mlir" 2>/dev/null
+    cat "$out/$PRESET.$t.ws.mlir"
+  done
+  echo
+  "$BUILD_DIR/bin/blasst-compile" --preset "$PRESET" --target sm_90a \
+    --target sm_100a --summary -o /dev/null
+  log "IR written to $out/$PRESET.{sm_90a,sm_100a}.ws.mlir"
+}
+
+run_tests() {
+  local start=$SECONDS
+  log "running tests (lit + unit) with ctest"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+  log "tests done in $((SECONDS - start)) s"
+}
+
+cmd="${1:-}"
+case "$cmd" in
+  setup) install_packages; configure_and_build ;;
+  main) install_packages; configure_and_build; run_main ;;
+  test) install_packages; configure_and_build; run_tests ;;
+  *) die "usage: bash tools/dev.sh main|test|setup" ;;
+esac
