@@ -118,7 +118,8 @@ struct ErrorText {
   const char *description;
 };
 
-#define BLASST_RT_ERR(code, text) {code, #code, text}
+#define BLASST_RT_ERR(code, text)                                              \
+  { code, #code, text }
 const ErrorText kErrorTexts[] = {
     BLASST_RT_ERR(CUDA_SUCCESS, "no error"),
     BLASST_RT_ERR(CUDA_ERROR_INVALID_VALUE, "invalid argument"),

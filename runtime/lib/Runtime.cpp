@@ -189,10 +189,10 @@ Status Context::create(int ordinal, Context *out) {
     int *value;
   };
   const Query queries[] = {
-      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-       "COMPUTE_CAPABILITY_MAJOR", &info.computeCapabilityMajor},
-      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-       "COMPUTE_CAPABILITY_MINOR", &info.computeCapabilityMinor},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "COMPUTE_CAPABILITY_MAJOR",
+       &info.computeCapabilityMajor},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "COMPUTE_CAPABILITY_MINOR",
+       &info.computeCapabilityMinor},
       {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "MULTIPROCESSOR_COUNT",
        &info.multiprocessorCount},
       {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK",
@@ -200,8 +200,7 @@ Status Context::create(int ordinal, Context *out) {
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
        "MAX_SHARED_MEMORY_PER_BLOCK", &info.maxSharedMemoryPerBlock},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-       "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-       &info.maxSharedMemoryPerBlockOptin},
+       "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", &info.maxSharedMemoryPerBlockOptin},
   };
   for (const Query &q : queries)
     BLASST_RT_CU(api->deviceGetAttribute(q.value, q.attribute, context.dev),
@@ -304,9 +303,9 @@ Status Module::loadData(const Context &context, const void *image, size_t size,
                "cuCtxSetCurrent failed while preparing to " + doing);
   Module result;
   BLASST_RT_CU(api->moduleLoadData(&result.module, image),
-               "cuModuleLoadData failed while loading kernel " +
-                   quoted(name) + " from " + toString(kind) + " (" +
-                   std::to_string(size) + " bytes) on " + gpuName(context));
+               "cuModuleLoadData failed while loading kernel " + quoted(name) +
+                   " from " + toString(kind) + " (" + std::to_string(size) +
+                   " bytes) on " + gpuName(context));
   result.ctx = context.get();
   result.moduleName = name;
   result.sharedMemoryOptinLimit = context.info().maxSharedMemoryPerBlockOptin;
@@ -337,8 +336,7 @@ Status Module::loadFile(const Context &context, const std::string &path,
   return loadData(context, data.data(), data.size(), path, out);
 }
 
-Status Module::getFunction(const std::string &kernelName,
-                           Function *out) const {
+Status Module::getFunction(const std::string &kernelName, Function *out) const {
   if (!out)
     return Status::error("cannot look up kernel " + quoted(kernelName) +
                          ": the output pointer is null");
@@ -384,17 +382,18 @@ Status Function::getAttribute(CUfunction_attribute attribute,
 
 Status Function::setMaxDynamicSharedMemory(size_t bytes) const {
   int staticBytes = 0;
-  BLASST_RT_TRY(getAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &staticBytes));
+  BLASST_RT_TRY(
+      getAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &staticBytes));
   BLASST_RT_TRY(checkSharedMemoryLimit(kernelName, size_t(staticBytes), bytes,
                                        size_t(sharedMemoryOptinLimit)));
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(api->funcSetAttribute(
-                   function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                   int(bytes)),
-               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
-                   std::to_string(bytes) + ") failed for kernel " +
-                   quoted(kernelName));
+  BLASST_RT_CU(
+      api->funcSetAttribute(function,
+                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            int(bytes)),
+      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
+          std::to_string(bytes) + ") failed for kernel " + quoted(kernelName));
   return Status::success();
 }
 
@@ -443,15 +442,15 @@ Status blasst::rt::launch(const Function &function, Dim3 grid, Dim3 block,
 
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(api->launchKernelEx(&config, function.get(), kernelParams,
-                                   nullptr),
-               "cuLaunchKernelEx failed while launching kernel " +
-                   quoted(function.name()) + " from module " +
-                   quoted(function.moduleName()) + " with grid " + grid.str() +
-                   ", block " + block.str() +
-                   (cluster ? ", cluster " + cluster->str() : "") + " and " +
-                   std::to_string(dynamicSharedBytes) +
-                   " bytes of dynamic shared memory");
+  BLASST_RT_CU(
+      api->launchKernelEx(&config, function.get(), kernelParams, nullptr),
+      "cuLaunchKernelEx failed while launching kernel " +
+          quoted(function.name()) + " from module " +
+          quoted(function.moduleName()) + " with grid " + grid.str() +
+          ", block " + block.str() +
+          (cluster ? ", cluster " + cluster->str() : "") + " and " +
+          std::to_string(dynamicSharedBytes) +
+          " bytes of dynamic shared memory");
   return Status::success();
 }
 
@@ -529,19 +528,18 @@ Status blasst::rt::encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
                                    int64_t headDim, const BSHDStrides &strides,
                                    uint32_t boxSeq, uint32_t boxHeadDim,
                                    TmaSwizzle swizzle) {
-  std::string where = "TMA descriptor for " +
-                      quoted(tensorName ? tensorName : "tensor") + ": ";
+  std::string where =
+      "TMA descriptor for " + quoted(tensorName ? tensorName : "tensor") + ": ";
   // Negative values would wrap to huge unsigned ones below and be reported
   // confusingly, so they are caught here by name.
   struct Named {
     const char *name;
     int64_t value;
   };
-  for (const Named &n : {Named{"batch", batch}, Named{"seqLen", seqLen},
-                         Named{"heads", heads}, Named{"headDim", headDim},
-                         Named{"batch stride", strides.batch},
-                         Named{"seq stride", strides.seq},
-                         Named{"head stride", strides.head}})
+  for (const Named &n :
+       {Named{"batch", batch}, Named{"seqLen", seqLen}, Named{"heads", heads},
+        Named{"headDim", headDim}, Named{"batch stride", strides.batch},
+        Named{"seq stride", strides.seq}, Named{"head stride", strides.head}})
     if (n.value < 1)
       return Status::error(where + n.name + " is " + std::to_string(n.value) +
                            "; it must be at least 1");
@@ -557,11 +555,10 @@ Status blasst::rt::encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
   const uint64_t strideBytes[3] = {bytes(strides.head), bytes(strides.seq),
                                    bytes(strides.batch)};
   const uint32_t box[4] = {boxHeadDim, 1, boxSeq, 1};
-  return encodeTensorMap(out, tensorName, dataType, 4, globalAddress, dims,
-                         strideBytes, box, nullptr,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return encodeTensorMap(
+      out, tensorName, dataType, 4, globalAddress, dims, strideBytes, box,
+      nullptr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 //===----------------------------------------------------------------------===//
@@ -596,8 +593,8 @@ void DeviceBuffer::release() {
 
 Status DeviceBuffer::allocate(const Context &context, size_t size,
                               const std::string &label, DeviceBuffer *out) {
-  std::string doing = "allocate " + std::to_string(size) + " bytes for " +
-                      quoted(label);
+  std::string doing =
+      "allocate " + std::to_string(size) + " bytes for " + quoted(label);
   if (!out)
     return Status::error("cannot " + doing + ": the output pointer is null");
   if (size == 0)

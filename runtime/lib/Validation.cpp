@@ -77,8 +77,8 @@ Status blasst::rt::checkSharedMemoryLimit(const std::string &kernelName,
   if (staticBytes != 0)
     breakdown = " (" + str(staticBytes) + " static + " + str(dynamicBytes) +
                 " dynamic)";
-  return Status::error("kernel " + quoted(kernelName) + " needs " +
-                       str(total) + " bytes of shared memory" + breakdown +
+  return Status::error("kernel " + quoted(kernelName) + " needs " + str(total) +
+                       " bytes of shared memory" + breakdown +
                        ", device allows at most " + str(deviceOptinLimit));
 }
 
@@ -139,9 +139,10 @@ Status blasst::rt::validateLaunchConfig(const std::string &kernelName,
     if (c.count() > kMaxClusterSize)
       return fail("cluster " + c.str() + " has " + str(c.count()) +
                   " blocks; the portable limit is " + str(kMaxClusterSize));
-    const char *axis = grid.x % c.x ? "x" : grid.y % c.y ? "y"
-                                        : grid.z % c.z   ? "z"
-                                                         : nullptr;
+    const char *axis = grid.x % c.x   ? "x"
+                       : grid.y % c.y ? "y"
+                       : grid.z % c.z ? "z"
+                                      : nullptr;
     if (axis)
       return fail("grid " + grid.str() + " is not a multiple of cluster " +
                   c.str() + " in " + axis +
@@ -235,7 +236,8 @@ Status blasst::rt::validateTensorMap(
   };
 
   if (rank < 1 || rank > kTmaMaxRank)
-    return fail("rank " + str(rank) + " is out of range; TMA supports ranks 1 "
+    return fail("rank " + str(rank) +
+                " is out of range; TMA supports ranks 1 "
                 "to 5");
   unsigned elementSize = tensorMapElementSize(dataType);
   if (elementSize == 0)
@@ -309,14 +311,14 @@ Status blasst::rt::validateTensorMap(
                   " is outside 1..256");
     if (elementStrides &&
         (elementStrides[i] == 0 || elementStrides[i] > kTmaMaxElementStride))
-      return fail("elementStrides[" + str(i) + "] = " +
-                  str(elementStrides[i]) + " is outside 1..8");
+      return fail("elementStrides[" + str(i) + "] = " + str(elementStrides[i]) +
+                  " is outside 1..8");
   }
 
   uint64_t innerBoxBytes = uint64_t(boxDims[0]) * elementSize;
   std::string innerBox = "the inner box (boxDims[0] = " + str(boxDims[0]) +
-                         " x " + str(elementSize) + "-byte elements = " +
-                         str(innerBoxBytes) + " bytes)";
+                         " x " + str(elementSize) +
+                         "-byte elements = " + str(innerBoxBytes) + " bytes)";
   if (interleave == CU_TENSOR_MAP_INTERLEAVE_NONE) {
     if (innerBoxBytes % 16)
       return fail(innerBox + " is not a multiple of 16 bytes");
@@ -403,8 +405,8 @@ Status checkNoSelfOverlap(const char *tensor, int64_t batch, int64_t seqLen,
     // because the product of a 2^31 extent and a 2^40 stride overflows.
     if (outer.stride / inner.extent < inner.stride)
       return Status::error(
-          std::string(tensor) + "'s layout overlaps itself: its " +
-          outer.name + " stride (" + std::to_string(outer.stride) +
+          std::string(tensor) + "'s layout overlaps itself: its " + outer.name +
+          " stride (" + std::to_string(outer.stride) +
           " elements) is smaller than " + inner.name + " extent x " +
           inner.name + " stride (" + std::to_string(inner.extent) + " x " +
           std::to_string(inner.stride) +
@@ -425,11 +427,10 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
     const char *name;
     int64_t value;
   };
-  for (const Size &size : {Size{"batch", a.batch}, Size{"seqQ", a.seqQ},
-                           Size{"seqKV", a.seqKV},
-                           Size{"numQHeads", a.numQHeads},
-                           Size{"numKVHeads", a.numKVHeads},
-                           Size{"headDim", a.headDim}}) {
+  for (const Size &size :
+       {Size{"batch", a.batch}, Size{"seqQ", a.seqQ}, Size{"seqKV", a.seqKV},
+        Size{"numQHeads", a.numQHeads}, Size{"numKVHeads", a.numKVHeads},
+        Size{"headDim", a.headDim}}) {
     if (size.value < 1)
       return Status::error(std::string(size.name) + " is " +
                            std::to_string(size.value) +
@@ -468,12 +469,10 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
   }
 
   for (const Operand &op : operands) {
-    for (Status s : {checkStride(op.name, "batch", op.strides->batch,
-                                 a.elementBytes),
-                     checkStride(op.name, "seq", op.strides->seq,
-                                 a.elementBytes),
-                     checkStride(op.name, "head", op.strides->head,
-                                 a.elementBytes)})
+    for (Status s :
+         {checkStride(op.name, "batch", op.strides->batch, a.elementBytes),
+          checkStride(op.name, "seq", op.strides->seq, a.elementBytes),
+          checkStride(op.name, "head", op.strides->head, a.elementBytes)})
       if (!s)
         return s;
   }

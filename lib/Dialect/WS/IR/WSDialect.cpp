@@ -51,8 +51,13 @@ static OpTy lookup(Operation *from, FlatSymbolRefAttr name) {
 /// Resolves a buffer operand of a step or emits an error naming the operand.
 static FailureOr<BufferOp> lookupBuffer(Operation *op, FlatSymbolRefAttr name,
                                      StringRef what) {
-  if (auto buffer = lookup<BufferOp>(op, name))
+  if (auto buffer = lookup<BufferOp>(op, name)) {
+    // Steps may be verified before a buffer declared after them.
+    if (buffer.getShape().size() != 2 || int64_t(buffer.getStages()) < 1)
+      return op->emitOpError() << what << " " << name
+                               << " is a malformed ws.buffer";
     return buffer;
+  }
   return op->emitOpError() << what << " " << name
                            << " does not name a ws.buffer of the kernel";
 }
@@ -102,7 +107,7 @@ int64_t KernelOp::getWarpgroupRegisters(int64_t wg) {
   return 0;
 }
 
-LogicalResult KernelOp::verify() {
+LogicalResult KernelOp::verifyRegions() {
   int64_t blockM = getBlockM(), blockN = getBlockN();
   if (blockM <= 0 || blockN <= 0 || blockM % 64 || blockN % 16)
     return emitOpError() << "block_m must be a positive multiple of 64 and "
@@ -188,6 +193,8 @@ LogicalResult KernelOp::verify() {
 //===----------------------------------------------------------------------===//
 
 int64_t BufferOp::getStageBytes() {
+  if (getShape().size() != 2)
+    return 0; // Malformed; the buffer's verifier reports it.
   int64_t elems = 1;
   for (int64_t d : getShape())
     elems *= d;
@@ -197,7 +204,10 @@ int64_t BufferOp::getStageBytes() {
 int64_t BufferOp::getTensorMemoryColumns() {
   // A tmem tile has one row per lane; each column is 32 bits wide.
   ArrayRef<int64_t> shape = getShape();
-  return shape[1] * bitWidth(getElementType()) / 32 * getStages();
+  if (shape.size() != 2)
+    return 0; // Malformed; the buffer's verifier reports it.
+  return llvm::divideCeil(shape[1] * bitWidth(getElementType()), 32) *
+         int64_t(getStages());
 }
 
 LogicalResult BufferOp::verify() {
@@ -266,16 +276,20 @@ LogicalResult PipeOp::verify() {
       return emitOpError() << "consumer " << ref << " is listed twice";
   }
   int64_t stageBytes = 0;
+  llvm::SmallDenseSet<Attribute> seenBuffers;
   for (Attribute a : getBuffers()) {
     auto ref = dyn_cast<FlatSymbolRefAttr>(a);
     auto buffer = ref ? lookup<BufferOp>(*this, ref) : BufferOp();
     if (!buffer)
       return emitOpError() << "buffer " << a
                            << " is not a ws.buffer of the kernel";
+    if (!seenBuffers.insert(ref).second)
+      return emitOpError() << "buffer " << ref << " is listed twice";
     if (buffer.getStages() != uint64_t(getDepth()))
-      return emitOpError() << "buffer " << ref << " has " << buffer.getStages()
+      return emitOpError() << "buffer " << ref << " has "
+                           << int64_t(buffer.getStages())
                            << " stages but the pipe has depth "
-                           << getDepth();
+                           << int64_t(getDepth());
     stageBytes += buffer.getStageBytes();
   }
   if (std::optional<int64_t> tx = getTxBytes()) {
@@ -320,8 +334,12 @@ LogicalResult RoleOp::verify() {
                            << kernel.getBlockM() << " query rows";
   }
   // wgmma is issued by a whole warpgroup.
-  bool issuesWgmma = getKind() == RoleKind::compute &&
-                     getTarget(*this) == ws::Target::sm_90a;
+  bool issuesWgmma = getTarget(*this) == ws::Target::sm_90a &&
+                     (getKind() == RoleKind::compute ||
+                      !getBody().getOps<MmaOp>().empty() ||
+                      llvm::any_of(getBody().getOps<KVLoopOp>(), [](KVLoopOp l) {
+                        return !l.getBody().getOps<MmaOp>().empty();
+                      }));
   if (issuesWgmma && (getWarpBegin() % 4 || getWarpEnd() % 4))
     return emitOpError() << "issues wgmma and must span whole warpgroups "
                             "(warps [4k, 4j)), got ["
@@ -527,6 +545,22 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
       tables.lookupNearestSymbolFrom<KernelOp>(*this, getKernelAttr());
   if (!kernel)
     return emitOpError() << getKernelAttr() << " does not name a ws.kernel";
+  AttentionSpec spec = kernel.getSpec().toSpec();
+  size_t expected = 4 + spec.lse + spec.stats;
+  if (getArgs().size() != expected)
+    return emitOpError() << "kernel " << getKernelAttr() << " takes "
+                         << expected << " memrefs (q, k, v, o"
+                         << (spec.lse ? ", lse" : "")
+                         << (spec.stats ? ", stats" : "") << "), got "
+                         << getArgs().size();
+  Type et = kernel.getSpec().getDtype();
+  for (auto [i, arg] : llvm::enumerate(getArgs().take_front(4))) {
+    auto type = cast<MemRefType>(arg.getType());
+    if (type.getRank() != 4 || type.getElementType() != et)
+      return emitOpError() << "argument " << i
+                           << " must be a rank-4 memref of " << et
+                           << " ([batch, seq, heads, dim]), got " << type;
+  }
   return success();
 }
 

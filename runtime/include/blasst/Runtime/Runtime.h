@@ -169,8 +169,8 @@ public:
 
   /// Loads an in-memory image. `name` only labels error messages (use the
   /// kernel's or file's name). The image is not needed after the call.
-  static Status loadData(const Context &context, const void *image,
-                         size_t size, const std::string &name, Module *out);
+  static Status loadData(const Context &context, const void *image, size_t size,
+                         const std::string &name, Module *out);
   /// Reads `path` and loads it; error messages name the path.
   static Status loadFile(const Context &context, const std::string &path,
                          Module *out);
@@ -227,9 +227,8 @@ private:
 /// (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN). Error example:
 /// "kernel 'attn_fwd' needs 235520 bytes of shared memory, device allows at
 /// most 232448".
-Status checkSharedMemoryLimit(const std::string &kernelName,
-                              size_t staticBytes, size_t dynamicBytes,
-                              size_t deviceOptinLimit);
+Status checkSharedMemoryLimit(const std::string &kernelName, size_t staticBytes,
+                              size_t dynamicBytes, size_t deviceOptinLimit);
 
 //===----------------------------------------------------------------------===//
 // Launching

@@ -86,12 +86,12 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        I64Attr:$block_m, I64Attr:$block_n,
                        Attn_SpecAttr:$spec);
   let regions = (region SizedRegion<1>:$body);
+  let hasRegionVerifier = 1;
   let assemblyFormat = [{
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
     $block_n `,` `spec` `=` $spec attr-dict-with-keyword $body
   }];
-  let hasVerifier = 1;
-  let extraClassDeclaration = [{
+    let extraClassDeclaration = [{
     /// Number of warps the CTA launches (roles rounded up to warpgroups).
     int64_t getNumWarps();
     /// Shared memory bytes of all non-aliasing smem buffers.
@@ -302,7 +302,7 @@ def WS_LaunchOp : WS_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterfa
   let summary = "Launch a ws.kernel over [batch, seq, heads, dim] memrefs";
   let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyMemRef>:$args);
   let assemblyFormat = [{
-    $kernel `(` $args `)` attr-dict `:` type($args)
+    $kernel `(` $args `)` attr-dict (`:` type($args)^)?
   }];
 }
 

@@ -1,0 +1,785 @@
+// RUN: blasst-opt %s -split-input-file -verify-diagnostics
+// One case per user-facing ws error: kernel budgets, buffers, pipes, roles,
+// steps and ws.launch.
+
+// Kernel: block_m must be a multiple of 64.
+// expected-error @below {{block_m must be a positive multiple of 64 and block_n a positive multiple of 16, got block_m = 96, block_n = 64}}
+ws.kernel @k target = sm_90a, block_m = 96, block_n = 64, spec = <head_dim = 64> {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Kernel: at least one role.
+// expected-error @below {{'ws.kernel' op has no ws.role}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+}
+
+// -----
+
+// Kernel: role warp ranges are disjoint.
+// expected-error @below {{roles 'a' [0, 4) and 'b' [2, 6) overlap}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @a load warps [0, 4) {
+  }
+  ws.role @b load warps [2, 6) {
+  }
+}
+
+// -----
+
+// Kernel: at most 32 warps (roles rounded up to warpgroups).
+// expected-error @below {{needs 36 warps, a CTA has at most 32}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @r load warps [0, 33) {
+  }
+}
+
+// -----
+
+// Kernel: the roles of one warpgroup agree on a register budget.
+// expected-error @below {{warpgroup 0 has roles with different register budgets ('a' 24, 'b' 32); setmaxnreg applies to a whole warpgroup}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @a load warps [0, 2) regs 24 {
+  }
+  ws.role @b load warps [2, 4) regs 32 {
+  }
+}
+
+// -----
+
+// Kernel: if any warpgroup sets a budget, every occupied one does.
+// expected-error @below {{warpgroup 1 has no register budget while other warpgroups set one}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @a load warps [0, 4) regs 24 {
+  }
+  ws.role @b load warps [4, 8) {
+  }
+}
+
+// -----
+
+// Kernel: the budgets fit in the CTA's 64K registers.
+// expected-error @below {{register budgets need 98304 registers, a CTA has 65536}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @a load warps [0, 4) regs 256 {
+  }
+  ws.role @b load warps [4, 8) regs 256 {
+  }
+  ws.role @c load warps [8, 12) regs 256 {
+  }
+}
+
+// -----
+
+// Kernel: shared memory within the target's limit.
+// expected-error @below {{shared memory buffers need 524288 bytes, sm_90a allows at most 232448}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @big smem [1024, 128] f32 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Kernel: tensor memory needs sm_100a (reported on the buffer).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{'ws.buffer' op is in tensor memory, which needs sm_100a; the kernel targets sm_90a}}
+  ws.buffer @s tmem [64, 64] f32 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Kernel: at most 512 tensor memory columns.
+// expected-error @below {{tensor memory buffers need 1024 columns, there are 512}}
+ws.kernel @k target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @s tmem [128, 512] f32 stages 2
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: the shape is [rows, columns].
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{shape must be [rows, columns], got 1 dims}}
+  ws.buffer @q smem [64] bf16 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: dims are positive.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{shape dims must be positive}}
+  ws.buffer @q smem [0, 64] bf16 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: at least one stage.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{stages must be at least 1, got 0}}
+  ws.buffer @q smem [64, 64] bf16 stages 0
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: element type bf16, f16 or f32.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{element type must be bf16, f16 or f32, got 'i8'}}
+  ws.buffer @q smem [64, 64] i8 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: a tensor memory tile has at most 128 lanes.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  // expected-error @below {{a tensor memory tile has at most 128 rows (lanes), got 256}}
+  ws.buffer @s tmem [256, 128] f32 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: aliases names a ws.buffer.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{aliases @r, which is not a ws.buffer of the kernel}}
+  ws.buffer @q smem [64, 64] bf16 stages 1 aliases @r
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: no alias chains (nor self-aliases): the target owns storage.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @a smem [64, 64] bf16 stages 1
+  ws.buffer @b smem [64, 64] bf16 stages 1 aliases @a
+  // expected-error @below {{may only alias a buffer that owns storage}}
+  ws.buffer @c smem [64, 64] bf16 stages 1 aliases @b
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: an alias lives in the same memory space as its target.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  // expected-error @below {{aliases @q in another memory space}}
+  ws.buffer @p regs [64, 64] bf16 stages 1 aliases @q
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Buffer: an alias fits in its target.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  // expected-error @below {{is larger than the buffer it aliases, @q}}
+  ws.buffer @o smem [64, 64] f32 stages 1 aliases @q
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Pipe: depth at least 1.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{depth must be at least 1, got 0}}
+  ws.pipe @p depth 0 producer @a consumers [@b]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: the producer is a role.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{producer @x is not a ws.role of the kernel}}
+  ws.pipe @p depth 1 producer @x consumers [@b]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: at least one consumer.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{needs at least one consumer role}}
+  ws.pipe @p depth 1 producer @a consumers []
+  ws.role @a load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Pipe: consumers are symbol references.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{consumers must be role symbols, got "b"}}
+  ws.pipe @p depth 1 producer @a consumers ["b"]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: every consumer is a role.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{consumer @x is not a ws.role of the kernel}}
+  ws.pipe @p depth 1 producer @a consumers [@b, @x]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: a role does not consume its own pipe.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{role @a cannot both produce and consume}}
+  ws.pipe @p depth 1 producer @a consumers [@a]
+  ws.role @a load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Pipe: each consumer once.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{consumer @b is listed twice}}
+  ws.pipe @p depth 1 producer @a consumers [@b, @b]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: guarded buffers are ws.buffers.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{buffer @b is not a ws.buffer of the kernel}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@b]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: a guarded buffer has one stage per pipe stage.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 2
+  // expected-error @below {{buffer @kb has 2 stages but the pipe has depth 3}}
+  ws.pipe @p depth 3 producer @a consumers [@b] buffers [@kb]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: a TMA pipe guards only shared memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  // expected-error @below {{a TMA pipe (tx_bytes) may only guard smem buffers; @s is not in smem}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@s] tx_bytes 16384
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: tx_bytes is one stage of the guarded buffers.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 2
+  ws.buffer @vb smem [64, 64] bf16 stages 2
+  // expected-error @below {{tx_bytes is 8192 but one stage of its buffers is 16384 bytes}}
+  ws.pipe @p depth 2 producer @a consumers [@b] buffers [@kb, @vb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipe: tx_bytes below the mbarrier's 2^20 transaction count. Only reachable
+// through aliases (or a buffer listed twice): the smem limit is below 1 MiB.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @b0 smem [256, 256] bf16 stages 1
+  ws.buffer @b1 smem [256, 256] bf16 stages 1 aliases @b0
+  ws.buffer @b2 smem [256, 256] bf16 stages 1 aliases @b0
+  ws.buffer @b3 smem [256, 256] bf16 stages 1 aliases @b0
+  ws.buffer @b4 smem [256, 256] bf16 stages 1 aliases @b0
+  ws.buffer @b5 smem [256, 256] bf16 stages 1 aliases @b0
+  ws.buffer @b6 smem [256, 256] bf16 stages 1 aliases @b0
+  ws.buffer @b7 smem [256, 256] bf16 stages 1 aliases @b0
+  // expected-error @below {{tx_bytes 1048576 exceeds the mbarrier transaction count limit (2^20 - 1)}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@b0, @b1, @b2, @b3, @b4, @b5, @b6, @b7] tx_bytes 1048576
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Role: a non-empty warp range.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @a load warps [0, 1) {
+  }
+  // expected-error @below {{warp range [4, 4) is empty or negative}}
+  ws.role @b load warps [4, 4) {
+  }
+}
+
+// -----
+
+// Role: setmaxnreg budgets are multiples of 8 in [24, 256].
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{register budget must be a multiple of 8 in [24, 256] (setmaxnreg), got 20}}
+  ws.role @r load warps [0, 4) regs 20 {
+  }
+}
+
+// -----
+
+// Role: rows lie within the CTA's block_m rows.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{rows must be [begin, end) within the CTA's 64 query rows}}
+  ws.role @r load warps [0, 4) rows [0, 128) {
+  }
+}
+
+// -----
+
+// Role: a wgmma-issuing role (compute on sm_90a) spans whole warpgroups.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{issues wgmma and must span whole warpgroups (warps [4k, 4j)), got [0, 2)}}
+  ws.role @r compute warps [0, 2) {
+  }
+}
+
+// -----
+
+// Role: the register buffers a role touches fit in its budget.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @o regs [64, 256] f32 stages 1
+  // expected-error @below {{register buffers need 128 registers per thread, the budget is 24}}
+  ws.role @r compute warps [0, 4) regs 24 {
+    ws.kv_loop {
+      ws.correct @o
+    }
+  }
+}
+
+// -----
+
+// Steps: a pipe operand names a ws.pipe.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @r load warps [0, 1) {
+    // expected-error @below {{'ws.acquire' op @nope does not name a ws.pipe of the kernel}}
+    ws.acquire @nope
+  }
+}
+
+// -----
+
+// Steps: acquire/release only on a pipe the role takes part in.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.pipe @p depth 1 producer @a consumers [@b]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+  ws.role @c load warps [2, 3) {
+    // expected-error @below {{'ws.release' op role 'c' is neither the producer nor a consumer of pipe @p}}
+    ws.release @p
+  }
+}
+
+// -----
+
+// Steps: tma_load loads Q, K or V, never O.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+    // expected-error @below {{loads only Q, K or V}}
+    ws.tma_load o -> @kb via @p
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Steps: tma_load writes shared memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@s]
+  ws.role @a load warps [0, 1) {
+    // expected-error @below {{destination @s must be in smem}}
+    ws.tma_load k -> @s via @p
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Steps: only the pipe's producer issues its TMA loads.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+    // expected-error @below {{is issued by role 'b' but pipe @p is produced by @a}}
+    ws.tma_load k -> @kb via @p
+  }
+}
+
+// -----
+
+// Steps: the tma_load destination is guarded by the pipe it completes on.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @vb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+    // expected-error @below {{destination @vb is not guarded by pipe @p}}
+    ws.tma_load v -> @vb via @p
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Steps: tma_load completes on a pipe with tx_bytes.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb]
+  ws.role @a load warps [0, 1) {
+    // expected-error @below {{pipe @p has no tx_bytes; TMA completes on a transaction-counting pipe}}
+    ws.tma_load k -> @kb via @p
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Steps: tma_store writes only O.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @st smem [64, 64] bf16 stages 1
+  ws.role @r epilogue warps [0, 1) {
+    // expected-error @below {{stores only O}}
+    ws.tma_store @st -> k
+  }
+}
+
+// -----
+
+// Steps: tma_store reads shared memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @r epilogue warps [0, 1) {
+    // expected-error @below {{source @o must be in smem}}
+    ws.tma_store @o -> o
+  }
+}
+
+// -----
+
+// Steps: mma operand b is in shared memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kr regs [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{operand b @kr must be in smem}}
+    ws.mma qk @q, @kr -> @s
+  }
+}
+
+// -----
+
+// Steps: the wgmma accumulator is in registers on sm_90a.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s smem [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{accumulator @s must be in regs on sm_90a}}
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+// Steps: tcgen05.mma reads operand a from smem or tmem on sm_100a.
+ws.kernel @k target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @p regs [128, 128] bf16 stages 1
+  ws.buffer @vb smem [128, 64] bf16 stages 1
+  ws.buffer @o tmem [128, 64] f32 stages 1
+  ws.role @r mma warps [0, 1) {
+    // expected-error @below {{operand a @p must be in smem or tmem on sm_100a}}
+    ws.mma pv @p, @vb -> @o
+  }
+}
+
+// -----
+
+// Steps: the accumulator is f32.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{accumulator must be f32}}
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+// Steps: mma operands a and b share an element type.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] f16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{operands a and b have different element types}}
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+// Steps: qk shapes compose as d[M, N] = a[M, D] b[N, D]^T.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 128] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{shapes do not compose: a 64x64, b 64x128, d 64x64 for qk}}
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+// Steps: wgmma tiles have a multiple of 64 rows.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [32, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{wgmma tiles have a multiple of 64 rows, got 32}}
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+// Steps: score steps take an f32 S tile in registers or tensor memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s smem [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.row_max' op scores @s must be an f32 buffer in registers or tensor memory}}
+      ws.row_max @s
+    }
+  }
+}
+
+// -----
+
+// Steps: P is stored in the P.V operand type, not f32.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @p regs [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{P @p must be bf16 or f16}}
+      ws.exp2_store_p @s -> @p
+    }
+  }
+}
+
+// -----
+
+// Steps: correct rescales an accumulator in registers or tensor memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @o smem [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.correct' op accumulator @o must be in registers or tensor memory}}
+      ws.correct @o
+    }
+  }
+}
+
+// -----
+
+// Steps: the epilogue reads an accumulator in registers or tensor memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @o smem [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{'ws.epilogue' op accumulator @o must be in registers or tensor memory}}
+    ws.epilogue @o
+  }
+}
+
+// -----
+
+// Steps: the epilogue stages O in shared memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @st regs [64, 64] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{staging buffer @st must be in smem}}
+    ws.epilogue @o -> @st
+  }
+}
+
+// -----
+
+// Steps: buffer operands name a ws.buffer of the kernel.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{operand a @q does not name a ws.buffer of the kernel}}
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+// Steps: a step runs inside a ws.role (or its kv_loop).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.pipe @p depth 1 producer @a consumers [@b]
+  // expected-error @below {{expects parent op to be one of 'ws.role, ws.kv_loop'}}
+  ws.acquire @p
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Launch: the callee is a ws.kernel.
+func.func @not_a_kernel() {
+  return
+}
+func.func @launch(%q: memref<?x?x8x64xf16>) {
+  // expected-error @below {{'ws.launch' op @not_a_kernel does not name a ws.kernel}}
+  ws.launch @not_a_kernel(%q) : memref<?x?x8x64xf16>
+  return
+}
+
+// -----
+
+// Pipe: a buffer guarded twice would double the expected TMA bytes.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  // expected-error @below {{buffer @kb is listed twice}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb, @kb] tx_bytes 16384
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Kernel: a malformed tmem buffer is reported by the buffer, not mis-sized.
+ws.kernel @k target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  // expected-error @below {{shape must be [rows, columns], got 1 dims}}
+  ws.buffer @t tmem [128] f32 stages 1
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Step: a buffer declared after the step that uses it is checked first.
+ws.kernel @k target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{operand a @a is a malformed ws.buffer}}
+    ws.mma qk @a, @b -> @d
+  }
+  ws.buffer @a smem [] bf16 stages 1
+  ws.buffer @b smem [64, 64] bf16 stages 1
+  ws.buffer @d regs [64, 64] f32 stages 1
+}
+
+// -----
+
+// Role: any role that issues wgmma on sm_90a spans whole warpgroups.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  // expected-error @below {{issues wgmma and must span whole warpgroups}}
+  ws.role @m mma warps [0, 1) {
+    ws.mma qk @q, @kb -> @s
+  }
+}
+
+// -----
+
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 4, kv_heads = 4> {
+  ws.role @r load warps [0, 1) {
+  }
+}
+// Launch: the kernel's spec fixes the number of memrefs.
+func.func @launch_count(%q: memref<?x?x4x64xbf16>) {
+  // expected-error @below {{kernel @k takes 4 memrefs (q, k, v, o), got 1}}
+  ws.launch @k(%q) : memref<?x?x4x64xbf16>
+  return
+}
+
+// -----
+
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 4, kv_heads = 4> {
+  ws.role @r load warps [0, 1) {
+  }
+}
+// Launch: Q, K, V, O are rank-4 memrefs of the spec's dtype.
+func.func @launch_type(%q: memref<?x?x4x64xf16>) {
+  // expected-error @below {{argument 0 must be a rank-4 memref of 'bf16' ([batch, seq, heads, dim]), got 'memref<?x?x4x64xf16>'}}
+  ws.launch @k(%q, %q, %q, %q) : memref<?x?x4x64xf16>, memref<?x?x4x64xf16>, memref<?x?x4x64xf16>, memref<?x?x4x64xf16>
+  return
+}
