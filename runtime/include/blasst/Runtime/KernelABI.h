@@ -1,0 +1,67 @@
+//===- KernelABI.h - The contract between generated kernels and hosts -----===//
+//
+// What the compiler's sm_90a attention kernels take and how they are
+// launched. Both sides include this header: the compiler (to build the
+// kernel signature and the metadata file) and the runtime/launcher (to encode
+// tensor maps and pack parameters). Plain C++, no LLVM, no CUDA headers.
+//
+// Kernel parameters, in order (ABI version 1):
+//   0  tmQ    CUtensorMap, by value (__grid_constant__, 64-byte aligned)
+//   1  tmK    CUtensorMap, by value
+//   2  tmV    CUtensorMap, by value
+//   3  o      pointer to O, [B, Sq, Hq, Dv] with the strides below
+//   4  lse    pointer to float LSE [B, Hq, Sq] (contiguous), or null when the
+//             spec has lse = false (the kernel never touches it then)
+//   5  stats  pointer to int64 [B, Hq, 2] (visited, skipped KV blocks), or
+//             null when the spec has stats = false
+//   6  seqQ   int32
+//   7  seqKV  int32
+//   8  oStrideB, 9 oStrideS, 10 oStrideH   int64, in elements
+//   11 scaleLog2  float: softmax_scale * log2(e)
+//   12 log2Threshold float: BLASST threshold in the kernel's log2 domain:
+//                 log2(lambda) for a fixed ln_lambda policy (= ln_lambda *
+//                 log2(e)), log2(a) for an `a` policy (the kernel subtracts
+//                 log2(seqKV)); ignored by dense kernels
+//
+// Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
+//   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
+//   box    {64, 1, rows, 1}: 64 elements of D (one 128-byte swizzle span) by
+//          `rows` sequence positions; rows = blockM for Q, blockN for K/V
+//   swizzle 128B, interleave none, OOB fill zeros (tails read as zero)
+//   Q over (D = head_dim, H = q_heads); K over (head_dim, kv_heads); V over
+//   (head_dim_v, kv_heads).
+//
+// Launch: grid (ceil(seqQ / blockM), q_heads, batch), block (threads, 1, 1),
+// dynamic shared memory `smemBytes` (raise the function's limit first), no
+// cluster. Causal masking is bottom-right aligned (query i sees keys
+// j <= i + seqKV - seqQ), as in FlashAttention.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_RUNTIME_KERNELABI_H
+#define BLASST_RUNTIME_KERNELABI_H
+
+#include <cstdint>
+#include <string>
+
+namespace blasst::rt {
+
+constexpr int kKernelABIVersion = 1;
+/// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
+constexpr int kTmaBoxHeadDim = 64;
+
+/// What a compiled kernel needs from its host, written next to the cubin as
+/// `<stem>.meta` (key = value lines) with the spec in `<stem>.spec`.
+struct KernelInfo {
+  int abiVersion = kKernelABIVersion;
+  std::string kernelName; ///< Entry point in the cubin.
+  std::string target;     ///< "sm_90a" or "sm_100a".
+  int blockM = 0;         ///< Query rows per CTA.
+  int blockN = 0;         ///< Keys per KV block.
+  int threads = 0;        ///< Threads per CTA.
+  int smemBytes = 0;      ///< Dynamic shared memory per CTA.
+  std::string compilerVersion;
+};
+
+} // namespace blasst::rt
+
+#endif // BLASST_RUNTIME_KERNELABI_H
