@@ -1,19 +1,27 @@
 //===- blasst-compile.cpp - Compile an attention spec ---------------------===//
 //
 // blasst-compile (--spec FILE | --preset NAME) --target sm_90a|sm_100a
-//                --emit attn|ws [-o OUT] [--summary] [schedule knobs]
+//                --emit attn|ws|llvm-dialect|llvm|ptx|cubin [-o OUT]
+//                [--summary] [schedule knobs]
 //
-// Prints progress and timing on stderr; the IR goes to -o (default stdout).
-// Stages that are not built yet (llvm, ptx, cubin) are refused by name rather
-// than silently skipped.
+// Prints progress and timing on stderr. IR and PTX go to -o (default
+// stdout). --emit cubin needs -o STEM[.cubin] and writes STEM.cubin,
+// STEM.meta (launch parameters) and STEM.spec (the spec), which is what the
+// runtime and blasst-bench load. Targets and stages that are not built yet
+// are refused by name rather than silently skipped.
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/Compiler/Frontend.h"
+#include "blasst/Runtime/AttentionKernel.h"
+#include "blasst/Target/Target.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Timer.h"
@@ -34,10 +42,13 @@ static cl::opt<std::string> presetName("preset", cl::desc("named preset"),
 static cl::list<std::string>
     targets("target", cl::desc("sm_90a or sm_100a (repeatable)"),
             cl::value_desc("target"), cl::cat(cat));
-static cl::opt<std::string> emit("emit",
-                                 cl::desc("what to emit: attn | ws (llvm, "
-                                          "ptx, cubin: not built yet)"),
-                                 cl::init("ws"), cl::cat(cat));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("what to emit: attn | ws | llvm-dialect | llvm | ptx | "
+                  "cubin"),
+         cl::init("ws"), cl::cat(cat));
+static cl::opt<bool> verbose("v", cl::desc("print ptxas' resource report"),
+                             cl::cat(cat));
 static cl::opt<std::string> output("o", cl::desc("output file (- = stdout)"),
                                    cl::init("-"), cl::value_desc("file"),
                                    cl::cat(cat));
@@ -107,20 +118,24 @@ int main(int argc, char **argv) {
       return fail("--sparsity makes the spec invalid: " + reason);
   }
 
-  if (emit != "attn" && emit != "ws") {
-    if (emit == "llvm" || emit == "ptx" || emit == "cubin")
-      return fail("--emit " + emit +
-                  " is not available yet: the ws → NVVM lowering is not "
-                  "built (emit attn or ws)");
-    return fail("unknown --emit '" + emit + "' (expected attn or ws)");
-  }
+  static const char *kStages[] = {"attn", "ws", "llvm-dialect", "llvm",
+                                 "ptx", "cubin"};
+  if (!llvm::is_contained(kStages, emit))
+    return fail("unknown --emit '" + emit +
+                "' (expected attn, ws, llvm-dialect, llvm, ptx or cubin)");
   if (targets.empty())
     targets.push_back("sm_90a");
+  bool binary = emit == "cubin";
+  if (binary && (output == "-" || targets.size() != 1))
+    return fail("--emit cubin needs -o STEM and exactly one --target");
 
   std::string errorMessage;
-  auto out = openOutputFile(output, &errorMessage);
-  if (!out)
-    return fail(errorMessage);
+  std::unique_ptr<llvm::ToolOutputFile> out;
+  if (!binary) {
+    out = openOutputFile(output, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+  }
 
   DialectRegistry registry;
   registerAllBLASSTDialects(registry);
@@ -136,27 +151,106 @@ int main(int argc, char **argv) {
     OwningOpRef<ModuleOp> module = buildAttnModule(&ctx, spec, name);
     if (failed(verify(*module)))
       return fail("the attn module for this spec does not verify");
-    if (emit == "ws") {
-      ScheduleOptions opts;
-      opts.target = *target;
-      opts.blockM = blockM;
-      opts.blockN = blockN;
-      opts.stages = stages;
-      if (failed(lowerToWS(*module, opts)))
-        return fail("convert-attn-to-ws failed for " + t);
+    auto lap = [&](const char *what) {
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      llvm::errs() << "blasst-compile: " << spec.name << " -> " << what
+                   << " for " << t << " in " << llvm::format("%.1f", ms)
+                   << " ms\n";
+    };
+    if (emit == "attn") {
+      lap("attn");
+      module->print(out->os());
+      out->os() << "\n";
+      continue;
     }
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
-    llvm::errs() << "blasst-compile: " << spec.name << " -> " << emit
-                 << " for " << t << " in " << llvm::format("%.1f", ms)
-                 << " ms\n";
+    ScheduleOptions opts;
+    opts.target = *target;
+    opts.blockM = blockM;
+    opts.blockN = blockN;
+    opts.stages = stages;
+    if (failed(lowerToWS(*module, opts)))
+      return fail("convert-attn-to-ws failed for " + t);
+    lap("ws");
     if (summary)
       for (auto kernel : module->getOps<ws::KernelOp>())
         llvm::errs() << summarizeKernel(kernel);
-    module->print(out->os());
-    out->os() << "\n";
+    if (emit == "ws") {
+      module->print(out->os());
+      out->os() << "\n";
+      continue;
+    }
+
+    PassManager pm(&ctx);
+    buildWSToLLVMPipeline(pm, *target);
+    if (failed(pm.run(*module)))
+      return fail("lowering ws to the LLVM dialect failed for " + t);
+    lap("llvm-dialect");
+    if (emit == "llvm-dialect") {
+      module->print(out->os());
+      out->os() << "\n";
+      continue;
+    }
+    if (emit == "llvm") {
+      FailureOr<std::string> ir = translateToLLVMIR(*module, *target);
+      if (failed(ir))
+        return fail("translation to LLVM IR failed");
+      lap("llvm");
+      out->os() << *ir;
+      continue;
+    }
+    FailureOr<std::string> ptx = translateToPTX(*module, *target);
+    if (failed(ptx))
+      return fail("PTX generation failed");
+    lap("ptx");
+    if (emit == "ptx") {
+      out->os() << *ptx;
+      continue;
+    }
+
+    // cubin + the metadata the runtime needs to launch it.
+    llvm::Expected<CubinResult> cubin = assembleCubin(*ptx, *target);
+    if (!cubin)
+      return fail(llvm::toString(cubin.takeError()));
+    lap("cubin");
+    if (verbose)
+      llvm::errs() << cubin->log;
+    auto kernelFunc = *module->getOps<LLVM::LLVMFuncOp>().begin();
+    rt::KernelInfo info;
+    info.kernelName = kernelFunc.getName().str();
+    info.target = t;
+    auto intAttr = [&](StringRef name) {
+      return int(cast<IntegerAttr>(kernelFunc->getAttr(name)).getInt());
+    };
+    info.blockM = intAttr("blasst.block_m");
+    info.blockN = intAttr("blasst.block_n");
+    info.threads = intAttr("blasst.threads");
+    info.smemBytes = intAttr("blasst.smem_bytes");
+    info.compilerVersion = "blasst " BLASST_VERSION_STRING;
+    std::string stem = output;
+    if (StringRef(stem).ends_with(".cubin"))
+      stem.resize(stem.size() - 6);
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(stem + ".cubin", ec, llvm::sys::fs::OF_None);
+      if (ec)
+        return fail("cannot write " + stem + ".cubin: " + ec.message());
+      os.write(cubin->cubin.data(), cubin->cubin.size());
+    }
+    {
+      llvm::raw_fd_ostream os(stem + ".spec", ec, llvm::sys::fs::OF_Text);
+      if (ec)
+        return fail("cannot write " + stem + ".spec: " + ec.message());
+      os << spec.toString();
+    }
+    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", info); !st)
+      return fail(st.message());
+    llvm::errs() << "blasst-compile: wrote " << stem << ".{cubin,meta,spec} ("
+                 << cubin->cubin.size() << " bytes, " << info.threads
+                 << " threads, " << info.smemBytes << " B shared memory)\n";
   }
-  out->keep();
+  if (out)
+    out->keep();
   return 0;
 }

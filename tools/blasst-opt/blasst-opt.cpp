@@ -8,6 +8,7 @@
 #include "blasst/Conversion/Passes.h"
 #include "blasst/Dialect/Attn/IR/Attn.h"
 #include "blasst/Dialect/WS/IR/WS.h"
+#include "blasst/Target/Target.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,6 +21,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
@@ -30,7 +32,13 @@ int main(int argc, char **argv) {
                   mlir::NVVM::NVVMDialect, mlir::memref::MemRefDialect,
                   mlir::nvgpu::NVGPUDialect, mlir::scf::SCFDialect,
                   mlir::vector::VectorDialect>();
+  mlir::registerConvertNVVMToLLVMPass();
+  mlir::registerSCFToControlFlowPass();
+  mlir::registerArithToLLVMConversionPass();
+  mlir::registerConvertControlFlowToLLVMPass();
+  mlir::registerReconcileUnrealizedCastsPass();
   blasst::registerBLASSTConversionPasses();
+  blasst::registerBLASSTPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

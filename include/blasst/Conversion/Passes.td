@@ -38,4 +38,28 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
   ];
 }
 
+def ConvertWSToNVVM : Pass<"convert-ws-to-nvvm", "mlir::ModuleOp"> {
+  let summary = "Lower each ws.kernel to an NVVM kernel (llvm.func)";
+  let description = [{
+    Lowers a verified sm_90a `ws.kernel` to an `llvm.func` kernel with the
+    ABI of runtime/include/blasst/Runtime/KernelABI.h, using typed NVVM ops:
+    buffers become offsets in dynamic shared memory (128B-swizzled tiles,
+    1024-byte aligned), pipes become full/empty mbarrier rings, roles become
+    warp-range branches with setmaxnreg, `tma_load` becomes
+    cp.async.bulk.tensor, `mma` becomes wgmma.mma_async, and the softmax steps
+    become f32 arithmetic on the wgmma accumulator fragments. The result
+    still holds scf/arith ops; `blasst-lower-to-llvm` finishes the job.
+    Kernels for a target the pass cannot lower yet are refused by name.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU target: sm_90a (sm_100a is not lowered yet)">,
+    Option<"deviceOnly", "device-only", "bool", /*default=*/"false",
+           "drop host functions (those launching kernels), keeping only "
+           "the device code">,
+  ];
+}
+
 #endif // BLASST_CONVERSION_PASSES

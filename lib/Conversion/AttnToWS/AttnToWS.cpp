@@ -123,7 +123,9 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
   kb.buffer("v", MemorySpace::smem, o.blockN, dv, kb.et, o.stages);
   kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, 1);
-  kb.buffer("p", MemorySpace::regs, half, o.blockN, kb.et, 1);
+  // P goes through shared memory (wgmma with A from smem) for both
+  // consumers; each uses its own rows.
+  kb.buffer("p", MemorySpace::smem, o.blockM, o.blockN, kb.et, 1);
   kb.buffer("o", MemorySpace::regs, half, dv, kb.f32, 1);
   StringRef consumers[] = {"consumer0", "consumer1"};
   kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, o.blockM * d * bytes);

@@ -12,7 +12,7 @@
 // H100-DAG: ws.buffer @k smem [128, 128] bf16 stages 2
 // H100-DAG: ws.buffer @v smem [128, 128] bf16 stages 2
 // H100-DAG: ws.buffer @s regs [64, 128] f32 stages 1
-// H100-DAG: ws.buffer @p regs [64, 128] bf16 stages 1
+// H100-DAG: ws.buffer @p smem [128, 128] bf16 stages 1
 // H100-DAG: ws.buffer @o regs [64, 128] f32 stages 1
 // H100-DAG: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0, @consumer1] buffers [@q] tx_bytes 32768
 // H100-DAG: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 32768

@@ -1,0 +1,53 @@
+//===- Target.h - From ws IR to PTX and cubin -------------------*- C++ -*-===//
+//
+// The back half of the compiler: the LLVM-dialect pipeline, LLVM IR → PTX with
+// LLVM's NVPTX backend, and PTX → cubin with the CUDA toolkit's ptxas.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_TARGET_TARGET_H
+#define BLASST_TARGET_TARGET_H
+
+#include "blasst/Dialect/WS/IR/WS.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace blasst {
+
+/// ws → llvm dialect: convert-ws-to-nvvm{device-only}, then NVVM, scf, arith
+/// and cf to LLVM.
+void buildWSToLLVMPipeline(mlir::OpPassManager &pm, ws::Target target);
+/// attn → llvm dialect (convert-attn-to-ws with default knobs, then the
+/// above). Registered for blasst-opt as `blasst-attn-to-llvm`.
+void registerBLASSTPipelines();
+
+/// The PTX ISA version and the chip LLVM is asked for.
+const char *ptxFeatures(ws::Target target);
+const char *chipName(ws::Target target);
+
+/// Translates an llvm-dialect module to LLVM IR text (after O3).
+mlir::FailureOr<std::string> translateToLLVMIR(mlir::ModuleOp module,
+                                               ws::Target target);
+/// Translates an llvm-dialect module to PTX with LLVM's NVPTX backend.
+mlir::FailureOr<std::string> translateToPTX(mlir::ModuleOp module,
+                                            ws::Target target);
+
+/// Where ptxas is: $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin.
+/// Empty with `why` set when none is found.
+std::string findPtxas(std::string *why);
+/// `ptxas --version`'s last line, for cache keys ("" if not found).
+std::string ptxasVersion();
+
+struct CubinResult {
+  std::vector<char> cubin;
+  std::string log; ///< ptxas -v resource report and warnings.
+};
+/// Assembles PTX for `target` with ptxas -O3 -v. Errors carry ptxas' output.
+llvm::Expected<CubinResult> assembleCubin(const std::string &ptx,
+                                          ws::Target target);
+
+} // namespace blasst
+
+#endif // BLASST_TARGET_TARGET_H

@@ -1,0 +1,919 @@
+//===- WSToNVVM.cpp - Lower sm_90a ws.kernels to NVVM ---------------------===//
+//
+// The lowering reads the schedule off the IR: smem buffers become 1024-byte
+// aligned regions of dynamic shared memory holding 128B-swizzled tiles (the
+// layout TMA writes and wgmma reads), pipes become full/empty mbarrier rings
+// whose stage and phase follow the KV block index, roles become warp-range
+// branches with setmaxnreg, and each step op has one emit function below.
+//
+// Register tiles use the wgmma accumulator fragment: thread t of a
+// warpgroup (warp w = t / 32, lane l) holds, for an m64nN tile, rows
+// 16w + l/4 + 8i (i = 0, 1) and columns 8j + 2(l%4) + k (k = 0, 1) at
+// fragment index 4j + 2i + k. Row statistics (max, sum) are reduced across
+// the four lanes of a quad with shfl.bfly 1 and 2.
+//
+//===----------------------------------------------------------------------===//
+#include "blasst/Conversion/Passes.h"
+#include "blasst/Dialect/WS/IR/WS.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+namespace blasst {
+#define GEN_PASS_DEF_CONVERTWSTONVVM
+#include "blasst/Conversion/Passes.h.inc"
+} // namespace blasst
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+
+namespace {
+
+/// Kernel parameter indices (runtime/include/blasst/Runtime/KernelABI.h).
+enum Param : unsigned {
+  kTmQ = 0,
+  kTmK,
+  kTmV,
+  kO,
+  kLse,
+  kStats,
+  kSeqQ,
+  kSeqKV,
+  kOStrideB,
+  kOStrideS,
+  kOStrideH,
+  kScaleLog2,
+  kLog2Threshold,
+  kNumParams
+};
+
+constexpr int64_t kSwizzleBytes = 128;    // One swizzle span (64 x 16-bit).
+constexpr int64_t kPanelElems = 64;       // Elements of a row in one span.
+constexpr int64_t kTileAlign = 1024;      // 8 rows of 128 B: swizzle atom.
+constexpr int64_t kWaitTicks = 0x989680;  // try_wait suspend-time hint.
+
+/// Where every buffer and mbarrier lives in dynamic shared memory.
+struct SmemLayout {
+  llvm::StringMap<int64_t> bufferOffset;
+  /// Per pipe: offset of full[0]; full[depth], then empty[depth], 8 B each.
+  llvm::StringMap<int64_t> pipeBarriers;
+  int64_t totalBytes = 0;
+};
+
+FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
+  SmemLayout layout;
+  int64_t offset = 0;
+  for (auto buf : kernel.getBody().getOps<BufferOp>()) {
+    if (buf.getSpace() != MemorySpace::smem || buf.getAliases())
+      continue;
+    offset = llvm::alignTo(offset, kTileAlign);
+    layout.bufferOffset[buf.getSymName()] = offset;
+    offset += buf.getStageBytes() * int64_t(buf.getStages());
+  }
+  for (auto buf : kernel.getBody().getOps<BufferOp>())
+    if (buf.getSpace() == MemorySpace::smem && buf.getAliases())
+      layout.bufferOffset[buf.getSymName()] =
+          layout.bufferOffset[*buf.getAliases()];
+  offset = llvm::alignTo(offset, 8);
+  for (auto pipe : kernel.getBody().getOps<PipeOp>()) {
+    layout.pipeBarriers[pipe.getSymName()] = offset;
+    offset += 2 * 8 * int64_t(pipe.getDepth());
+  }
+  layout.totalBytes = offset;
+  if (offset > kSharedMemoryBytes)
+    return kernel.emitOpError()
+           << "needs " << offset << " bytes of shared memory with barriers, "
+           << "the limit is " << kSharedMemoryBytes;
+  return layout;
+}
+
+/// State of one role while its steps are emitted.
+struct RoleState {
+  RoleOp role;
+  bool inLoop = false;
+  Value kvBlock;           // i32 KV block index inside the loop.
+  int64_t rowBegin = 0;    // First CTA query row the role owns.
+  int64_t barrierId = 0;   // Named barrier of the role's warpgroup.
+  Value threadInRole;      // i32 in [0, threads of the role).
+  // Register tiles and row statistics (compute roles).
+  Value s;                 // S accumulator struct.
+  SmallVector<Value> x;    // Masked, log2-scaled scores of this block.
+  Value o;                 // O accumulator struct (loop-carried).
+  Value m[2], l[2];        // Running max (log2 domain) and partial sums.
+  Value mBlock[2], mUse[2], corr[2];
+};
+
+class SM90Emitter {
+public:
+  SM90Emitter(KernelOp kernel, const SmemLayout &layout)
+      : kernel(kernel), layout(layout), spec(kernel.getSpec().toSpec()),
+        ctx(kernel.getContext()), b(ctx), loc(kernel.getLoc()) {
+    i1 = b.getI1Type();
+    i16 = b.getI16Type();
+    i32 = b.getI32Type();
+    i64 = b.getI64Type();
+    f32 = b.getF32Type();
+    ptrSh = LLVM::LLVMPointerType::get(ctx, 3);
+    ptrGen = LLVM::LLVMPointerType::get(ctx);
+    elemTy = attn::getElementType(ctx, spec.dtype);
+    blockM = kernel.getBlockM();
+    blockN = kernel.getBlockN();
+  }
+
+  /// Emits the kernel into `module`; the caller erases the ws.kernel.
+  LogicalResult emit(ModuleOp module);
+
+private:
+  // --- Constants and arithmetic -------------------------------------------
+  Value c32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  Value c64(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  }
+  Value cf(float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value ext64(Value x) { return arith::ExtUIOp::create(b, loc, i64, x); }
+  Value add64(Value x, Value y) { return add(x, y); }
+  Value mul64(Value x, Value y) { return mul(x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, loc, x, y); }
+  Value exp2(Value x) { return LLVM::Exp2Op::create(b, loc, f32, x); }
+  Value extract(Value s, int64_t i) {
+    return LLVM::ExtractValueOp::create(b, loc, s, ArrayRef<int64_t>{i});
+  }
+  Value insert(Value s, Value v, int64_t i) {
+    return LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
+  }
+  Type accType(int64_t n) {
+    return LLVM::LLVMStructType::getLiteral(ctx,
+                                            SmallVector<Type>(n / 2, f32));
+  }
+  Value param(Param p) { return func.getArgument(p); }
+
+  // --- Shared memory ------------------------------------------------------
+  /// ptr<3> to `smemBase + offset` (offset an i32 value).
+  Value smemPtr(Value offset) {
+    return LLVM::GEPOp::create(b, loc, ptrSh, b.getI8Type(), smemBase,
+                               ValueRange{offset});
+  }
+  Value smemAddr(Value offset) { return add(smemBase32, offset); }
+  /// The mbarrier of `pipe`, full or empty, at stage `stage` (i32).
+  Value barrier(PipeOp pipe, bool full, Value stage) {
+    int64_t base = layout.pipeBarriers.lookup(pipe.getSymName()) +
+                   (full ? 0 : 8 * int64_t(pipe.getDepth()));
+    return smemPtr(add(c32(base), mul(stage, c32(8))));
+  }
+  /// Stage and phase of `pipe` for the role's current position.
+  std::pair<Value, Value> stagePhase(RoleState &st, PipeOp pipe) {
+    int64_t depth = pipe.getDepth();
+    if (!st.inLoop)
+      return {c32(0), c32(0)};
+    Value stage = remu(st.kvBlock, c32(depth));
+    Value phase = arith::AndIOp::create(b, loc, divu(st.kvBlock, c32(depth)),
+                                        c32(1));
+    return {stage, phase};
+  }
+  /// A wgmma shared memory descriptor: 128B swizzle, byte offsets lbo/sbo.
+  Value descriptor(Value addr, int64_t lbo, int64_t sbo) {
+    Value a = arith::ExtUIOp::create(b, loc, i64, addr);
+    a = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, a, c64(4)), c64(0x3FFF));
+    int64_t hi = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 |
+                 int64_t(1) << 62;
+    return arith::OrIOp::create(b, loc, a, c64(hi));
+  }
+
+  // --- Control flow -------------------------------------------------------
+  /// Opens `if (cond)` and moves the builder into its then-block.
+  scf::IfOp openIf(Value cond) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    return op;
+  }
+
+  // --- Pieces -------------------------------------------------------------
+  LogicalResult emitKernel(ModuleOp module);
+  void emitPrologue();
+  LogicalResult emitRole(RoleOp role);
+  LogicalResult emitSteps(Block &block, RoleState &st);
+  LogicalResult emitStep(Operation *op, RoleState &st);
+  LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
+  Value numKVBlocks();
+
+  LogicalResult emitAcquire(AcquireOp op, RoleState &st);
+  LogicalResult emitRelease(ReleaseOp op, RoleState &st);
+  LogicalResult emitTmaLoad(TmaLoadOp op, RoleState &st);
+  LogicalResult emitMma(MmaOp op, RoleState &st);
+  LogicalResult emitRowMax(RowMaxOp op, RoleState &st);
+  LogicalResult emitSoftmaxUpdate(SoftmaxUpdateOp op, RoleState &st);
+  LogicalResult emitExp2Store(Exp2StoreOp op, RoleState &st);
+  LogicalResult emitCorrect(CorrectOp op, RoleState &st);
+  LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
+
+  Value quadReduce(Value v, bool isMax);
+  bool isProducer(PipeOp pipe, RoleState &st) {
+    return pipe.getProducer() == st.role.getSymName();
+  }
+  PipeOp pipeOf(FlatSymbolRefAttr ref) {
+    return cast<PipeOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
+  }
+  BufferOp bufferOf(FlatSymbolRefAttr ref) {
+    return cast<BufferOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
+  }
+  int64_t offsetOf(BufferOp buf) {
+    return layout.bufferOffset.lookup(buf.getSymName());
+  }
+
+  KernelOp kernel;
+  const SmemLayout &layout;
+  AttentionSpec spec;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Location loc;
+  Type i1, i16, i32, i64, f32, elemTy;
+  LLVM::LLVMPointerType ptrSh, ptrGen;
+  int64_t blockM, blockN;
+
+  LLVM::LLVMFuncOp func;
+  Value smemBase, smemBase32;
+  Value tid, warp, lane, mBlock, head, batch, kvHead;
+  int64_t nextBarrierId = 1; // 0 is __syncthreads.
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Kernel skeleton
+//===----------------------------------------------------------------------===//
+
+LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
+  b.setInsertionPointToEnd(module.getBody());
+  StringRef smemName = "__blasst_dynamic_smem";
+  if (!module.lookupSymbol(smemName))
+    LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External,
+                           smemName, Attribute(), /*alignment=*/kTileAlign,
+                           /*addrSpace=*/3);
+
+  SmallVector<Type> params(kNumParams);
+  params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
+  params[kO] = params[kLse] = params[kStats] = ptrGen;
+  params[kSeqQ] = params[kSeqKV] = i32;
+  params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
+  params[kScaleLog2] = params[kLog2Threshold] = f32;
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            params);
+  func = LLVM::LLVMFuncOp::create(b, loc, kernel.getSymName(), fnType);
+  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  int32_t threads = kernel.getNumWarps() * 32;
+  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                b.getDenseI32ArrayAttr({threads, 1, 1}));
+  // A register cap at entry is what lets setmaxnreg move registers.
+  func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                b.getI32IntegerAttr(1));
+  auto tmapType = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
+  for (unsigned i : {kTmQ, kTmK, kTmV}) {
+    func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                    TypeAttr::get(tmapType));
+    func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(64));
+    func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                    b.getUnitAttr());
+  }
+  for (unsigned i : {kO, kLse, kStats})
+    func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
+
+  Block *entry = func.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  smemBase = LLVM::AddressOfOp::create(b, loc, ptrSh, smemName);
+  smemBase32 = LLVM::PtrToIntOp::create(b, loc, i32, smemBase);
+  tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  warp = divu(tid, c32(32));
+  lane = remu(tid, c32(32));
+  mBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  head = NVVM::BlockIdYOp::create(b, loc, i32);
+  batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  kvHead = divu(head, c32(spec.gqaRatio()));
+  emitPrologue();
+  for (auto role : kernel.getBody().getOps<RoleOp>())
+    if (failed(emitRole(role)))
+      return failure();
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+  // What the host needs to launch it (blasst-compile writes <stem>.meta).
+  func->setAttr("blasst.smem_bytes", b.getI64IntegerAttr(layout.totalBytes));
+  func->setAttr("blasst.threads", b.getI64IntegerAttr(threads));
+  func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
+  func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
+  func->setAttr("blasst.spec", kernel.getSpecAttr());
+  return success();
+}
+
+void SM90Emitter::emitPrologue() {
+  // Thread 0 initialises every mbarrier; the fences make the init visible to
+  // the other threads and to the TMA unit (async proxy) before anyone uses it.
+  scf::IfOp init = openIf(cmp(arith::CmpIPredicate::eq, tid, c32(0)));
+  for (auto pipe : kernel.getBody().getOps<PipeOp>()) {
+    auto producer = cast<RoleOp>(
+        SymbolTable::lookupSymbolIn(kernel, pipe.getProducerAttr().getAttr()));
+    int64_t fullCount =
+        producer.getKind() == RoleKind::load ? 1 : producer.getNumWarps() * 32;
+    int64_t emptyCount = 0;
+    for (Attribute c : pipe.getConsumers()) {
+      auto role = cast<RoleOp>(SymbolTable::lookupSymbolIn(
+          kernel, cast<FlatSymbolRefAttr>(c).getAttr()));
+      emptyCount +=
+          role.getKind() == RoleKind::load ? 1 : role.getNumWarps() * 32;
+    }
+    for (int64_t s = 0; s < int64_t(pipe.getDepth()); ++s) {
+      NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, true, c32(s)),
+                                   c32(fullCount), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, false, c32(s)),
+                                   c32(emptyCount), Value());
+    }
+  }
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  b.setInsertionPointAfter(init);
+  NVVM::Barrier0Op::create(b, loc);
+}
+
+Value SM90Emitter::numKVBlocks() {
+  // ceil(seqKV / blockN); causal (bottom-right): keys up to the last row's
+  // diagonal, (mBlock + 1) * blockM + seqKV - seqQ.
+  Value seqKV = param(kSeqKV);
+  Value n = divu(add(seqKV, c32(blockN - 1)), c32(blockN));
+  if (!spec.causal)
+    return n;
+  Value lastKey = sub(add(mul(add(mBlock, c32(1)), c32(blockM)), seqKV),
+                      param(kSeqQ));
+  lastKey = arith::MaxSIOp::create(b, loc, lastKey, c32(0));
+  Value nCausal = divu(add(lastKey, c32(blockN - 1)), c32(blockN));
+  return arith::MinUIOp::create(b, loc, n, nCausal);
+}
+
+LogicalResult SM90Emitter::emitRole(RoleOp role) {
+  int64_t begin = role.getWarpBegin(), end = role.getWarpEnd();
+  Value inRole = arith::AndIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::uge, warp, c32(begin)),
+      cmp(arith::CmpIPredicate::ult, warp, c32(end)));
+  OpBuilder::InsertionGuard guard(b);
+  openIf(inRole);
+
+  // setmaxnreg moves registers between warpgroups relative to the cap the
+  // kernel starts with (65536 / threads, rounded down to a multiple of 8).
+  if (std::optional<int64_t> regs = role.getRegs()) {
+    int64_t start = (kRegistersPerCTA / (kernel.getNumWarps() * 32)) / 8 * 8;
+    if (*regs != start)
+      NVVM::SetMaxRegisterOp::create(
+          b, loc, b.getI32IntegerAttr(*regs),
+          NVVM::SetMaxRegisterActionAttr::get(
+              ctx, *regs > start ? NVVM::SetMaxRegisterAction::increase
+                                 : NVVM::SetMaxRegisterAction::decrease));
+  }
+
+  RoleState st;
+  st.role = role;
+  st.threadInRole = sub(tid, c32(begin * 32));
+  st.rowBegin = role.getRowBegin().value_or(0);
+  if (role.getKind() == RoleKind::load) {
+    // One thread issues every TMA copy and drives the pipes.
+    openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
+  } else if (role.getKind() == RoleKind::compute) {
+    st.barrierId = nextBarrierId++;
+    if (st.barrierId > 15)
+      return role.emitOpError() << "needs more than 15 named barriers";
+    Type accO = accType(spec.headDimV);
+    st.o = LLVM::ZeroOp::create(b, loc, accO);
+    for (int i = 0; i < 2; ++i) {
+      st.m[i] = cf(-INFINITY);
+      st.l[i] = cf(0.0f);
+    }
+  } else {
+    return role.emitOpError()
+           << "role kind '" << stringifyRoleKind(role.getKind())
+           << "' is not lowered on sm_90a (load and compute roles are)";
+  }
+  return emitSteps(role.getBody().front(), st);
+}
+
+LogicalResult SM90Emitter::emitSteps(Block &block, RoleState &st) {
+  for (Operation &op : block)
+    if (failed(emitStep(&op, st)))
+      return failure();
+  return success();
+}
+
+LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](KVLoopOp o) { return emitLoop(o, st); })
+      .Case([&](AcquireOp o) { return emitAcquire(o, st); })
+      .Case([&](ReleaseOp o) { return emitRelease(o, st); })
+      .Case([&](TmaLoadOp o) { return emitTmaLoad(o, st); })
+      .Case([&](MmaOp o) { return emitMma(o, st); })
+      .Case([&](RowMaxOp o) { return emitRowMax(o, st); })
+      .Case([&](SoftmaxUpdateOp o) { return emitSoftmaxUpdate(o, st); })
+      .Case([&](Exp2StoreOp o) { return emitExp2Store(o, st); })
+      .Case([&](CorrectOp o) { return emitCorrect(o, st); })
+      .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
+      .Default([&](Operation *o) {
+        return o->emitOpError() << "is not lowered on sm_90a";
+      });
+}
+
+LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
+  if (st.inLoop)
+    return loop.emitOpError() << "nested kv_loops are not supported";
+  // Each pipe used in the loop must be acquired exactly once per iteration
+  // by this role: stage and phase then follow the block index.
+  llvm::StringMap<int> acquires;
+  loop.walk([&](AcquireOp a) { ++acquires[a.getPipe()]; });
+  for (auto &entry : acquires)
+    if (entry.second != 1)
+      return loop.emitOpError()
+             << "acquires pipe @" << entry.first() << " " << entry.second
+             << " times per KV block; the sm_90a lowering needs exactly one";
+
+  bool compute = st.role.getKind() == RoleKind::compute;
+  SmallVector<Value> init;
+  if (compute)
+    init = {st.o, st.m[0], st.m[1], st.l[0], st.l[1]};
+  auto forOp = scf::ForOp::create(b, loc, c32(0), numKVBlocks(), c32(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forOp.getBody());
+  st.inLoop = true;
+  st.kvBlock = forOp.getInductionVar();
+  if (compute) {
+    ValueRange args = forOp.getRegionIterArgs();
+    st.o = args[0];
+    st.m[0] = args[1];
+    st.m[1] = args[2];
+    st.l[0] = args[3];
+    st.l[1] = args[4];
+  }
+  if (failed(emitSteps(loop.getBody().front(), st)))
+    return failure();
+  if (compute) {
+    // forOp's body already ends with an implicit yield when there are no
+    // iter args; with iter args we yield the carried state.
+    scf::YieldOp::create(b, loc,
+                         ValueRange{st.o, st.m[0], st.m[1], st.l[0], st.l[1]});
+  }
+  st.inLoop = false;
+  b.setInsertionPointAfter(forOp);
+  if (compute) {
+    st.o = forOp.getResult(0);
+    st.m[0] = forOp.getResult(1);
+    st.m[1] = forOp.getResult(2);
+    st.l[0] = forOp.getResult(3);
+    st.l[1] = forOp.getResult(4);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pipes and copies
+//===----------------------------------------------------------------------===//
+
+LogicalResult SM90Emitter::emitAcquire(AcquireOp op, RoleState &st) {
+  PipeOp pipe = pipeOf(op.getPipeAttr());
+  if (!st.inLoop && pipe.getDepth() != 1)
+    return op.emitOpError() << "outside the kv_loop needs a depth-1 pipe";
+  auto [stage, phase] = stagePhase(st, pipe);
+  bool producer = isProducer(pipe, st);
+  // The producer waits for the consumers to have emptied the stage in the
+  // previous round (parity flipped: a fresh barrier passes at once).
+  Value parity =
+      producer ? arith::XOrIOp::create(b, loc, phase, c32(1)) : phase;
+  NVVM::MBarrierTryWaitParityOp::create(b, loc,
+                                        barrier(pipe, /*full=*/!producer, stage),
+                                        parity, c32(kWaitTicks));
+  return success();
+}
+
+LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
+  PipeOp pipe = pipeOf(op.getPipeAttr());
+  auto [stage, phase] = stagePhase(st, pipe);
+  (void)phase;
+  if (isProducer(pipe, st)) {
+    Value full = barrier(pipe, true, stage);
+    if (std::optional<uint64_t> tx = pipe.getTxBytes())
+      NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), full,
+                                             c32(int64_t(*tx)),
+                                             NVVM::MemScopeKind::CTA,
+                                             /*relaxed=*/false, Value());
+    else
+      NVVM::MBarrierArriveOp::create(b, loc, Type(), full, Value(),
+                                     NVVM::MemScopeKind::CTA,
+                                     /*relaxed=*/false);
+    return success();
+  }
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(pipe, false, stage),
+                                 Value(), NVVM::MemScopeKind::CTA,
+                                 /*relaxed=*/false);
+  return success();
+}
+
+LogicalResult SM90Emitter::emitTmaLoad(TmaLoadOp op, RoleState &st) {
+  PipeOp pipe = pipeOf(op.getPipeAttr());
+  BufferOp dst = bufferOf(op.getDstAttr());
+  auto [stage, phase] = stagePhase(st, pipe);
+  (void)phase;
+  ArrayRef<int64_t> shape = dst.getShape();
+  int64_t rows = shape[0], cols = shape[1];
+  if (cols % kPanelElems)
+    return op.emitOpError() << "needs a multiple of 64 columns, got " << cols;
+  Value tmap, seqCoord, headCoord;
+  switch (op.getTensor()) {
+  case Tensor::q:
+    tmap = param(kTmQ);
+    seqCoord = mul(mBlock, c32(blockM));
+    headCoord = head;
+    break;
+  case Tensor::k:
+  case Tensor::v:
+    tmap = param(op.getTensor() == Tensor::k ? kTmK : kTmV);
+    if (!st.inLoop)
+      return op.emitOpError() << "loads K/V outside the kv_loop";
+    seqCoord = mul(st.kvBlock, c32(blockN));
+    headCoord = kvHead;
+    break;
+  case Tensor::o:
+    return op.emitOpError() << "cannot load O";
+  }
+  Value stageBase =
+      add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
+  Value mbar = barrier(pipe, true, stage);
+  // One copy per 64-column panel: [rows x 128 B], swizzled by the TMA unit.
+  for (int64_t p = 0; p < cols / kPanelElems; ++p) {
+    // The own CTA's shared address is a valid shared::cluster address.
+    Value dstPtr = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7),
+        smemPtr(add(stageBase, c32(p * rows * kSwizzleBytes))));
+    SmallVector<Value> coords = {c32(p * kPanelElems), headCoord, seqCoord,
+                                 batch};
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, dstPtr, tmap, coords, mbar, ValueRange{}, Value(), Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, nullptr, Value());
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
+  BufferOp a = bufferOf(op.getAAttr()), bb = bufferOf(op.getBAttr()),
+           d = bufferOf(op.getDAttr());
+  if (a.getSpace() != MemorySpace::smem)
+    return op.emitOpError()
+           << "operand a in registers is not lowered yet (use smem)";
+  if (!st.inLoop)
+    return op.emitOpError() << "outside the kv_loop is not lowered";
+  int64_t m = d.getShape()[0], n = d.getShape()[1];
+  if (m != 64)
+    return op.emitOpError() << "lowering needs 64-row accumulators, got " << m;
+  // Stage of b: the pipe guarding it, at this block.
+  PipeOp bPipe;
+  for (auto pipe : kernel.getBody().getOps<PipeOp>())
+    if (llvm::is_contained(pipe.getBuffers(), op.getBAttr()))
+      bPipe = pipe;
+  Value bStage = c32(0);
+  if (bPipe)
+    bStage = stagePhase(st, bPipe).first;
+  Value bBase =
+      add(c32(offsetOf(bb)), mul(bStage, c32(bb.getStageBytes())));
+  int64_t aRows = a.getShape()[0];
+  int64_t aBase = offsetOf(a) + st.rowBegin * kSwizzleBytes;
+  int64_t kTotal = a.getShape()[1];
+  int64_t bRows = bb.getShape()[0];
+
+  auto wgmmaType = spec.dtype == DType::BF16 ? NVVM::WGMMATypes::bf16
+                                             : NVVM::WGMMATypes::f16;
+  bool qk = op.getKind() == MmaKind::qk;
+  Type acc = accType(n);
+  Value accIn = qk ? Value(LLVM::ZeroOp::create(b, loc, acc)) : st.o;
+
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < kTotal / 16; ++kk) {
+    // A: K-major, 128B swizzle; 64-column panels of aRows rows.
+    int64_t aOff = aBase + (kk / 4) * aRows * kSwizzleBytes + (kk % 4) * 32;
+    Value descA = descriptor(smemAddr(c32(aOff)), 16, kTileAlign);
+    Value descB;
+    NVVM::MMALayout layoutB;
+    if (qk) {
+      // B = K tile [n keys, D]: K-major like A.
+      int64_t bOff = (kk / 4) * bRows * kSwizzleBytes + (kk % 4) * 32;
+      descB = descriptor(smemAddr(add(bBase, c32(bOff))), 16, kTileAlign);
+      layoutB = NVVM::MMALayout::col;
+    } else {
+      // B = V tile [keys, Dv] is MN-major (Dv contiguous): 16 keys per
+      // k-step; LBO steps to the next 64-column panel, SBO to the next 8 keys.
+      int64_t bOff = kk * 16 * kSwizzleBytes;
+      descB = descriptor(smemAddr(add(bBase, c32(bOff))),
+                         bRows * kSwizzleBytes, kTileAlign);
+      layoutB = NVVM::MMALayout::row;
+    }
+    bool zero = qk && kk == 0;
+    accIn = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, acc, accIn, descA, descB,
+        NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+        NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+        NVVM::WGMMATypesAttr::get(ctx, wgmmaType),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, zero ? NVVM::WGMMAScaleOut::zero
+                                               : NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, layoutB), NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  if (qk)
+    st.s = accIn;
+  else
+    st.o = accIn;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Online softmax
+//===----------------------------------------------------------------------===//
+
+Value SM90Emitter::quadReduce(Value v, bool isMax) {
+  for (int64_t offset : {1, 2}) {
+    Value other = NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset),
+                                       c32(31), NVVM::ShflKind::bfly,
+                                       UnitAttr());
+    v = isMax ? fmax(v, other) : fadd(v, other);
+  }
+  return v;
+}
+
+LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
+  if (!st.s)
+    return op.emitOpError() << "needs the scores of a preceding ws.mma qk";
+  int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
+  // Thread coordinates in the fragment.
+  Value t = st.threadInRole;
+  Value w = divu(t, c32(32)), ln = remu(t, c32(32));
+  Value rowInTile = add(mul(w, c32(16)), divu(ln, c32(4)));
+  Value colInBlock = mul(remu(ln, c32(4)), c32(2));
+  Value qRow0 = add(mul(mBlock, c32(blockM)),
+                    add(c32(st.rowBegin), rowInTile));
+  Value keyBase = add(mul(st.kvBlock, c32(blockN)), colInBlock);
+  Value seqKV = param(kSeqKV);
+  // Causal (bottom-right): key <= row + seqKV - seqQ.
+  Value diag = sub(seqKV, param(kSeqQ));
+  Value negInf = cf(-INFINITY);
+  Value scale = param(kScaleLog2);
+
+  st.x.assign(n / 2, Value());
+  for (int i = 0; i < 2; ++i) {
+    Value row = add(qRow0, c32(8 * i));
+    Value limit = seqKV; // first invisible key
+    if (spec.causal) {
+      Value causalLimit = add(add(row, diag), c32(1));
+      limit = arith::MinSIOp::create(b, loc, limit, causalLimit);
+    }
+    Value mx = negInf;
+    for (int64_t j = 0; j < n / 8; ++j)
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        Value key = add(keyBase, c32(8 * j + k));
+        Value visible = cmp(arith::CmpIPredicate::slt, key, limit);
+        Value xv = fmul(extract(st.s, idx), scale);
+        xv = select(visible, xv, negInf);
+        st.x[idx] = xv;
+        mx = fmax(mx, xv);
+      }
+    st.mBlock[i] = quadReduce(mx, /*isMax=*/true);
+  }
+  return success();
+}
+
+LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
+                                             RoleState &st) {
+  if (!st.mBlock[0])
+    return op.emitOpError() << "needs a preceding ws.row_max";
+  for (int i = 0; i < 2; ++i) {
+    Value mNew = fmax(st.m[i], st.mBlock[i]);
+    // A row with no visible key yet keeps m = -inf; subtract 0 instead so
+    // exp2 gives 0 rather than NaN.
+    Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        mNew, cf(-INFINITY));
+    st.mUse[i] = select(isInf, cf(0.0f), mNew);
+    st.corr[i] = exp2(fsub(st.m[i], st.mUse[i]));
+    st.m[i] = mNew;
+  }
+  return success();
+}
+
+LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
+  if (!st.mUse[0])
+    return op.emitOpError() << "needs a preceding ws.softmax_update";
+  BufferOp p = bufferOf(op.getPAttr());
+  if (p.getSpace() != MemorySpace::smem)
+    return op.emitOpError() << "P in registers is not lowered yet (use smem)";
+  int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
+  int64_t pRows = p.getShape()[0];
+  Value t = st.threadInRole;
+  Value w = divu(t, c32(32)), ln = remu(t, c32(32));
+  Value quadRow = divu(ln, c32(4));               // l / 4, also row % 8
+  Value inChunk = mul(remu(ln, c32(4)), c32(4));  // byte within 16-B chunk
+  auto pairTy = VectorType::get({2}, f32);
+  auto pairElemTy = VectorType::get({2}, elemTy);
+  for (int i = 0; i < 2; ++i) {
+    Value sum = cf(0.0f);
+    // Row within the P tile and its byte offset in a panel.
+    Value row = add(c32(st.rowBegin), add(mul(w, c32(16)),
+                                          add(quadRow, c32(8 * i))));
+    Value rowBase = add(c32(offsetOf(p)), mul(row, c32(kSwizzleBytes)));
+    for (int64_t j = 0; j < n / 8; ++j) {
+      Value pv[2];
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        pv[k] = exp2(fsub(st.x[idx], st.mUse[i]));
+        sum = fadd(sum, pv[k]);
+      }
+      Value pair = LLVM::UndefOp::create(b, loc, pairTy);
+      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[0], c32(0));
+      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[1], c32(1));
+      Value packed = LLVM::FPTruncOp::create(b, loc, pairElemTy, pair);
+      // 128B swizzle: the 16-byte chunk index XOR (row % 8).
+      int64_t panel = (8 * j) / kPanelElems, chunk = j % 8;
+      Value swz = arith::XOrIOp::create(b, loc, c32(chunk), quadRow);
+      Value off = add(add(rowBase, c32(panel * pRows * kSwizzleBytes)),
+                      add(mul(swz, c32(16)), inChunk));
+      LLVM::StoreOp::create(b, loc, packed, smemPtr(off), /*alignment=*/4);
+    }
+    st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);
+  }
+  // Make the generic-proxy stores visible to wgmma (async proxy), then wait
+  // for the whole warpgroup's P.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  NVVM::BarrierOp::create(b, loc, Type(), c32(st.barrierId),
+                          c32(st.role.getNumWarps() * 32), nullptr, Value());
+  return success();
+}
+
+LogicalResult SM90Emitter::emitCorrect(CorrectOp op, RoleState &st) {
+  if (!st.corr[0])
+    return op.emitOpError() << "needs a preceding ws.softmax_update";
+  int64_t n = bufferOf(op.getAccAttr()).getShape()[1];
+  for (int64_t j = 0; j < n / 8; ++j)
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        st.o = insert(st.o, fmul(extract(st.o, idx), st.corr[i]), idx);
+      }
+  return success();
+}
+
+LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
+  if (op.getStaging())
+    return op.emitOpError() << "staging through smem is not lowered on sm_90a";
+  int64_t n = bufferOf(op.getAccAttr()).getShape()[1];
+  Value t = st.threadInRole;
+  Value w = divu(t, c32(32)), ln = remu(t, c32(32));
+  Value rowInTile = add(mul(w, c32(16)), divu(ln, c32(4)));
+  Value qRow0 = add(mul(mBlock, c32(blockM)),
+                    add(c32(st.rowBegin), rowInTile));
+  Value col0 = mul(remu(ln, c32(4)), c32(2));
+  Value seqQ = param(kSeqQ);
+  auto pairTy = VectorType::get({2}, f32);
+  auto pairElemTy = VectorType::get({2}, elemTy);
+  Value base = LLVM::GEPOp::create(
+      b, loc, ptrGen, elemTy, param(kO),
+      ValueRange{add64(mul64(ext64(batch), param(kOStrideB)),
+                       mul64(ext64(head), param(kOStrideH)))});
+  for (int i = 0; i < 2; ++i) {
+    Value l = quadReduce(st.l[i], /*isMax=*/false);
+    // Rows that saw no key (causal, seqQ > seqKV) output 0 and LSE -inf.
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
+                                        cf(0.0f));
+    Value inv = select(empty, cf(0.0f),
+                       arith::DivFOp::create(b, loc, cf(1.0f), l));
+    Value row = add(qRow0, c32(8 * i));
+    Value inBounds = cmp(arith::CmpIPredicate::slt, row, seqQ);
+    OpBuilder::InsertionGuard guard(b);
+    openIf(inBounds);
+    Value rowPtr = LLVM::GEPOp::create(
+        b, loc, ptrGen, elemTy, base,
+        ValueRange{mul64(ext64(row), param(kOStrideS))});
+    for (int64_t j = 0; j < n / 8; ++j) {
+      Value pair = LLVM::UndefOp::create(b, loc, pairTy);
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        pair = LLVM::InsertElementOp::create(
+            b, loc, pair, fmul(extract(st.o, idx), inv), c32(k));
+      }
+      Value packed = LLVM::FPTruncOp::create(b, loc, pairElemTy, pair);
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, elemTy, rowPtr,
+                                      ValueRange{add(col0, c32(8 * j))});
+      LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+    }
+    if (op.getLse()) {
+      // lse = ln(sum exp(s * scale)) = (m + log2 l) * ln 2.
+      openIf(cmp(arith::CmpIPredicate::eq, remu(ln, c32(4)), c32(0)));
+      Value log2l = LLVM::Log2Op::create(b, loc, f32, l);
+      Value lse = fmul(fadd(st.m[i], log2l), cf(float(M_LN2)));
+      lse = select(empty, cf(-INFINITY), lse);
+      Value idx = add64(
+          mul64(add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)),
+                ext64(seqQ)),
+          ext64(row));
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, f32, param(kLse),
+                                      ValueRange{idx});
+      LLVM::StoreOp::create(b, loc, lse, ptr, /*alignment=*/4);
+    }
+  }
+  return success();
+}
+
+LogicalResult SM90Emitter::emit(ModuleOp module) {
+  if (failed(emitKernel(module))) {
+    if (func)
+      func.erase();
+    return failure();
+  }
+  return success();
+}
+
+namespace {
+struct ConvertWSToNVVMPass
+    : public blasst::impl::ConvertWSToNVVMBase<ConvertWSToNVVMPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+} // namespace
+
+void ConvertWSToNVVMPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  std::optional<ws::Target> wanted = symbolizeTarget(target);
+  if (!wanted) {
+    module.emitError() << "convert-ws-to-nvvm: unknown target '" << target
+                       << "' (expected sm_90a or sm_100a)";
+    return signalPassFailure();
+  }
+  SmallVector<KernelOp> kernels(module.getBody()->getOps<KernelOp>());
+  for (KernelOp kernel : kernels) {
+    if (kernel.getTarget() != *wanted) {
+      kernel.emitOpError() << "targets " << stringifyTarget(kernel.getTarget())
+                           << " but the pass lowers " << target;
+      return signalPassFailure();
+    }
+    if (kernel.getTarget() != ws::Target::sm_90a) {
+      kernel.emitOpError() << "cannot be lowered: the sm_100a lowering "
+                              "(tcgen05, tensor memory) is not built yet";
+      return signalPassFailure();
+    }
+    FailureOr<SmemLayout> layout = computeLayout(kernel);
+    if (failed(layout))
+      return signalPassFailure();
+    SM90Emitter emitter(kernel, *layout);
+    if (failed(emitter.emit(module)))
+      return signalPassFailure();
+    kernel.erase();
+  }
+  if (deviceOnly) {
+    SmallVector<Operation *> host;
+    for (Operation &op : module.getBody()->getOperations())
+      if (isa<FunctionOpInterface>(op) && !isa<LLVM::LLVMFuncOp>(op))
+        host.push_back(&op);
+    for (Operation *op : host)
+      op->erase();
+  }
+}

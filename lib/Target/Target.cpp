@@ -1,0 +1,280 @@
+//===- Target.cpp - From ws IR to PTX and cubin ---------------------------===//
+#include "blasst/Target/Target.h"
+#include "blasst/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <cstdlib>
+#include <mutex>
+
+using namespace mlir;
+using namespace blasst;
+
+void blasst::buildWSToLLVMPipeline(OpPassManager &pm, ws::Target target) {
+  ConvertWSToNVVMOptions opts;
+  opts.target = ws::stringifyTarget(target).str();
+  opts.deviceOnly = true;
+  pm.addPass(createConvertWSToNVVM(opts));
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+namespace {
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("sm_90a (sm_100a: not yet)"),
+                             llvm::cl::init("sm_90a")};
+};
+} // namespace
+
+void blasst::registerBLASSTPipelines() {
+  PassPipelineRegistration<PipelineOptions>(
+      "blasst-ws-to-llvm",
+      "Lower ws kernels to the LLVM dialect (NVVM intrinsics), device only",
+      [](OpPassManager &pm, const PipelineOptions &o) {
+        buildWSToLLVMPipeline(pm, ws::symbolizeTarget(o.target)
+                                      .value_or(ws::Target::sm_90a));
+      });
+  PassPipelineRegistration<PipelineOptions>(
+      "blasst-attn-to-llvm",
+      "attn → ws (default schedule) → LLVM dialect, device only",
+      [](OpPassManager &pm, const PipelineOptions &o) {
+        ConvertAttnToWSOptions a;
+        a.target = o.target;
+        pm.addPass(createConvertAttnToWS(a));
+        buildWSToLLVMPipeline(pm, ws::symbolizeTarget(o.target)
+                                      .value_or(ws::Target::sm_90a));
+      });
+}
+
+const char *blasst::chipName(ws::Target target) {
+  return target == ws::Target::sm_90a ? "sm_90a" : "sm_100a";
+}
+const char *blasst::ptxFeatures(ws::Target target) {
+  // sm_90a needs PTX 8.0; sm_100a needs 8.6.
+  return target == ws::Target::sm_90a ? "+ptx80" : "+ptx86";
+}
+
+static void initNVPTX() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+static std::unique_ptr<llvm::TargetMachine> createTM(ws::Target target,
+                                                     std::string &error) {
+  initNVPTX();
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!t)
+    return nullptr;
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
+      triple, chipName(target), ptxFeatures(target), options, std::nullopt,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// MLIR module → optimised llvm::Module for `tm`.
+static std::unique_ptr<llvm::Module>
+toLLVM(ModuleOp module, llvm::LLVMContext &llvmCtx, llvm::TargetMachine &tm) {
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmCtx, "blasst");
+  if (!llvmModule) {
+    module.emitError() << "translation to LLVM IR failed";
+    return nullptr;
+  }
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  llvmModule->setDataLayout(tm.createDataLayout());
+  if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
+    module.emitError() << "the generated LLVM IR does not verify";
+    return nullptr;
+  }
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*llvmModule, mam);
+  return llvmModule;
+}
+
+FailureOr<std::string> blasst::translateToLLVMIR(ModuleOp module,
+                                                 ws::Target target) {
+  std::string error;
+  auto tm = createTM(target, error);
+  if (!tm) {
+    module.emitError() << "NVPTX target unavailable: " << error;
+    return failure();
+  }
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = toLLVM(module, llvmCtx, *tm);
+  if (!llvmModule)
+    return failure();
+  std::string ir;
+  llvm::raw_string_ostream os(ir);
+  llvmModule->print(os, nullptr);
+  return ir;
+}
+
+FailureOr<std::string> blasst::translateToPTX(ModuleOp module,
+                                              ws::Target target) {
+  std::string error;
+  auto tm = createTM(target, error);
+  if (!tm) {
+    module.emitError() << "NVPTX target unavailable: " << error;
+    return failure();
+  }
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = toLLVM(module, llvmCtx, *tm);
+  if (!llvmModule)
+    return failure();
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr,
+                              llvm::CodeGenFileType::AssemblyFile)) {
+    module.emitError() << "the NVPTX backend cannot emit PTX";
+    return failure();
+  }
+  pm.run(*llvmModule);
+  return std::string(ptx.str());
+}
+
+std::string blasst::findPtxas(std::string *why) {
+  std::vector<std::string> tried;
+  auto check = [&](const std::string &dir) -> std::string {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, "ptxas");
+    tried.push_back(std::string(p));
+    return llvm::sys::fs::can_execute(p) ? std::string(p) : std::string();
+  };
+  for (const char *env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(env))
+      if (std::string p = check(std::string(v) + "/bin"); !p.empty())
+        return p;
+  if (auto p = llvm::sys::findProgramByName("ptxas"))
+    return *p;
+  tried.push_back("ptxas on PATH");
+  if (std::string p = check(BLASST_CUDA_HOME_DEFAULT "/bin"); !p.empty())
+    return p;
+  if (why) {
+    *why = "ptxas not found (tried";
+    for (const std::string &t : tried)
+      *why += " " + t;
+    *why += "); set CUDA_HOME to the CUDA toolkit";
+  }
+  return {};
+}
+
+/// Runs `program args`, capturing stdout+stderr; returns the exit code or -1.
+static int run(const std::string &program, ArrayRef<std::string> args,
+               std::string &output) {
+  llvm::SmallString<128> outFile;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("blasst-ptxas", "log", fd, outFile))
+    return -1;
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  SmallVector<StringRef> argv{program};
+  for (const std::string &a : args)
+    argv.push_back(a);
+  std::optional<StringRef> redirects[] = {std::nullopt, outFile.str(),
+                                          outFile.str()};
+  std::string err;
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects,
+                                     0, 0, &err);
+  if (auto buf = llvm::MemoryBuffer::getFile(outFile))
+    output = (*buf)->getBuffer().str();
+  if (!err.empty())
+    output += err;
+  llvm::sys::fs::remove(outFile);
+  return rc;
+}
+
+std::string blasst::ptxasVersion() {
+  std::string ptxas = findPtxas(nullptr);
+  if (ptxas.empty())
+    return "";
+  std::string out;
+  if (run(ptxas, {"--version"}, out) != 0)
+    return "";
+  StringRef s = StringRef(out).trim();
+  return s.rsplit('\n').second.empty() ? s.str() : s.rsplit('\n').second.str();
+}
+
+llvm::Expected<CubinResult> blasst::assembleCubin(const std::string &ptx,
+                                                  ws::Target target) {
+  std::string why;
+  std::string ptxas = findPtxas(&why);
+  if (ptxas.empty())
+    return llvm::createStringError(why);
+  llvm::SmallString<128> in, out;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("blasst", "ptx", fd, in))
+    return llvm::createStringError("cannot create a temporary PTX file");
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << ptx;
+  }
+  if (llvm::sys::fs::createTemporaryFile("blasst", "cubin", fd, out))
+    return llvm::createStringError("cannot create a temporary cubin file");
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  std::string log;
+  int rc = run(ptxas,
+               {"-arch=" + std::string(chipName(target)), "-O3", "-v",
+                in.str().str(), "-o", out.str().str()},
+               log);
+  CubinResult result;
+  result.log = log;
+  if (rc == 0)
+    if (auto buf = llvm::MemoryBuffer::getFile(out, /*IsText=*/false))
+      result.cubin.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  llvm::sys::fs::remove(in);
+  llvm::sys::fs::remove(out);
+  if (rc != 0 || result.cubin.empty())
+    return llvm::createStringError("ptxas (" + ptxas + ") failed with exit "
+                                   "code " + std::to_string(rc) + ":\n" + log);
+  return result;
+}
