@@ -848,7 +848,12 @@ LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
     if (op.getLse()) {
       // lse = ln(sum exp(s * scale)) = (m + log2 l) * ln 2.
       openIf(cmp(arith::CmpIPredicate::eq, remu(ln, c32(4)), c32(0)));
-      Value log2l = LLVM::Log2Op::create(b, loc, f32, l);
+      // NVPTX has no native llvm.log2; lg2.approx is the instruction.
+      Value log2l =
+          LLVM::CallIntrinsicOp::create(b, loc, f32,
+                                        b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                                        ValueRange{l})
+              .getResult(0);
       Value lse = fmul(fadd(st.m[i], log2l), cf(float(M_LN2)));
       lse = select(empty, cf(-INFINITY), lse);
       Value idx = add64(
@@ -890,14 +895,14 @@ void ConvertWSToNVVMPass::runOnOperation() {
   }
   SmallVector<KernelOp> kernels(module.getBody()->getOps<KernelOp>());
   for (KernelOp kernel : kernels) {
-    if (kernel.getTarget() != *wanted) {
-      kernel.emitOpError() << "targets " << stringifyTarget(kernel.getTarget())
-                           << " but the pass lowers " << target;
-      return signalPassFailure();
-    }
     if (kernel.getTarget() != ws::Target::sm_90a) {
       kernel.emitOpError() << "cannot be lowered: the sm_100a lowering "
                               "(tcgen05, tensor memory) is not built yet";
+      return signalPassFailure();
+    }
+    if (kernel.getTarget() != *wanted) {
+      kernel.emitOpError() << "targets " << stringifyTarget(kernel.getTarget())
+                           << " but the pass lowers " << target;
       return signalPassFailure();
     }
     FailureOr<SmemLayout> layout = computeLayout(kernel);

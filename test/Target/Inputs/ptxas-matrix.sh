@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Compiles the sm_90a test matrix to cubins with ptxas and fails on any
+# ptxas error or register spill. Usage: ptxas-matrix.sh BLASST_COMPILE OUTDIR
+set -euo pipefail
+compile="$1"; out="$2"; mkdir -p "$out"
+n=0
+for dtype in bf16 f16; do
+  for hd in 64 128 256; do
+    for heads in "16 16" "16 4" "8 1"; do
+      for causal in false true; do
+        read -r qh kvh <<<"$heads"
+        # LSE on for every other combination to cover both epilogues.
+        lse=$([[ $(( (n / 2) % 2 )) -eq 0 ]] && echo true || echo false)
+        name="${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"
+        printf 'name=%s dtype=%s head_dim=%s q_heads=%s kv_heads=%s causal=%s lse=%s\n' \
+          "$name" "$dtype" "$hd" "$qh" "$kvh" "$causal" "$lse" >"$out/$name.in.spec"
+        log=$("$compile" --spec "$out/$name.in.spec" --target sm_90a --emit cubin \
+              -o "$out/$name" -v 2>&1) || { echo "FAIL $name"; echo "$log"; exit 1; }
+        if ! grep -q "0 bytes spill stores, 0 bytes spill loads" <<<"$log"; then
+          echo "SPILL $name"; echo "$log"; exit 1
+        fi
+        n=$((n + 1))
+      done
+    done
+  done
+done
+echo "assembled $n sm_90a kernels, no spills"
