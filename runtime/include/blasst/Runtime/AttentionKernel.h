@@ -1,0 +1,188 @@
+//===- AttentionKernel.h - Load and launch attention kernels ---*- C++ -*-===//
+//
+// The launcher for the attention kernels the blasst compiler produces: it
+// reads a kernel's metadata (`<stem>.meta`) and spec (`<stem>.spec`), loads
+// its cubin (`<stem>.cubin`), and launches it following KernelABI.h exactly:
+// three TMA descriptors, the 13 parameters in ABI order, grid
+// (ceil(seqQ / blockM), q_heads, batch), block (threads), `smemBytes` of
+// dynamic shared memory, no cluster.
+//
+// Plain C++17 on top of Runtime.h and the spec library: no LLVM/MLIR. Like
+// the rest of the runtime nothing throws; every fallible call returns a
+// Status whose message says what was being done.
+//
+//   Context ctx;             Context::create(0, &ctx);
+//   AttentionKernel kernel;  AttentionKernel::loadFiles(ctx, "out/attn", &kernel);
+//   AttentionArgs args = ...;              // device pointers, shapes, strides
+//   Status s = kernel.run(args, stream, kernel.specLog2Threshold());
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_RUNTIME_ATTENTIONKERNEL_H
+#define BLASST_RUNTIME_ATTENTIONKERNEL_H
+
+#include "blasst/Runtime/KernelABI.h"
+#include "blasst/Runtime/Runtime.h"
+#include "blasst/Spec/AttentionSpec.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace blasst::rt {
+
+//===----------------------------------------------------------------------===//
+// Kernel metadata (<stem>.meta)
+//===----------------------------------------------------------------------===//
+
+/// The metadata file format: one `key = value` per line; blank lines and
+/// lines starting with `#` are ignored; blanks around key and value are
+/// stripped. Keys:
+///   abi_version       int, must equal kKernelABIVersion       (required)
+///   kernel            entry point name, no blanks              (required)
+///   target            sm_90a | sm_100a                         (required)
+///   block_m, block_n  int in 1..256 (the TMA box rows)         (required)
+///   threads           int in 1..1024                           (required)
+///   smem_bytes        int >= 0, dynamic shared memory per CTA  (required)
+///   compiler_version  free text (informational)                (optional)
+/// Unknown and duplicate keys are errors. An abi_version other than
+/// kKernelABIVersion is reported before anything else, since another ABI may
+/// well have other keys. Every error names the source and the line:
+///   `attn.meta:3: unknown key 'blockm' (known keys: ...)`.
+
+/// Parses metadata text. `sourceName` prefixes error messages.
+Status parseKernelInfo(const std::string &text, const std::string &sourceName,
+                       KernelInfo *out);
+/// Reads and parses `metaPath`.
+Status readKernelInfo(const std::string &metaPath, KernelInfo *out);
+
+/// Checks the fields of a KernelInfo (the same rules as the parser).
+Status validateKernelInfo(const KernelInfo &info);
+/// The file text for `info` (all keys, in the order above). parseKernelInfo
+/// of the result gives `info` back.
+std::string formatKernelInfo(const KernelInfo &info);
+/// validateKernelInfo, then writes formatKernelInfo(info) to `metaPath`.
+Status writeKernelInfo(const std::string &metaPath, const KernelInfo &info);
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+/// Pure check (no driver) of `args` against the kernel, done by
+/// AttentionKernel::run before it encodes or launches anything:
+///  - validateAttentionArgs (non-null Q/K/V/O, sizes >= 1 and <= INT32_MAX,
+///    kv heads dividing q heads, O not overlapping itself);
+///  - head counts and head dim equal to the spec's; elementBytes equal to
+///    the spec dtype's size (2);
+///  - LSE given iff spec.lse, stats given iff spec.stats;
+///  - TMA alignment: every base pointer 16-byte aligned, every stride a
+///    positive multiple of 8 elements (16 bytes);
+///  - grid limits: q_heads and batch at most 65535.
+/// `kernelName` prefixes the message.
+Status validateArgsForKernel(const AttentionArgs &args, const KernelInfo &info,
+                             const AttentionSpec &spec,
+                             const std::string &kernelName);
+
+/// log2Threshold (ABI parameter 12) implied by the spec's sparsity policy:
+/// ln_lambda * log2(e) for `blasst:ln_lambda=`, log2(a) for `blasst:a=`
+/// (the kernel subtracts log2(seqKV) itself), 0 for dense kernels (which
+/// ignore it).
+float log2ThresholdForSpec(const AttentionSpec &spec);
+
+//===----------------------------------------------------------------------===//
+// A prepared launch
+//===----------------------------------------------------------------------===//
+
+/// Everything one launch passes, encoded and checked: the host copies of the
+/// 13 kernel parameters plus the launch shape. Preparing once and launching
+/// many times keeps descriptor encoding out of timed regions. Holds no
+/// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
+/// keeps the descriptors aligned, also on the heap).
+struct AttentionLaunch {
+  static constexpr int kNumParams = 13;
+
+  CUtensorMap tmQ;   // 0
+  CUtensorMap tmK;   // 1
+  CUtensorMap tmV;   // 2
+  uint64_t o = 0;     // 3  device pointer
+  uint64_t lse = 0;   // 4  device pointer or 0
+  uint64_t stats = 0; // 5  device pointer or 0
+  int32_t seqQ = 0;   // 6
+  int32_t seqKV = 0;  // 7
+  int64_t oStrideB = 0, oStrideS = 0, oStrideH = 0; // 8, 9, 10 (elements)
+  float scaleLog2 = 0;     // 11
+  float log2Threshold = 0; // 12
+
+  Dim3 grid;
+  Dim3 block;
+  size_t smemBytes = 0;
+
+  /// Fills `params` with pointers to the fields above, in ABI order, for
+  /// cuLaunchKernelEx. Valid while this object is.
+  void fillParams(void *params[kNumParams]);
+};
+
+//===----------------------------------------------------------------------===//
+// AttentionKernel
+//===----------------------------------------------------------------------===//
+
+/// A loaded attention kernel: its module, entry point, metadata and spec.
+/// Move-only (owns the Module); the Context must outlive it. launch() and
+/// run() make the kernel's context current on the calling thread.
+class AttentionKernel {
+public:
+  AttentionKernel() = default;
+  AttentionKernel(AttentionKernel &&) = default;
+  AttentionKernel &operator=(AttentionKernel &&) = default;
+  AttentionKernel(const AttentionKernel &) = delete;
+  AttentionKernel &operator=(const AttentionKernel &) = delete;
+
+  /// Loads an in-memory cubin. Checks first, without the driver: the info
+  /// (validateKernelInfo), the spec (AttentionSpec::validate and
+  /// checkSupported for info.target), and that the context's GPU can run
+  /// info.target (sm_90a needs compute capability 9.0 exactly, sm_100a 10.0).
+  /// Then loads the module, looks up info.kernelName, checks `threads`
+  /// against the kernel's thread limit and raises its dynamic shared memory
+  /// limit to info.smemBytes.
+  static Status load(const Context &context, const void *cubin, size_t size,
+                     const KernelInfo &info, const AttentionSpec &spec,
+                     AttentionKernel *out);
+  /// Reads `<stem>.meta`, `<stem>.spec` and `<stem>.cubin`, then load().
+  static Status loadFiles(const Context &context, const std::string &stem,
+                          AttentionKernel *out);
+
+  /// Checks `args` (validateArgsForKernel), encodes the tensor maps and
+  /// packs the parameters into `*out`. No launch; the context must be current
+  /// (cuTensorMapEncodeTiled needs the driver, not the GPU).
+  Status prepare(const AttentionArgs &args, float log2Threshold,
+                 AttentionLaunch *out) const;
+  /// Launches a prepared launch on `stream` (asynchronous). The parameters
+  /// are copied by the driver at the call, so `prepared` may be reused or
+  /// destroyed right after.
+  Status launch(const AttentionLaunch &prepared, CUstream stream) const;
+  /// prepare() + launch(). `log2Threshold` is ABI parameter 12: ignored by
+  /// dense kernels; for BLASST kernels pass specLog2Threshold() (or a tuned
+  /// value) - the default 0 means lambda = 1 there.
+  Status run(const AttentionArgs &args, CUstream stream,
+             float log2Threshold = 0) const;
+
+  /// log2ThresholdForSpec(spec()).
+  float specLog2Threshold() const { return log2ThresholdForSpec(kernelSpec); }
+
+  bool valid() const { return function.valid(); }
+  const KernelInfo &info() const { return kernelInfo; }
+  const AttentionSpec &spec() const { return kernelSpec; }
+  const Function &getFunction() const { return function; }
+  /// "<kernel> (<module>)", for messages.
+  std::string describe() const;
+
+private:
+  Module module;
+  Function function;
+  KernelInfo kernelInfo;
+  AttentionSpec kernelSpec;
+  CUcontext ctx = nullptr; // made current before each launch
+};
+
+} // namespace blasst::rt
+
+#endif // BLASST_RUNTIME_ATTENTIONKERNEL_H

@@ -1,0 +1,648 @@
+//===- AttentionKernel.cpp - Load and launch compiled attention kernels ---===//
+//
+// The kernel metadata file (<stem>.meta), the argument checks against a
+// kernel's spec, and the launcher that packs the 13 parameters of
+// KernelABI.h. See AttentionKernel.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "blasst/Runtime/AttentionKernel.h"
+
+#include "Driver.h"
+
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+using namespace blasst;
+using namespace blasst::rt;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634074;
+
+std::string quoted(const std::string &s) { return "'" + s + "'"; }
+
+std::string trim(const std::string &s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
+  return s.substr(b, e - b);
+}
+
+bool hasBlank(const std::string &s) {
+  for (char c : s)
+    if (std::isspace(static_cast<unsigned char>(c)))
+      return true;
+  return false;
+}
+
+/// Parses a whole decimal integer (optional sign); false on anything else,
+/// including overflow of int.
+bool parseInt(const std::string &text, int *out) {
+  if (text.empty())
+    return false;
+  size_t i = (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (i == text.size())
+    return false;
+  for (size_t j = i; j < text.size(); ++j)
+    if (!std::isdigit(static_cast<unsigned char>(text[j])))
+      return false;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || value < INT_MIN || value > INT_MAX)
+    return false;
+  *out = static_cast<int>(value);
+  return true;
+}
+
+struct IntKey {
+  const char *key;
+  int KernelInfo::*field;
+  int min;
+  int max;
+  const char *meaning;
+};
+
+// The integer keys, their fields and ranges: shared by the parser and
+// validateKernelInfo so the two cannot disagree.
+const IntKey kIntKeys[] = {
+    {"block_m", &KernelInfo::blockM, 1, 256,
+     "query rows per CTA, the TMA box rows of Q"},
+    {"block_n", &KernelInfo::blockN, 1, 256,
+     "keys per KV block, the TMA box rows of K and V"},
+    {"threads", &KernelInfo::threads, 1, 1024, "threads per CTA"},
+    {"smem_bytes", &KernelInfo::smemBytes, 0, INT_MAX,
+     "dynamic shared memory per CTA"},
+};
+
+const char *const kKnownKeys[] = {"abi_version", "kernel",  "target",
+                                  "block_m",     "block_n", "threads",
+                                  "smem_bytes",  "compiler_version"};
+const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
+                                     "block_m",     "block_n", "threads",
+                                     "smem_bytes"};
+
+std::string knownKeysList() {
+  std::string out;
+  for (const char *key : kKnownKeys)
+    out += (out.empty() ? "" : ", ") + std::string(key);
+  return out;
+}
+
+std::string abiMismatch(int version) {
+  return "kernel ABI version " + std::to_string(version) +
+         ", but this runtime implements version " +
+         std::to_string(kKernelABIVersion) +
+         "; rebuild the kernel with a compiler of the same ABI version or use "
+         "a matching runtime";
+}
+
+Status checkTarget(const std::string &target) {
+  if (!parseTarget(target))
+    return Status::error("unknown target " + quoted(target) +
+                         "; expected sm_90a or sm_100a");
+  return Status::success();
+}
+
+Status checkKernelName(const std::string &name) {
+  if (name.empty())
+    return Status::error("the kernel name is empty");
+  if (hasBlank(name))
+    return Status::error("kernel name " + quoted(name) + " contains blanks");
+  return Status::success();
+}
+
+Status checkInt(const IntKey &k, int value) {
+  if (value < k.min || value > k.max)
+    return Status::error(std::string(k.key) + " = " + std::to_string(value) +
+                         " is outside " + std::to_string(k.min) + ".." +
+                         std::to_string(k.max) + " (" + k.meaning + ")");
+  return Status::success();
+}
+
+Status readWholeFile(const std::string &path, const char *what,
+                     std::string *out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::error(std::string("cannot open ") + what + " " +
+                         quoted(path) + ": " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  if (file.bad())
+    return Status::error(std::string("cannot read ") + what + " " +
+                         quoted(path) + ": " + std::strerror(errno));
+  *out = buffer.str();
+  return Status::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Metadata
+//===----------------------------------------------------------------------===//
+
+Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
+  if (info.abiVersion != kKernelABIVersion)
+    return Status::error("the kernel metadata is for " +
+                         abiMismatch(info.abiVersion));
+  if (Status s = checkKernelName(info.kernelName); !s)
+    return s;
+  if (Status s = checkTarget(info.target); !s)
+    return s;
+  for (const IntKey &k : kIntKeys)
+    if (Status s = checkInt(k, info.*k.field); !s)
+      return s;
+  if (info.compilerVersion.find_first_of("\r\n") != std::string::npos)
+    return Status::error("compiler_version contains a line break");
+  if (trim(info.compilerVersion) != info.compilerVersion)
+    return Status::error("compiler_version " + quoted(info.compilerVersion) +
+                         " has leading or trailing blanks");
+  return Status::success();
+}
+
+std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
+  std::string out = "# blasst kernel metadata (see KernelABI.h)\n";
+  out += "abi_version = " + std::to_string(info.abiVersion) + "\n";
+  out += "kernel = " + info.kernelName + "\n";
+  out += "target = " + info.target + "\n";
+  for (const IntKey &k : kIntKeys)
+    out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
+  if (!info.compilerVersion.empty())
+    out += "compiler_version = " + info.compilerVersion + "\n";
+  return out;
+}
+
+Status blasst::rt::parseKernelInfo(const std::string &text,
+                                   const std::string &sourceName,
+                                   KernelInfo *out) {
+  if (!out)
+    return Status::error("parseKernelInfo: the output pointer is null");
+  struct Entry {
+    std::string key;
+    std::string value;
+    int line;
+  };
+  std::vector<Entry> entries;
+  auto at = [&](int line) { return sourceName + ":" + std::to_string(line) + ": "; };
+
+  int lineNo = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++lineNo;
+    if (line.empty() || line[0] == '#')
+      continue;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos)
+      return Status::error(at(lineNo) + "expected 'key = value', got " +
+                           quoted(line));
+    Entry entry{trim(line.substr(0, eq)), trim(line.substr(eq + 1)), lineNo};
+    if (entry.key.empty())
+      return Status::error(at(lineNo) + "missing key before '=' in " +
+                           quoted(line));
+    if (entry.value.empty())
+      return Status::error(at(lineNo) + "empty value for key " +
+                           quoted(entry.key));
+    for (const Entry &previous : entries)
+      if (previous.key == entry.key)
+        return Status::error(at(lineNo) + "duplicate key " +
+                             quoted(entry.key) + " (first given on line " +
+                             std::to_string(previous.line) + ")");
+    entries.push_back(std::move(entry));
+  }
+
+  // The ABI version first: metadata of another ABI may have other keys, and
+  // "unknown key" would hide the real problem.
+  for (const Entry &e : entries) {
+    if (e.key != "abi_version")
+      continue;
+    int version = 0;
+    if (!parseInt(e.value, &version))
+      return Status::error(at(e.line) + "abi_version " + quoted(e.value) +
+                           " is not an integer");
+    if (version != kKernelABIVersion)
+      return Status::error(at(e.line) + "the kernel was built for " +
+                           abiMismatch(version));
+  }
+
+  KernelInfo info;
+  for (const Entry &e : entries) {
+    bool known = false;
+    for (const char *key : kKnownKeys)
+      known |= e.key == key;
+    if (!known)
+      return Status::error(at(e.line) + "unknown key " + quoted(e.key) +
+                           " (known keys: " + knownKeysList() + ")");
+    Status s;
+    if (e.key == "abi_version") {
+      info.abiVersion = kKernelABIVersion; // checked above
+    } else if (e.key == "kernel") {
+      info.kernelName = e.value;
+      s = checkKernelName(e.value);
+    } else if (e.key == "target") {
+      info.target = e.value;
+      s = checkTarget(e.value);
+    } else if (e.key == "compiler_version") {
+      info.compilerVersion = e.value;
+    } else {
+      for (const IntKey &k : kIntKeys) {
+        if (e.key != k.key)
+          continue;
+        if (!parseInt(e.value, &(info.*k.field)))
+          s = Status::error(e.key + " " + quoted(e.value) +
+                            " is not an integer");
+        else
+          s = checkInt(k, info.*k.field);
+      }
+    }
+    if (!s)
+      return Status::error(at(e.line) + s.message());
+  }
+
+  for (const char *key : kRequiredKeys) {
+    bool present = false;
+    for (const Entry &e : entries)
+      present |= e.key == key;
+    if (!present)
+      return Status::error(sourceName + ":" + std::to_string(lineNo) +
+                           ": missing required key " + quoted(key) +
+                           " (the file ends here)");
+  }
+  *out = std::move(info);
+  return Status::success();
+}
+
+Status blasst::rt::readKernelInfo(const std::string &metaPath,
+                                  KernelInfo *out) {
+  std::string text;
+  if (Status s = readWholeFile(metaPath, "kernel metadata file", &text); !s)
+    return s;
+  return parseKernelInfo(text, metaPath, out);
+}
+
+Status blasst::rt::writeKernelInfo(const std::string &metaPath,
+                                   const KernelInfo &info) {
+  if (Status s = validateKernelInfo(info); !s)
+    return Status::error("not writing kernel metadata " + quoted(metaPath) +
+                         ": " + s.message());
+  // Write a temporary file and rename it, so that a reader never sees a
+  // half-written file.
+  std::string tmp = metaPath + ".tmp." + std::to_string(::getpid());
+  std::string text = formatKernelInfo(info);
+  std::FILE *file = std::fopen(tmp.c_str(), "wb");
+  if (!file)
+    return Status::error("cannot write kernel metadata " + quoted(metaPath) +
+                         ": cannot create " + quoted(tmp) + ": " +
+                         std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  int savedErrno = errno;
+  ok = (std::fclose(file) == 0) && ok;
+  if (ok && std::rename(tmp.c_str(), metaPath.c_str()) != 0) {
+    savedErrno = errno;
+    ok = false;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return Status::error("cannot write kernel metadata " + quoted(metaPath) +
+                         ": " + std::strerror(savedErrno));
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+Status blasst::rt::validateArgsForKernel(const AttentionArgs &args,
+                                         const KernelInfo &info,
+                                         const AttentionSpec &spec,
+                                         const std::string &kernelName) {
+  std::string where = "arguments for kernel " + quoted(kernelName) + ": ";
+  auto fail = [&](const std::string &what) {
+    return Status::error(where + what);
+  };
+
+  int dtypeSize = dtypeBytes(spec.dtype);
+  if (args.elementBytes != dtypeSize)
+    return fail("elementBytes is " + std::to_string(args.elementBytes) +
+                " but the kernel's dtype " + toString(spec.dtype) + " has " +
+                std::to_string(dtypeSize) + "-byte elements");
+  if (spec.headDimV != spec.headDim)
+    return fail("the spec has head_dim " + std::to_string(spec.headDim) +
+                " != head_dim_v " + std::to_string(spec.headDimV) +
+                ", which AttentionArgs (one headDim) cannot describe");
+  struct Match {
+    const char *arg;
+    int64_t value;
+    const char *key;
+    int expected;
+  };
+  for (const Match &m :
+       {Match{"numQHeads", args.numQHeads, "q_heads", spec.numQHeads},
+        Match{"numKVHeads", args.numKVHeads, "kv_heads", spec.numKVHeads},
+        Match{"headDim", args.headDim, "head_dim", spec.headDim}})
+    if (m.value != m.expected)
+      return fail(std::string(m.arg) + " is " + std::to_string(m.value) +
+                  " but the kernel was compiled for " + m.key + " = " +
+                  std::to_string(m.expected));
+
+  // Null pointers, 16-byte alignment of every pointer, sizes, strides as
+  // positive multiples of 16 bytes (= 8 elements of bf16/f16, checked above
+  // to be the element size), O not overlapping itself.
+  if (Status s = validateAttentionArgs(args); !s)
+    return fail(s.message());
+
+  if (spec.lse && args.lse == 0)
+    return fail("the kernel was compiled with lse = true but no LSE pointer "
+                "was given (it writes float [batch, q_heads, seqQ])");
+  if (!spec.lse && args.lse != 0)
+    return fail("an LSE pointer was given but the kernel was compiled with "
+                "lse = false and would not write it");
+  if (spec.stats && args.stats == 0)
+    return fail("the kernel was compiled with stats = true but no stats "
+                "pointer was given (it writes int64 [batch, q_heads, 2])");
+  if (!spec.stats && args.stats != 0)
+    return fail("a stats pointer was given but the kernel was compiled with "
+                "stats = false and would not write it");
+
+  // The kernel takes seqQ and seqKV as int32; validateAttentionArgs already
+  // bounds them by INT_MAX. Heads and batch are grid y and z.
+  if (args.numQHeads > 65535)
+    return fail("numQHeads (" + std::to_string(args.numQHeads) +
+                ") exceeds 65535, the grid's y limit");
+  if (args.batch > 65535)
+    return fail("batch (" + std::to_string(args.batch) +
+                ") exceeds 65535, the grid's z limit");
+  if (info.blockM < 1 || info.blockN < 1 || info.threads < 1)
+    return fail("the kernel metadata is not initialised (block_m " +
+                std::to_string(info.blockM) + ", block_n " +
+                std::to_string(info.blockN) + ", threads " +
+                std::to_string(info.threads) + ")");
+  return Status::success();
+}
+
+float blasst::rt::log2ThresholdForSpec(const AttentionSpec &spec) {
+  switch (spec.sparsity.kind) {
+  case SparsityKind::None:
+    return 0.0f;
+  case SparsityKind::LnLambda:
+    return static_cast<float>(spec.sparsity.value * kLog2E);
+  case SparsityKind::ScaleFactor:
+    return static_cast<float>(std::log2(spec.sparsity.value));
+  }
+  return 0.0f;
+}
+
+void AttentionLaunch::fillParams(void *params[kNumParams]) {
+  params[0] = &tmQ;
+  params[1] = &tmK;
+  params[2] = &tmV;
+  params[3] = &o;
+  params[4] = &lse;
+  params[5] = &stats;
+  params[6] = &seqQ;
+  params[7] = &seqKV;
+  params[8] = &oStrideB;
+  params[9] = &oStrideS;
+  params[10] = &oStrideH;
+  params[11] = &scaleLog2;
+  params[12] = &log2Threshold;
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionKernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The compute capability a target's arch-specific ("a") code runs on.
+void requiredCapability(Target target, int *major, int *minor) {
+  switch (target) {
+  case Target::SM90a:
+    *major = 9;
+    *minor = 0;
+    return;
+  case Target::SM100a:
+    *major = 10;
+    *minor = 0;
+    return;
+  }
+  *major = *minor = 0;
+}
+
+Status loadImpl(const Context &context, const void *cubin, size_t size,
+                const std::string &moduleName, const KernelInfo &info,
+                const AttentionSpec &spec, Module *module, Function *function) {
+  std::string doing = "cannot load attention kernel " +
+                      quoted(info.kernelName) + " from " + moduleName + ": ";
+  if (Status s = validateKernelInfo(info); !s)
+    return Status::error(doing + "invalid metadata: " + s.message());
+  if (std::string why = spec.validate(); !why.empty())
+    return Status::error(doing + "invalid spec: " + why);
+  if (spec.headDimV != spec.headDim)
+    return Status::error(doing + "the spec has head_dim " +
+                         std::to_string(spec.headDim) + " != head_dim_v " +
+                         std::to_string(spec.headDimV) +
+                         ", which the launcher cannot describe");
+  if (!context.valid())
+    return Status::error(doing + "the Context is not initialised (create it "
+                                 "with Context::create)");
+  Target target = *parseTarget(info.target); // validated above
+  int major = 0, minor = 0;
+  requiredCapability(target, &major, &minor);
+  const DeviceInfo &dev = context.info();
+  if (dev.computeCapabilityMajor != major ||
+      dev.computeCapabilityMinor != minor)
+    return Status::error(
+        doing + "it was compiled for " + info.target +
+        ", whose arch-specific code runs only on GPUs of compute capability " +
+        std::to_string(major) + "." + std::to_string(minor) + ", but GPU " +
+        std::to_string(dev.ordinal) + " (" + dev.name + ") is sm_" +
+        std::to_string(dev.computeCapabilityMajor) +
+        std::to_string(dev.computeCapabilityMinor));
+
+  if (Status s = Module::loadData(context, cubin, size, moduleName, module);
+      !s)
+    return s;
+  if (Status s = module->getFunction(info.kernelName, function); !s)
+    return s;
+  int maxThreads = 0;
+  if (Status s = function->getAttribute(
+          CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &maxThreads);
+      !s)
+    return s;
+  if (maxThreads < info.threads)
+    return Status::error(doing + "its metadata says threads = " +
+                         std::to_string(info.threads) +
+                         " but the kernel allows at most " +
+                         std::to_string(maxThreads) +
+                         " threads per block (registers or launch bounds)");
+  if (Status s = function->setMaxDynamicSharedMemory(size_t(info.smemBytes));
+      !s)
+    return Status::error("cannot load attention kernel " +
+                         quoted(info.kernelName) + ": raising its dynamic "
+                         "shared memory limit to smem_bytes = " +
+                         std::to_string(info.smemBytes) + " failed: " +
+                         s.message());
+  return Status::success();
+}
+
+} // namespace
+
+Status AttentionKernel::load(const Context &context, const void *cubin,
+                             size_t size, const KernelInfo &info,
+                             const AttentionSpec &spec, AttentionKernel *out) {
+  if (!out)
+    return Status::error("AttentionKernel::load: the output pointer is null");
+  AttentionKernel result;
+  if (Status s = loadImpl(context, cubin, size, "cubin '" + info.kernelName +
+                                                    "' (in memory)",
+                          info, spec, &result.module, &result.function);
+      !s)
+    return s;
+  result.kernelInfo = info;
+  result.kernelSpec = spec;
+  result.ctx = context.get();
+  *out = std::move(result);
+  return Status::success();
+}
+
+Status AttentionKernel::loadFiles(const Context &context,
+                                  const std::string &stem,
+                                  AttentionKernel *out) {
+  if (!out)
+    return Status::error("AttentionKernel::loadFiles: the output pointer is "
+                         "null");
+  std::string doing = "cannot load attention kernel " + quoted(stem) + ": ";
+  KernelInfo info;
+  if (Status s = readKernelInfo(stem + ".meta", &info); !s)
+    return Status::error(doing + s.message());
+  SpecOrError spec = parseSpecFile(stem + ".spec");
+  if (!spec)
+    return Status::error(doing + spec.error);
+  std::string cubinPath = stem + ".cubin";
+  std::string cubin;
+  if (Status s = readWholeFile(cubinPath, "cubin", &cubin); !s)
+    return Status::error(doing + s.message());
+  if (cubin.empty())
+    return Status::error(doing + "the cubin " + quoted(cubinPath) +
+                         " is empty");
+
+  AttentionKernel result;
+  if (Status s = loadImpl(context, cubin.data(), cubin.size(),
+                          quoted(cubinPath), info, *spec.spec, &result.module,
+                          &result.function);
+      !s)
+    return s;
+  result.kernelInfo = std::move(info);
+  result.kernelSpec = std::move(*spec.spec);
+  result.ctx = context.get();
+  *out = std::move(result);
+  return Status::success();
+}
+
+std::string AttentionKernel::describe() const {
+  return quoted(kernelInfo.kernelName) + " (" + module.name() + ")";
+}
+
+Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
+                                AttentionLaunch *out) const {
+  if (!out)
+    return Status::error("AttentionKernel::prepare: the output pointer is "
+                         "null");
+  if (!valid())
+    return Status::error("cannot launch an attention kernel that is not "
+                         "loaded (use AttentionKernel::load or loadFiles)");
+  const std::string &name = kernelInfo.kernelName;
+  if (Status s = validateArgsForKernel(args, kernelInfo, kernelSpec, name); !s)
+    return s;
+
+  CUtensorMapDataType dataType = kernelSpec.dtype == DType::BF16
+                                     ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  std::string doing = "preparing the launch of kernel " + quoted(name) + ": ";
+  auto blockM = uint32_t(kernelInfo.blockM), blockN = uint32_t(kernelInfo.blockN);
+  AttentionLaunch launch;
+  if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q, args.batch,
+                                 args.seqQ, args.numQHeads, args.headDim,
+                                 args.qStrides, blockM, kTmaBoxHeadDim,
+                                 TmaSwizzle::B128);
+      !s)
+    return Status::error(doing + s.message());
+  if (Status s = encodeTiledBSHD(&launch.tmK, "K", dataType, args.k, args.batch,
+                                 args.seqKV, args.numKVHeads, args.headDim,
+                                 args.kStrides, blockN, kTmaBoxHeadDim,
+                                 TmaSwizzle::B128);
+      !s)
+    return Status::error(doing + s.message());
+  // V's head dim is head_dim_v, equal to head_dim (checked at load).
+  if (Status s = encodeTiledBSHD(&launch.tmV, "V", dataType, args.v, args.batch,
+                                 args.seqKV, args.numKVHeads,
+                                 kernelSpec.headDimV, args.vStrides, blockN,
+                                 kTmaBoxHeadDim, TmaSwizzle::B128);
+      !s)
+    return Status::error(doing + s.message());
+
+  launch.o = args.o;
+  launch.lse = args.lse;
+  launch.stats = args.stats;
+  launch.seqQ = int32_t(args.seqQ);
+  launch.seqKV = int32_t(args.seqKV);
+  launch.oStrideB = args.oStrides.batch;
+  launch.oStrideS = args.oStrides.seq;
+  launch.oStrideH = args.oStrides.head;
+  launch.scaleLog2 = float(kernelSpec.effectiveScale() * kLog2E);
+  launch.log2Threshold = log2Threshold;
+  launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
+                     unsigned(args.numQHeads), unsigned(args.batch));
+  launch.block = Dim3(unsigned(kernelInfo.threads));
+  launch.smemBytes = size_t(kernelInfo.smemBytes);
+  *out = launch;
+  return Status::success();
+}
+
+Status AttentionKernel::launch(const AttentionLaunch &prepared,
+                               CUstream stream) const {
+  if (!valid())
+    return Status::error("cannot launch an attention kernel that is not "
+                         "loaded (use AttentionKernel::load or loadFiles)");
+  std::string error;
+  const detail::DriverApi *api = detail::driver(&error);
+  if (!api)
+    return Status::error(error);
+  if (CUresult r = detail::ensureCurrent(*api, ctx); r != CUDA_SUCCESS)
+    return Status::error(
+        explain(r, "cuCtxSetCurrent failed while preparing to launch kernel " +
+                       quoted(kernelInfo.kernelName)));
+  // A local copy: the parameter pointers must be non-const, and the copy
+  // (about 500 bytes) keeps the descriptors 64-byte aligned.
+  AttentionLaunch copy = prepared;
+  void *params[AttentionLaunch::kNumParams];
+  copy.fillParams(params);
+  return rt::launch(function, copy.grid, copy.block, copy.smemBytes, stream,
+                    params, std::nullopt);
+}
+
+Status AttentionKernel::run(const AttentionArgs &args, CUstream stream,
+                            float log2Threshold) const {
+  AttentionLaunch prepared;
+  if (Status s = prepare(args, log2Threshold, &prepared); !s)
+    return s;
+  return launch(prepared, stream);
+}

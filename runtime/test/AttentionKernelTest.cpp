@@ -1,0 +1,672 @@
+//===- AttentionKernelTest.cpp - Tests of the attention kernel launcher ---===//
+//
+// The metadata format and the argument checks are pure and run anywhere.
+// The launch tests need a GPU of compute capability 9.0 (the kernels are
+// sm_90a) and skip otherwise; they JIT a PTX "ABI probe" kernel with the
+// exact parameter list of KernelABI.h that writes back what it received, so
+// the packing of all 13 parameters, the grid and the block are checked
+// without a compiled attention kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "blasst/Runtime/AttentionKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+using namespace blasst;
+using namespace blasst::rt;
+
+namespace {
+
+::testing::AssertionResult succeeds(const Status &status) {
+  if (status.ok())
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status.message();
+}
+
+::testing::AssertionResult failsWith(const Status &status,
+                                     const std::string &substring) {
+  if (status.ok())
+    return ::testing::AssertionFailure()
+           << "succeeded; expected an error containing \"" << substring << "\"";
+  if (status.message().find(substring) == std::string::npos)
+    return ::testing::AssertionFailure() << "message \"" << status.message()
+                                         << "\" lacks \"" << substring << "\"";
+  return ::testing::AssertionSuccess();
+}
+
+KernelInfo sampleInfo() {
+  KernelInfo info;
+  info.kernelName = "attn_fwd_bf16_d128";
+  info.target = "sm_90a";
+  info.blockM = 128;
+  info.blockN = 128;
+  info.threads = 384;
+  info.smemBytes = 196608;
+  info.compilerVersion = "blasst 0.1.0 (abc123)";
+  return info;
+}
+
+bool sameInfo(const KernelInfo &a, const KernelInfo &b) {
+  return a.abiVersion == b.abiVersion && a.kernelName == b.kernelName &&
+         a.target == b.target && a.blockM == b.blockM && a.blockN == b.blockN &&
+         a.threads == b.threads && a.smemBytes == b.smemBytes &&
+         a.compilerVersion == b.compilerVersion;
+}
+
+/// A fresh directory under $TMPDIR (or /tmp), removed by the destructor.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base && *base ? base : "/tmp") + "/blasst-attn-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()))
+      path = buf.data();
+  }
+  ~TempDir() {
+    if (!path.empty())
+      std::system(("rm -rf '" + path + "'").c_str());
+  }
+  std::string file(const std::string &name) const { return path + "/" + name; }
+};
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+//===----------------------------------------------------------------------===//
+// Metadata
+//===----------------------------------------------------------------------===//
+
+TEST(KernelInfoTest, FormatParseRoundTrip) {
+  KernelInfo info = sampleInfo();
+  std::string text = formatKernelInfo(info);
+  EXPECT_NE(text.find("abi_version = 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
+  EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
+  KernelInfo parsed;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_TRUE(sameInfo(info, parsed)) << formatKernelInfo(parsed);
+
+  // compiler_version is optional and omitted when empty.
+  info.compilerVersion.clear();
+  text = formatKernelInfo(info);
+  EXPECT_EQ(text.find("compiler_version"), std::string::npos);
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_TRUE(sameInfo(info, parsed));
+}
+
+TEST(KernelInfoTest, WriteAndReadFile) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  KernelInfo info = sampleInfo();
+  ASSERT_TRUE(succeeds(writeKernelInfo(dir.file("k.meta"), info)));
+  KernelInfo read;
+  ASSERT_TRUE(succeeds(readKernelInfo(dir.file("k.meta"), &read)));
+  EXPECT_TRUE(sameInfo(info, read));
+}
+
+TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
+  std::string text = "# produced by blasst-compile\r\n"
+                     "\r\n"
+                     "  abi_version=1\r\n"
+                     "kernel   =   k0\r\n"
+                     "target = sm_100a\r\n"
+                     "block_m = 64\n"
+                     "block_n = 176\n"
+                     "threads = 256\n"
+                     "smem_bytes = 0\n"
+                     "compiler_version = blasst 0.1.0 = dev\n";
+  KernelInfo info;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "k.meta", &info)));
+  EXPECT_EQ(info.kernelName, "k0");
+  EXPECT_EQ(info.target, "sm_100a");
+  EXPECT_EQ(info.blockM, 64);
+  EXPECT_EQ(info.blockN, 176);
+  EXPECT_EQ(info.threads, 256);
+  EXPECT_EQ(info.smemBytes, 0);
+  EXPECT_EQ(info.compilerVersion, "blasst 0.1.0 = dev");
+}
+
+TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
+  std::string text = formatKernelInfo(sampleInfo()) + "blockm = 64\n";
+  KernelInfo info;
+  Status s = parseKernelInfo(text, "dir/attn.meta", &info);
+  EXPECT_TRUE(failsWith(s, "dir/attn.meta:10: unknown key 'blockm'"));
+  EXPECT_TRUE(failsWith(s, "known keys: abi_version"));
+}
+
+TEST(KernelInfoTest, MissingRequiredKey) {
+  KernelInfo info;
+  Status s = parseKernelInfo("abi_version = 1\nkernel = k\ntarget = sm_90a\n"
+                             "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
+                             "a.meta", &info);
+  EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
+  s = parseKernelInfo("", "empty.meta", &info);
+  EXPECT_TRUE(failsWith(s, "missing required key 'abi_version'"));
+}
+
+TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
+  // Another ABI may have other keys; the version is what matters.
+  std::string text = "kernel = k\nnew_key = 3\nabi_version = 2\n";
+  KernelInfo info;
+  Status s = parseKernelInfo(text, "v2.meta", &info);
+  EXPECT_TRUE(failsWith(s, "v2.meta:3: the kernel was built for kernel ABI "
+                           "version 2, but this runtime implements version 1"));
+  EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
+                        "m:1: abi_version 'one' is not an integer"));
+}
+
+TEST(KernelInfoTest, BadValuesNameTheLine) {
+  KernelInfo info;
+  std::string base = "abi_version = 1\nkernel = k\n";
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
+                        "m:3: unknown target 'sm_80'"));
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "block_m = 12x\n", "m", &info),
+                        "m:3: block_m '12x' is not an integer"));
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "block_n = 512\n", "m", &info),
+                        "m:3: block_n = 512 is outside 1..256"));
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "threads = 0\n", "m", &info),
+                        "m:3: threads = 0 is outside 1..1024"));
+  EXPECT_TRUE(failsWith(
+      parseKernelInfo(base + "smem_bytes = 99999999999\n", "m", &info),
+      "m:3: smem_bytes '99999999999' is not an integer"));
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "kernel = x\n", "m", &info),
+                        "m:3: duplicate key 'kernel' (first given on line 2)"));
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "threads\n", "m", &info),
+                        "m:3: expected 'key = value', got 'threads'"));
+  EXPECT_TRUE(failsWith(parseKernelInfo(base + "threads =\n", "m", &info),
+                        "m:3: empty value for key 'threads'"));
+  EXPECT_TRUE(failsWith(parseKernelInfo("kernel = a b\n", "m", &info),
+                        "m:1: kernel name 'a b' contains blanks"));
+}
+
+TEST(KernelInfoTest, ReadMissingFileNamesIt) {
+  KernelInfo info;
+  EXPECT_TRUE(failsWith(readKernelInfo("/nonexistent/k.meta", &info),
+                        "cannot open kernel metadata file "
+                        "'/nonexistent/k.meta'"));
+}
+
+TEST(KernelInfoTest, WriteRejectsInvalidInfo) {
+  TempDir dir;
+  KernelInfo info = sampleInfo();
+  info.blockM = 0;
+  EXPECT_TRUE(failsWith(writeKernelInfo(dir.file("k.meta"), info),
+                        "block_m = 0 is outside 1..256"));
+  info = sampleInfo();
+  info.abiVersion = 7;
+  EXPECT_TRUE(failsWith(writeKernelInfo(dir.file("k.meta"), info),
+                        "kernel ABI version 7"));
+  EXPECT_TRUE(failsWith(writeKernelInfo("/nonexistent/dir/k.meta",
+                                        sampleInfo()),
+                        "cannot write kernel metadata "
+                        "'/nonexistent/dir/k.meta'"));
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+AttentionSpec sampleSpec() {
+  AttentionSpec spec;
+  spec.dtype = DType::BF16;
+  spec.headDim = spec.headDimV = 128;
+  spec.numQHeads = 32;
+  spec.numKVHeads = 8;
+  spec.causal = true;
+  return spec;
+}
+
+AttentionArgs sampleArgs() {
+  AttentionArgs a;
+  a.q = 0x10000000;
+  a.k = 0x20000000;
+  a.v = 0x30000000;
+  a.o = 0x40000000;
+  a.batch = 2;
+  a.seqQ = 1000;
+  a.seqKV = 1000;
+  a.numQHeads = 32;
+  a.numKVHeads = 8;
+  a.headDim = 128;
+  a.elementBytes = 2;
+  a.setContiguousStrides();
+  return a;
+}
+
+Status check(const AttentionArgs &a, const AttentionSpec &s) {
+  return validateArgsForKernel(a, sampleInfo(), s, "attn");
+}
+
+TEST(ArgsForKernelTest, ValidArgsPass) {
+  EXPECT_TRUE(succeeds(check(sampleArgs(), sampleSpec())));
+  AttentionSpec spec = sampleSpec();
+  spec.lse = true;
+  AttentionArgs args = sampleArgs();
+  args.lse = 0x50000000;
+  EXPECT_TRUE(succeeds(check(args, spec)));
+  // A padded O row stride that is a multiple of 8 elements is fine.
+  args.oStrides.seq += 8;
+  args.oStrides.batch = args.oStrides.seq * args.seqQ;
+  EXPECT_TRUE(succeeds(check(args, spec)));
+}
+
+TEST(ArgsForKernelTest, ShapesMustMatchTheSpec) {
+  AttentionArgs a = sampleArgs();
+  a.numQHeads = 16;
+  a.setContiguousStrides();
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()),
+                        "arguments for kernel 'attn': numQHeads is 16 but "
+                        "the kernel was compiled for q_heads = 32"));
+  a = sampleArgs();
+  a.numKVHeads = 4;
+  a.setContiguousStrides();
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()),
+                        "numKVHeads is 4 but the kernel was compiled for "
+                        "kv_heads = 8"));
+  a = sampleArgs();
+  a.headDim = 64;
+  a.setContiguousStrides();
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()),
+                        "headDim is 64 but the kernel was compiled for "
+                        "head_dim = 128"));
+  a = sampleArgs();
+  a.elementBytes = 4;
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()),
+                        "elementBytes is 4 but the kernel's dtype bf16 has "
+                        "2-byte elements"));
+  AttentionSpec spec = sampleSpec();
+  spec.headDimV = 64;
+  EXPECT_TRUE(failsWith(check(sampleArgs(), spec), "head_dim_v 64"));
+}
+
+TEST(ArgsForKernelTest, LseAndStatsPresentIffTheSpecAsks) {
+  AttentionSpec spec = sampleSpec();
+  AttentionArgs a = sampleArgs();
+  spec.lse = true;
+  EXPECT_TRUE(failsWith(check(a, spec), "compiled with lse = true but no LSE "
+                                        "pointer was given"));
+  spec.lse = false;
+  a.lse = 0x50000000;
+  EXPECT_TRUE(failsWith(check(a, spec), "an LSE pointer was given but the "
+                                        "kernel was compiled with lse = false"));
+  a.lse = 0;
+  spec.sparsity = {SparsityKind::ScaleFactor, 4.0};
+  spec.stats = true;
+  EXPECT_TRUE(failsWith(check(a, spec), "compiled with stats = true but no "
+                                        "stats pointer"));
+  spec.stats = false;
+  a.stats = 0x60000000;
+  EXPECT_TRUE(failsWith(check(a, spec), "a stats pointer was given"));
+  spec.stats = true;
+  EXPECT_TRUE(succeeds(check(a, spec)));
+}
+
+TEST(ArgsForKernelTest, TmaAlignment) {
+  AttentionArgs a = sampleArgs();
+  a.k += 8;
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()), "K (0x20000008) is not "
+                                                "16-byte aligned"));
+  a = sampleArgs();
+  a.oStrides.seq += 4; // 4 elements = 8 bytes of padding: not a multiple of 8
+  a.oStrides.batch = a.oStrides.seq * a.seqQ;
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()),
+                        "O seq stride (4100 elements = 8200 bytes) is not a "
+                        "multiple of 16 bytes"));
+  a = sampleArgs();
+  a.vStrides.head = 100;
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()), "V head stride"));
+  a = sampleArgs();
+  a.o = 0;
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()), "O is a null pointer"));
+  AttentionSpec spec = sampleSpec();
+  spec.lse = true;
+  a = sampleArgs();
+  a.lse = 0x50000004;
+  EXPECT_TRUE(failsWith(check(a, spec), "LSE (0x50000004) is not 16-byte "
+                                        "aligned"));
+}
+
+TEST(ArgsForKernelTest, GridLimits) {
+  AttentionArgs a = sampleArgs();
+  a.batch = 70000;
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()),
+                        "batch (70000) exceeds 65535, the grid's z limit"));
+}
+
+TEST(ArgsForKernelTest, Log2Threshold) {
+  AttentionSpec spec = sampleSpec();
+  EXPECT_EQ(log2ThresholdForSpec(spec), 0.0f);
+  spec.sparsity = {SparsityKind::LnLambda, -2.0};
+  EXPECT_FLOAT_EQ(log2ThresholdForSpec(spec), float(-2.0 / std::log(2.0)));
+  spec.sparsity = {SparsityKind::ScaleFactor, 8.0};
+  EXPECT_FLOAT_EQ(log2ThresholdForSpec(spec), 3.0f);
+}
+
+TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
+  AttentionLaunch l;
+  void *p[AttentionLaunch::kNumParams];
+  l.fillParams(p);
+  void *expected[] = {&l.tmQ,      &l.tmK,      &l.tmV,      &l.o,
+                      &l.lse,      &l.stats,    &l.seqQ,     &l.seqKV,
+                      &l.oStrideB, &l.oStrideS, &l.oStrideH, &l.scaleLog2,
+                      &l.log2Threshold};
+  for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
+    EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmK) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmV) % 64, 0u);
+  auto *heap = new AttentionLaunch;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&heap->tmV) % 64, 0u);
+  delete heap;
+}
+
+TEST(AttentionKernelTest, UnloadedKernelAndContextAreReported) {
+  AttentionKernel kernel;
+  EXPECT_FALSE(kernel.valid());
+  EXPECT_TRUE(failsWith(kernel.run(sampleArgs(), nullptr),
+                        "attention kernel that is not loaded"));
+  Context none;
+  char image[16] = {};
+  EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
+                                              sampleInfo(), sampleSpec(),
+                                              &kernel),
+                        "the Context is not initialised"));
+  KernelInfo bad = sampleInfo();
+  bad.target = "sm_75";
+  EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image), bad,
+                                              sampleSpec(), &kernel),
+                        "invalid metadata: unknown target 'sm_75'"));
+}
+
+TEST(AttentionKernelTest, LoadFilesNamesTheMissingFile) {
+  TempDir dir;
+  Context none;
+  AttentionKernel kernel;
+  std::string stem = dir.file("attn");
+  EXPECT_TRUE(failsWith(AttentionKernel::loadFiles(none, stem, &kernel),
+                        "cannot open kernel metadata file '" + stem +
+                            ".meta'"));
+  ASSERT_TRUE(succeeds(writeKernelInfo(stem + ".meta", sampleInfo())));
+  EXPECT_TRUE(failsWith(AttentionKernel::loadFiles(none, stem, &kernel),
+                        stem + ".spec"));
+  writeFile(stem + ".spec", sampleSpec().toString());
+  EXPECT_TRUE(failsWith(AttentionKernel::loadFiles(none, stem, &kernel),
+                        "cannot open cubin '" + stem + ".cubin'"));
+  writeFile(stem + ".spec", "head_dim = 96\nhead_dim_v = 64\n");
+  writeFile(stem + ".cubin", "x");
+  EXPECT_FALSE(AttentionKernel::loadFiles(none, stem, &kernel).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Launch tests on a GPU (sm_90)
+//===----------------------------------------------------------------------===//
+
+// A kernel with the ABI-1 parameter list. Thread 0 of every block counts the
+// block at o[72]; thread 0 of block (0,0,0) writes what it received:
+//   o[0] seqQ  o[4] seqKV  o[8] oStrideB  o[16] oStrideS  o[24] oStrideH
+//   o[32] scaleLog2  o[36] log2Threshold  o[40] lse  o[48] stats
+//   o[56] ntid.x  o[60..68] nctaid.xyz  o[80,88,96] first qword of tmQ/K/V
+const char *kProbePtx = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry abi_probe(
+  .param .align 64 .b8 tmQ[128],
+  .param .align 64 .b8 tmK[128],
+  .param .align 64 .b8 tmV[128],
+  .param .u64 o,
+  .param .u64 lse,
+  .param .u64 stats,
+  .param .u32 seqQ,
+  .param .u32 seqKV,
+  .param .u64 oStrideB,
+  .param .u64 oStrideS,
+  .param .u64 oStrideH,
+  .param .f32 scaleLog2,
+  .param .f32 log2Threshold
+) .maxntid 128, 1, 1
+{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<4>;
+  .reg .pred %p<4>;
+
+  ld.param.u64 %rd1, [o];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  atom.global.add.u32 %r2, [%rd2+72], 1;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ctaid.y;
+  mov.u32 %r5, %ctaid.z;
+  or.b32 %r6, %r3, %r4;
+  or.b32 %r6, %r6, %r5;
+  setp.ne.u32 %p2, %r6, 0;
+  @%p2 bra DONE;
+  ld.param.u32 %r7, [seqQ];
+  st.global.u32 [%rd2+0], %r7;
+  ld.param.u32 %r8, [seqKV];
+  st.global.u32 [%rd2+4], %r8;
+  ld.param.u64 %rd3, [oStrideB];
+  st.global.u64 [%rd2+8], %rd3;
+  ld.param.u64 %rd4, [oStrideS];
+  st.global.u64 [%rd2+16], %rd4;
+  ld.param.u64 %rd5, [oStrideH];
+  st.global.u64 [%rd2+24], %rd5;
+  ld.param.f32 %f1, [scaleLog2];
+  st.global.f32 [%rd2+32], %f1;
+  ld.param.f32 %f2, [log2Threshold];
+  st.global.f32 [%rd2+36], %f2;
+  ld.param.u64 %rd6, [lse];
+  st.global.u64 [%rd2+40], %rd6;
+  ld.param.u64 %rd7, [stats];
+  st.global.u64 [%rd2+48], %rd7;
+  mov.u32 %r9, %ntid.x;
+  st.global.u32 [%rd2+56], %r9;
+  mov.u32 %r10, %nctaid.x;
+  st.global.u32 [%rd2+60], %r10;
+  mov.u32 %r11, %nctaid.y;
+  st.global.u32 [%rd2+64], %r11;
+  mov.u32 %r12, %nctaid.z;
+  st.global.u32 [%rd2+68], %r12;
+  ld.param.u64 %rd8, [tmQ];
+  st.global.u64 [%rd2+80], %rd8;
+  ld.param.u64 %rd9, [tmK];
+  st.global.u64 [%rd2+88], %rd9;
+  ld.param.u64 %rd10, [tmV];
+  st.global.u64 [%rd2+96], %rd10;
+DONE:
+  ret;
+}
+)";
+
+class AttentionKernelGpuTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!deviceAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+    ASSERT_TRUE(succeeds(Context::create(0, &ctx)));
+    if (ctx.info().computeCapabilityMajor != 9 ||
+        ctx.info().computeCapabilityMinor != 0)
+      GTEST_SKIP() << "needs an sm_90 GPU for sm_90a code; have "
+                   << ctx.info().describe();
+  }
+
+  static KernelInfo probeInfo() {
+    KernelInfo info;
+    info.kernelName = "abi_probe";
+    info.target = "sm_90a";
+    info.blockM = 64;
+    info.blockN = 128;
+    info.threads = 128;
+    info.smemBytes = 100 * 1024; // above the 48 KiB default: must be raised
+    return info;
+  }
+
+  static AttentionSpec probeSpec() {
+    AttentionSpec spec;
+    spec.headDim = spec.headDimV = 64;
+    spec.numQHeads = 4;
+    spec.numKVHeads = 2;
+    spec.lse = true;
+    spec.sparsity = {SparsityKind::LnLambda, -3.0};
+    return spec;
+  }
+
+  Status loadProbe(const KernelInfo &info, const AttentionSpec &spec,
+                   AttentionKernel *out) {
+    return AttentionKernel::load(ctx, kProbePtx, std::strlen(kProbePtx), info,
+                                 spec, out);
+  }
+
+  Context ctx;
+};
+
+TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(loadProbe(probeInfo(), probeSpec(), &kernel)));
+  int maxDynamic = 0;
+  ASSERT_TRUE(succeeds(kernel.getFunction().getAttribute(
+      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &maxDynamic)));
+  EXPECT_EQ(maxDynamic, 100 * 1024);
+
+  AttentionArgs a;
+  a.batch = 2;
+  a.seqQ = 130; // 3 blocks of 64 rows, the last partial
+  a.seqKV = 77;
+  a.numQHeads = 4;
+  a.numKVHeads = 2;
+  a.headDim = 64;
+  a.setContiguousStrides();
+  a.oStrides.seq = 4 * 64 + 16; // padded rows
+  a.oStrides.batch = a.oStrides.seq * a.seqQ + 64;
+  DeviceBuffer q, k, v, o, lse;
+  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 130 * 4 * 64 * 2, "Q", &q)));
+  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 77 * 2 * 64 * 2, "K", &k)));
+  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 77 * 2 * 64 * 2, "V", &v)));
+  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(
+      ctx, size_t(a.oStrides.batch) * 2 * 2, "O", &o)));
+  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 4 * 130 * 4, "LSE", &lse)));
+  ASSERT_TRUE(succeeds(o.fill(0)));
+  a.q = q.address();
+  a.k = k.address();
+  a.v = v.address();
+  a.o = o.address();
+  a.lse = lse.address();
+
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, 1.5f, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(3,4,2)");
+  EXPECT_EQ(prepared.block.str(), "(128,1,1)");
+  EXPECT_EQ(prepared.smemBytes, 100u * 1024);
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  ASSERT_TRUE(succeeds(synchronize(nullptr)));
+
+  std::vector<unsigned char> out(104);
+  ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
+  auto u32 = [&](size_t off) {
+    uint32_t x;
+    std::memcpy(&x, &out[off], 4);
+    return x;
+  };
+  auto u64 = [&](size_t off) {
+    uint64_t x;
+    std::memcpy(&x, &out[off], 8);
+    return x;
+  };
+  auto f32 = [&](size_t off) {
+    float x;
+    std::memcpy(&x, &out[off], 4);
+    return x;
+  };
+  EXPECT_EQ(u32(0), 130u);
+  EXPECT_EQ(u32(4), 77u);
+  EXPECT_EQ(u64(8), uint64_t(a.oStrides.batch));
+  EXPECT_EQ(u64(16), uint64_t(a.oStrides.seq));
+  EXPECT_EQ(u64(24), uint64_t(a.oStrides.head));
+  EXPECT_FLOAT_EQ(f32(32), float(0.125 / std::log(2.0))); // 1/sqrt(64)*log2e
+  EXPECT_EQ(f32(36), 1.5f);
+  EXPECT_EQ(u64(40), lse.address());
+  EXPECT_EQ(u64(48), 0u);
+  EXPECT_EQ(u32(56), 128u);
+  EXPECT_EQ(u32(60), 3u);
+  EXPECT_EQ(u32(64), 4u);
+  EXPECT_EQ(u32(68), 2u);
+  EXPECT_EQ(u32(72), 24u); // every block ran once
+  // The descriptors arrived by value.
+  uint64_t firstQ, firstK, firstV;
+  std::memcpy(&firstQ, &prepared.tmQ, 8);
+  std::memcpy(&firstK, &prepared.tmK, 8);
+  std::memcpy(&firstV, &prepared.tmV, 8);
+  EXPECT_EQ(u64(80), firstQ);
+  EXPECT_EQ(u64(88), firstK);
+  EXPECT_EQ(u64(96), firstV);
+
+  // run() with the spec's threshold: ln_lambda -3 -> -3 * log2(e).
+  ASSERT_TRUE(succeeds(o.fill(0)));
+  ASSERT_TRUE(succeeds(kernel.run(a, nullptr, kernel.specLog2Threshold())));
+  ASSERT_TRUE(succeeds(synchronize(nullptr)));
+  ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
+  EXPECT_FLOAT_EQ(f32(36), float(-3.0 / std::log(2.0)));
+
+  // Bad arguments are refused before anything is launched.
+  ASSERT_TRUE(succeeds(o.fill(0)));
+  AttentionArgs bad = a;
+  bad.lse = 0;
+  EXPECT_TRUE(failsWith(kernel.run(bad, nullptr), "no LSE pointer"));
+  ASSERT_TRUE(succeeds(synchronize(nullptr)));
+  ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
+  EXPECT_EQ(u32(72), 0u);
+}
+
+TEST_F(AttentionKernelGpuTest, LoadFilesReadsStemFiles) {
+  TempDir dir;
+  std::string stem = dir.file("probe");
+  ASSERT_TRUE(succeeds(writeKernelInfo(stem + ".meta", probeInfo())));
+  writeFile(stem + ".spec", probeSpec().toString());
+  writeFile(stem + ".cubin", kProbePtx); // the driver also takes PTX
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::loadFiles(ctx, stem, &kernel)));
+  EXPECT_EQ(kernel.info().kernelName, "abi_probe");
+  EXPECT_EQ(kernel.spec(), probeSpec());
+  EXPECT_NE(kernel.describe().find("probe.cubin"), std::string::npos);
+}
+
+TEST_F(AttentionKernelGpuTest, LoadChecksTargetThreadsAndSharedMemory) {
+  AttentionKernel kernel;
+  KernelInfo info = probeInfo();
+  info.target = "sm_100a";
+  EXPECT_TRUE(failsWith(loadProbe(info, probeSpec(), &kernel),
+                        "compiled for sm_100a, whose arch-specific code runs "
+                        "only on GPUs of compute capability 10.0"));
+  info = probeInfo();
+  info.threads = 256; // the probe has .maxntid 128
+  EXPECT_TRUE(failsWith(loadProbe(info, probeSpec(), &kernel),
+                        "threads = 256 but the kernel allows at most 128"));
+  info = probeInfo();
+  info.smemBytes = 300000;
+  EXPECT_TRUE(failsWith(loadProbe(info, probeSpec(), &kernel),
+                        "smem_bytes = 300000"));
+  info = probeInfo();
+  info.kernelName = "attn_missing";
+  EXPECT_TRUE(failsWith(loadProbe(info, probeSpec(), &kernel),
+                        "'attn_missing'"));
+}
+
+} // namespace

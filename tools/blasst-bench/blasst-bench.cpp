@@ -1,0 +1,917 @@
+//===- blasst-bench.cpp - Check and time compiled attention kernels -------===//
+//
+// Loads kernels the blasst compiler produced (<stem>.cubin/.meta/.spec),
+// runs each once on random inputs with poisoned outputs, compares every
+// output element (or K evenly spaced rows) with a double-precision CPU
+// reference, optionally checks that repeated launches are bit-identical,
+// then times it with CUDA events.
+//
+// Runtime-only: links BLASSTRuntime and BLASSTSpec, no LLVM/MLIR, and
+// libcuda is dlopen'ed, so it starts on any machine. Exit codes: 0 all
+// kernels passed, 1 something failed, 2 skipped (no usable GPU), 64 usage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BenchCore.h"
+
+#include "blasst/Runtime/AttentionKernel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace blasst;
+using namespace blasst::bench;
+using namespace blasst::rt;
+
+namespace {
+
+constexpr int kExitPass = 0;
+constexpr int kExitFail = 1;
+constexpr int kExitSkipped = 2;
+constexpr int kExitUsage = 64;
+
+/// Elements of poison after O's last element and floats after LSE's, to
+/// catch writes past the end.
+constexpr size_t kGuardElements = 4096;
+
+const char *kUsage = R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
+       blasst-bench --self-test [--verbose]
+
+Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile),
+checks each kernel against a double-precision CPU reference and times it.
+
+shape:
+  --batch N            batch size (default 1)
+  --seq N              sets both --seq-q and --seq-kv
+  --seq-q N            query length (default: 1024, or 1 for decode specs)
+  --seq-kv N           key/value length (default: 1024, or --seq-q)
+  --o-pad N            extra elements in O's row (seq) stride (default 0);
+                       must keep the stride a multiple of 8 elements
+inputs:
+  --seed S             RNG seed (default 1234); inputs depend only on the seed
+  --dist uniform|normal   uniform in [-1,1] (default) or standard normal
+checking:
+  --check full|rows:K|none   compare every O element (default), K evenly
+                       spaced query rows of every batch entry and head, or
+                       nothing. Outputs are poisoned (0xFF = NaN) first.
+  --repeat-launches N  after the checked run, N back-to-back launches, then
+                       check the output is bit-identical (determinism)
+  --threads N          CPU threads for the reference (default: all cores)
+timing:
+  --warmup N           untimed launches first (default 10)
+  --iters N            timed launches, each between two events (default 50)
+other:
+  --log2-threshold X   override ABI parameter 12 (default: from the spec)
+  --device N           GPU ordinal (default 0)
+  --json FILE          write every number as JSON
+  --self-test          check the bench's own reference/comparison logic (no GPU)
+  --help
+
+PASS needs: no NaN/inf (unwritten poison counts), relative L2 error <= 1e-2
+(bf16) or 5e-3 (f16), every element within 4u(max|V| + |ref|), LSE max abs
+error <= 1e-3, no writes outside O/LSE, and identical repeats. Rows that see
+no key (causal with seq-q > seq-kv) must give O = 0 and LSE = -inf.
+Exit codes: 0 all passed, 1 a check or kernel failed, 2 skipped (no usable
+GPU), 64 bad usage.
+)";
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+enum class CheckMode { Full, Rows, None };
+
+struct Options {
+  std::vector<std::string> kernels;
+  int64_t batch = 1;
+  std::optional<int64_t> seqQ, seqKV;
+  int64_t oPad = 0;
+  CheckMode check = CheckMode::Full;
+  int64_t checkRows = 0;
+  int64_t warmup = 10;
+  int64_t iters = 50;
+  uint64_t seed = 1234;
+  Distribution dist = Distribution::Uniform;
+  std::string json;
+  int64_t repeatLaunches = 0;
+  unsigned threads = 0;
+  std::optional<float> log2Threshold;
+  int device = 0;
+  bool selfTest = false;
+  bool verbose = false;
+};
+
+bool parseInt64(const std::string &s, int64_t *out) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  *out = v;
+  return true;
+}
+
+bool parseU64(const std::string &s, uint64_t *out) {
+  if (s.empty() || s[0] == '-')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  if (errno || *end)
+    return false;
+  *out = v;
+  return true;
+}
+
+/// Parses argv into *o; on error returns the message.
+std::string parseOptions(int argc, char **argv, Options *o) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    bool hasValue = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasValue = true;
+      }
+    }
+    auto need = [&](std::string *v) -> std::string {
+      if (hasValue) {
+        *v = value;
+        return "";
+      }
+      if (i + 1 >= args.size())
+        return "option " + arg + " needs a value";
+      *v = args[++i];
+      return "";
+    };
+    auto intArg = [&](int64_t *out, int64_t min) -> std::string {
+      std::string v;
+      if (std::string e = need(&v); !e.empty())
+        return e;
+      if (!parseInt64(v, out))
+        return "option " + arg + ": '" + v + "' is not an integer";
+      if (*out < min)
+        return "option " + arg + ": " + v + " is below the minimum " +
+               std::to_string(min);
+      return "";
+    };
+    std::string v, err;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(kExitPass);
+    } else if (arg == "--kernel") {
+      if ((err = need(&v)).empty())
+        o->kernels.push_back(v);
+    } else if (arg == "--batch") {
+      err = intArg(&o->batch, 1);
+    } else if (arg == "--seq") {
+      int64_t n = 0;
+      if ((err = intArg(&n, 1)).empty())
+        o->seqQ = o->seqKV = n;
+    } else if (arg == "--seq-q") {
+      int64_t n = 0;
+      if ((err = intArg(&n, 1)).empty())
+        o->seqQ = n;
+    } else if (arg == "--seq-kv") {
+      int64_t n = 0;
+      if ((err = intArg(&n, 1)).empty())
+        o->seqKV = n;
+    } else if (arg == "--o-pad") {
+      err = intArg(&o->oPad, 0);
+    } else if (arg == "--check") {
+      if ((err = need(&v)).empty()) {
+        if (v == "full") {
+          o->check = CheckMode::Full;
+        } else if (v == "none") {
+          o->check = CheckMode::None;
+        } else if (v.rfind("rows:", 0) == 0 &&
+                   parseInt64(v.substr(5), &o->checkRows) && o->checkRows >= 1) {
+          o->check = CheckMode::Rows;
+        } else {
+          err = "option --check: '" + v +
+                "' is not full, none or rows:K with K >= 1";
+        }
+      }
+    } else if (arg == "--warmup") {
+      err = intArg(&o->warmup, 0);
+    } else if (arg == "--iters") {
+      err = intArg(&o->iters, 0);
+    } else if (arg == "--seed") {
+      if ((err = need(&v)).empty() && !parseU64(v, &o->seed))
+        err = "option --seed: '" + v + "' is not an unsigned integer";
+    } else if (arg == "--dist") {
+      if ((err = need(&v)).empty()) {
+        if (v == "uniform")
+          o->dist = Distribution::Uniform;
+        else if (v == "normal")
+          o->dist = Distribution::Normal;
+        else
+          err = "option --dist: '" + v + "' is not uniform or normal";
+      }
+    } else if (arg == "--json") {
+      err = need(&o->json);
+    } else if (arg == "--repeat-launches") {
+      err = intArg(&o->repeatLaunches, 0);
+    } else if (arg == "--threads") {
+      int64_t n = 0;
+      if ((err = intArg(&n, 1)).empty())
+        o->threads = unsigned(n);
+    } else if (arg == "--log2-threshold") {
+      if ((err = need(&v)).empty()) {
+        char *end = nullptr;
+        float x = std::strtof(v.c_str(), &end);
+        if (v.empty() || *end)
+          err = "option --log2-threshold: '" + v + "' is not a number";
+        else
+          o->log2Threshold = x;
+      }
+    } else if (arg == "--device") {
+      int64_t n = 0;
+      if ((err = intArg(&n, 0)).empty())
+        o->device = int(n);
+    } else if (arg == "--self-test") {
+      o->selfTest = true;
+    } else if (arg == "--verbose" || arg == "-v") {
+      o->verbose = true;
+    } else {
+      err = "unknown argument '" + args[i] + "'";
+    }
+    if (!err.empty())
+      return err;
+  }
+  if (!o->selfTest && o->kernels.empty())
+    return "no --kernel given";
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Results
+//===----------------------------------------------------------------------===//
+
+struct KernelResult {
+  std::string stem;
+  std::string name; ///< The entry point, or the stem's file name.
+  std::string specText;
+  DType dtype = DType::BF16;
+  bool sparse = false;
+  Shape shape;
+  bool shapeKnown = false;
+  int64_t oPad = 0;
+  Dim3 grid, block;
+  size_t smemBytes = 0;
+  float log2Threshold = 0;
+
+  /// A load/launch/driver error (the kernel then counts as failed).
+  std::string error;
+
+  bool checked = false;
+  std::string checkMode; ///< "full", "rows:K", "none"
+  CheckResult check;
+  uint64_t writesOutsideO = 0;
+  uint64_t writesOutsideLse = 0;
+  double referenceSeconds = 0;
+  std::vector<int64_t> stats; ///< visited, skipped summed over (b, h)
+
+  int64_t repeatLaunches = 0;
+  bool repeatIdentical = true;
+  uint64_t repeatDifferingO = 0, repeatDifferingLse = 0;
+
+  int64_t iters = 0;
+  std::vector<float> timesMs;
+  double medianMs = 0, minMs = 0, meanMs = 0;
+  double flops = 0;
+
+  bool passed() const {
+    return error.empty() && (!checked || check.pass) && writesOutsideO == 0 &&
+           writesOutsideLse == 0 && repeatIdentical;
+  }
+  std::string verdict() const {
+    if (!error.empty())
+      return "ERROR";
+    if (!passed())
+      return "FAIL";
+    return checked ? "PASS" : "unchecked";
+  }
+};
+
+std::string baseName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string fmt(const char *format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out += char(c);
+      }
+    }
+  }
+  return out + "\"";
+}
+
+/// JSON has no inf/NaN: those become null.
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+//===----------------------------------------------------------------------===//
+// Running one kernel
+//===----------------------------------------------------------------------===//
+
+/// Stops the current kernel with `what`: used as `return fail(r, ...)`.
+bool fail(KernelResult &r, const std::string &what) {
+  r.error = what;
+  std::printf("  error: %s\n", what.c_str());
+  return false;
+}
+
+template <typename T>
+Status download(const DeviceBuffer &buffer, std::vector<T> &host) {
+  return buffer.copyToHost(host.data(), host.size() * sizeof(T));
+}
+
+bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
+               KernelResult &r) {
+  r.stem = stem;
+  r.name = baseName(stem);
+  AttentionKernel kernel;
+  if (Status s = AttentionKernel::loadFiles(ctx, stem, &kernel); !s)
+    return fail(r, s.message());
+  const AttentionSpec &spec = kernel.spec();
+  const KernelInfo &info = kernel.info();
+  r.name = info.kernelName;
+  r.specText = spec.toShortString();
+  r.dtype = spec.dtype;
+  r.sparse = !spec.sparsity.isDense();
+  r.log2Threshold =
+      opt.log2Threshold ? *opt.log2Threshold : kernel.specLog2Threshold();
+  std::printf("  kernel %s: %s, block_m %d, block_n %d, %d threads, %d B "
+              "smem%s%s\n",
+              info.kernelName.c_str(), info.target.c_str(), info.blockM,
+              info.blockN, info.threads, info.smemBytes,
+              info.compilerVersion.empty() ? "" : ", built by ",
+              info.compilerVersion.c_str());
+  std::printf("  spec: %s\n", r.specText.c_str());
+
+  // Shape.
+  Shape &s = r.shape;
+  s.batch = opt.batch;
+  bool decode = spec.phase == Phase::Decode;
+  s.seqQ = opt.seqQ ? *opt.seqQ : (decode ? 1 : (opt.seqKV ? *opt.seqKV : 1024));
+  s.seqKV = opt.seqKV ? *opt.seqKV : (opt.seqQ && !decode ? *opt.seqQ : 1024);
+  s.qHeads = spec.numQHeads;
+  s.kvHeads = spec.numKVHeads;
+  s.headDim = spec.headDim;
+  s.headDimV = spec.headDimV;
+  s.causal = spec.causal;
+  s.scale = spec.effectiveScale();
+  r.shapeKnown = true;
+  r.oPad = opt.oPad;
+  r.flops = s.flops();
+  std::printf("  shape: %s (batch x seq_q x seq_kv, q/kv heads, head dim), "
+              "scale %.6g, O row stride +%" PRId64 "\n",
+              s.describe().c_str(), s.scale, opt.oPad);
+  if (r.sparse)
+    std::printf("  note: BLASST sparse kernel (%s, log2 threshold %g) is "
+                "checked against the dense reference\n",
+                sparsityToString(spec.sparsity).c_str(),
+                double(r.log2Threshold));
+
+  // Inputs: contiguous [B, S, H, D], fresh values from the seed (element i
+  // of Q, K, V depends only on the seed, so kernels of one shape see the
+  // same data).
+  const DType dtype = spec.dtype;
+  Strides qs = Strides::contiguous(s.seqQ, s.qHeads, s.headDim);
+  Strides ks = Strides::contiguous(s.seqKV, s.kvHeads, s.headDim);
+  Strides vs = Strides::contiguous(s.seqKV, s.kvHeads, s.headDimV);
+  Strides os;
+  os.head = s.headDimV;
+  os.seq = s.qHeads * s.headDimV + opt.oPad;
+  os.batch = s.seqQ * os.seq;
+  std::vector<uint16_t> qBits, kBits, vBits;
+  std::vector<float> q, k, v;
+  generateTensor(dtype, opt.dist, opt.seed, 1, size_t(s.batch * qs.batch),
+                 qBits, q, opt.threads);
+  generateTensor(dtype, opt.dist, opt.seed, 2, size_t(s.batch * ks.batch),
+                 kBits, k, opt.threads);
+  generateTensor(dtype, opt.dist, opt.seed, 3, size_t(s.batch * vs.batch),
+                 vBits, v, opt.threads);
+
+  // Device buffers. O and LSE get a poisoned guard after their end.
+  const size_t oElements = size_t(s.batch * os.batch) + kGuardElements;
+  const size_t lseElements =
+      spec.lse ? size_t(s.batch * s.qHeads * s.seqQ) + kGuardElements : 0;
+  DeviceBuffer dq, dk, dv, dout, dlse, dstats;
+  for (Status st : {DeviceBuffer::allocate(ctx, qBits.size() * 2, "Q", &dq),
+                    DeviceBuffer::allocate(ctx, kBits.size() * 2, "K", &dk),
+                    DeviceBuffer::allocate(ctx, vBits.size() * 2, "V", &dv),
+                    DeviceBuffer::allocate(ctx, oElements * 2, "O", &dout)})
+    if (!st)
+      return fail(r, st.message());
+  if (spec.lse)
+    if (Status st = DeviceBuffer::allocate(ctx, lseElements * 4, "LSE", &dlse);
+        !st)
+      return fail(r, st.message());
+  if (spec.stats)
+    if (Status st = DeviceBuffer::allocate(
+            ctx, size_t(s.batch * s.qHeads * 2) * 8, "stats", &dstats);
+        !st)
+      return fail(r, st.message());
+  for (Status st : {dq.upload(qBits), dk.upload(kBits), dv.upload(vBits)})
+    if (!st)
+      return fail(r, st.message());
+  qBits = {};
+  kBits = {};
+  vBits = {};
+
+  AttentionArgs args;
+  args.q = dq.address();
+  args.k = dk.address();
+  args.v = dv.address();
+  args.o = dout.address();
+  args.lse = spec.lse ? dlse.address() : 0;
+  args.stats = spec.stats ? dstats.address() : 0;
+  args.batch = s.batch;
+  args.seqQ = s.seqQ;
+  args.seqKV = s.seqKV;
+  args.numQHeads = s.qHeads;
+  args.numKVHeads = s.kvHeads;
+  args.headDim = s.headDim;
+  args.elementBytes = dtypeBytes(dtype);
+  args.qStrides = {qs.batch, qs.seq, qs.head};
+  args.kStrides = {ks.batch, ks.seq, ks.head};
+  args.vStrides = {vs.batch, vs.seq, vs.head};
+  args.oStrides = {os.batch, os.seq, os.head};
+
+  AttentionLaunch launch;
+  if (Status st = kernel.prepare(args, r.log2Threshold, &launch); !st)
+    return fail(r, st.message());
+  r.grid = launch.grid;
+  r.block = launch.block;
+  r.smemBytes = launch.smemBytes;
+  std::printf("  launch: grid %s, block %s, %zu B dynamic smem\n",
+              launch.grid.str().c_str(), launch.block.str().c_str(),
+              launch.smemBytes);
+
+  // Poison outputs (0xFF bytes: NaN in bf16/f16/f32), clear stats, launch,
+  // wait, copy back.
+  std::vector<uint16_t> outO(oElements);
+  std::vector<float> outLse(lseElements);
+  auto poisonLaunchAndRead = [&](int64_t launches,
+                                 const char *doing) -> Status {
+    if (Status st = dout.fill(0xFF); !st)
+      return st;
+    if (spec.lse)
+      if (Status st = dlse.fill(0xFF); !st)
+        return st;
+    if (spec.stats)
+      if (Status st = dstats.fill(0); !st)
+        return st;
+    for (int64_t i = 0; i < launches; ++i)
+      if (Status st = kernel.launch(launch, nullptr); !st)
+        return st;
+    if (Status st = ctx.synchronize(); !st)
+      return Status::error(std::string("the kernel failed while ") + doing +
+                           ": " + st.message());
+    if (Status st = download(dout, outO); !st)
+      return st;
+    if (spec.lse)
+      if (Status st = download(dlse, outLse); !st)
+        return st;
+    return Status::success();
+  };
+
+  bool needFirstRun = opt.check != CheckMode::None || opt.repeatLaunches > 0;
+  if (needFirstRun) {
+    if (Status st = poisonLaunchAndRead(1, "running it once (checked run)");
+        !st)
+      return fail(r, st.message());
+    if (spec.stats) {
+      std::vector<int64_t> stats(size_t(s.batch * s.qHeads * 2));
+      if (Status st = download(dstats, stats); !st)
+        return fail(r, st.message());
+      r.stats = {0, 0};
+      for (size_t i = 0; i < stats.size(); ++i)
+        r.stats[i % 2] += stats[i];
+      std::printf("  stats: %" PRId64 " KV blocks visited, %" PRId64
+                  " skipped (summed over batch and heads)\n",
+                  r.stats[0], r.stats[1]);
+    }
+  }
+
+  if (opt.check != CheckMode::None) {
+    r.checked = true;
+    std::vector<int64_t> rows =
+        opt.check == CheckMode::Full ? selectRows(s.seqQ, s.seqQ)
+                                     : selectRows(s.seqQ, opt.checkRows);
+    r.checkMode = opt.check == CheckMode::Full
+                      ? "full"
+                      : "rows:" + std::to_string(opt.checkRows);
+    auto t0 = std::chrono::steady_clock::now();
+    Reference ref;
+    referenceAttention(s, q.data(), qs, k.data(), ks, v.data(), vs, rows,
+                       opt.threads, &ref);
+    r.referenceSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
+    r.check = compareOutputs(s, dtype, ref, outO.data(), os,
+                             spec.lse ? outLse.data() : nullptr,
+                             tolerancesFor(dtype));
+    r.writesOutsideO = countWritesOutside(s, os, outO.data(), oElements);
+    if (spec.lse) {
+      for (size_t i = size_t(s.batch * s.qHeads * s.seqQ); i < lseElements;
+           ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &outLse[i], 4);
+        r.writesOutsideLse += bits != kPoison32;
+      }
+    }
+    const CheckResult &c = r.check;
+    int64_t maskedRows = 0;
+    for (int64_t row : rows)
+      maskedRows += s.visibleKeys(row) == 0;
+    uint64_t totalElements =
+        uint64_t(s.batch * s.qHeads * s.seqQ * s.headDimV);
+    std::printf("  check (%s): %" PRIu64 " of %" PRIu64
+                " O elements (%" PRIu64 " of %" PRId64
+                " query rows x %" PRId64 " batch x %" PRId64
+                " heads x %" PRId64 " dims), reference %.2f s on %u threads\n",
+                r.checkMode.c_str(), c.elementsChecked, totalElements,
+                c.rowsChecked, s.seqQ, s.batch, s.qHeads, s.headDimV,
+                r.referenceSeconds, opt.threads ? opt.threads : defaultThreads());
+    if (maskedRows)
+      std::printf("    %" PRId64 " checked rows see no key (causal, seq_q > "
+                  "seq_kv): expected O = 0 and LSE = -inf there\n",
+                  maskedRows);
+    std::printf("    rel L2 %.3e (limit %.0e), max abs %.3e", c.relL2,
+                tolerancesFor(dtype).relL2, c.maxAbs);
+    if (c.worstRow >= 0)
+      std::printf(" at [b=%" PRId64 ", q=%" PRId64 ", h=%" PRId64
+                  ", d=%" PRId64 "] (got %.6g, expected %.6g)",
+                  c.worstB, c.worstRow, c.worstH, c.worstD, c.worstOut,
+                  c.worstRef);
+    std::printf("\n    NaN/inf (incl. unwritten) %" PRIu64
+                ", beyond element bound %" PRIu64 ", writes outside O %" PRIu64
+                "\n",
+                c.nonFinite, c.overBound, r.writesOutsideO);
+    if (c.lseChecked)
+      std::printf("    LSE: %" PRIu64 " values, max abs error %.3e (limit "
+                  "1e-3), NaN/inf %" PRIu64 ", masked-row mismatches %" PRIu64
+                  ", writes past the end %" PRIu64 "\n",
+                  c.lseCount, c.lseMaxAbs, c.lseNonFinite,
+                  c.lseMaskedMismatch, r.writesOutsideLse);
+    for (const std::string &f : c.failures)
+      std::printf("    FAIL: %s\n", f.c_str());
+    if (r.writesOutsideO)
+      std::printf("    FAIL: %" PRIu64 " elements outside O (row padding or "
+                  "the guard after the end) were written\n",
+                  r.writesOutsideO);
+    if (r.writesOutsideLse)
+      std::printf("    FAIL: %" PRIu64 " floats after the end of LSE were "
+                  "written\n",
+                  r.writesOutsideLse);
+  }
+  q = {};
+  k = {};
+  v = {};
+
+  if (opt.repeatLaunches > 0) {
+    r.repeatLaunches = opt.repeatLaunches;
+    std::vector<uint16_t> firstO = outO;
+    std::vector<float> firstLse = outLse;
+    if (Status st = poisonLaunchAndRead(opt.repeatLaunches,
+                                        "repeating launches");
+        !st)
+      return fail(r, st.message());
+    for (size_t i = 0; i < outO.size(); ++i)
+      r.repeatDifferingO += outO[i] != firstO[i];
+    r.repeatDifferingLse =
+        uint64_t(std::memcmp(outLse.data(), firstLse.data(),
+                             outLse.size() * 4) != 0);
+    if (r.repeatDifferingLse) {
+      r.repeatDifferingLse = 0;
+      for (size_t i = 0; i < outLse.size(); ++i)
+        r.repeatDifferingLse +=
+            std::memcmp(&outLse[i], &firstLse[i], 4) != 0;
+    }
+    r.repeatIdentical = r.repeatDifferingO == 0 && r.repeatDifferingLse == 0;
+    std::printf("  determinism: %" PRId64 " back-to-back launches: %s",
+                opt.repeatLaunches,
+                r.repeatIdentical ? "output bit-identical to the first run\n"
+                                  : "");
+    if (!r.repeatIdentical)
+      std::printf("FAIL: %" PRIu64 " O elements and %" PRIu64
+                  " LSE values differ from the first run\n",
+                  r.repeatDifferingO, r.repeatDifferingLse);
+  }
+
+  // Timing: warm-up, then each launch between its own pair of events, all
+  // enqueued before any is read so the GPU never waits for the host.
+  r.iters = opt.iters;
+  if (opt.iters > 0) {
+    for (int64_t i = 0; i < opt.warmup; ++i)
+      if (Status st = kernel.launch(launch, nullptr); !st)
+        return fail(r, "warm-up launch: " + st.message());
+    std::vector<EventTimer> timers(size_t(opt.iters));
+    for (EventTimer &t : timers)
+      if (Status st = EventTimer::create(ctx, &t); !st)
+        return fail(r, st.message());
+    for (EventTimer &t : timers) {
+      Status st = t.start(nullptr);
+      if (st)
+        st = kernel.launch(launch, nullptr);
+      if (st)
+        st = t.stop(nullptr);
+      if (!st)
+        return fail(r, "timed launch: " + st.message());
+    }
+    if (Status st = ctx.synchronize(); !st)
+      return fail(r, "the kernel failed during the timed launches: " +
+                         st.message());
+    for (EventTimer &t : timers) {
+      float ms = 0;
+      if (Status st = t.elapsedMs(&ms); !st)
+        return fail(r, st.message());
+      r.timesMs.push_back(ms);
+    }
+    std::vector<float> sorted = r.timesMs;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    r.medianMs = n % 2 ? sorted[n / 2]
+                       : 0.5 * (double(sorted[n / 2 - 1]) + sorted[n / 2]);
+    r.minMs = sorted.front();
+    double sum = 0;
+    for (float t : sorted)
+      sum += t;
+    r.meanMs = sum / double(n);
+    std::printf("  time: median %.4f ms, min %.4f ms, mean %.4f ms over %" PRId64
+                " launches (%" PRId64 " warm-up); %.1f TFLOP/s at the median "
+                "(%.4g FLOP, %.1f keys per query on average)\n",
+                r.medianMs, r.minMs, r.meanMs, opt.iters, opt.warmup,
+                r.flops / (r.medianMs * 1e-3) / 1e12, r.flops,
+                s.effectiveSeqKV());
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Report
+//===----------------------------------------------------------------------===//
+
+void printTable(const std::vector<KernelResult> &results) {
+  struct Row {
+    std::string cells[9];
+  };
+  std::vector<Row> rows;
+  rows.push_back({{"kernel", "shape", "check", "rel_l2", "max_abs", "ms_median",
+                   "ms_min", "TFLOP/s", "stem"}});
+  for (const KernelResult &r : results) {
+    Row row;
+    row.cells[0] = r.name;
+    row.cells[1] = r.shapeKnown ? r.shape.describe() : "-";
+    row.cells[2] = r.verdict() + (r.checked ? "(" + r.checkMode + ")" : "");
+    row.cells[3] = r.checked ? fmt("%.2e", r.check.relL2) : "-";
+    row.cells[4] = r.checked ? fmt("%.2e", r.check.maxAbs) : "-";
+    bool timed = !r.timesMs.empty();
+    row.cells[5] = timed ? fmt("%.4f", r.medianMs) : "-";
+    row.cells[6] = timed ? fmt("%.4f", r.minMs) : "-";
+    row.cells[7] =
+        timed ? fmt("%.1f", r.flops / (r.medianMs * 1e-3) / 1e12) : "-";
+    row.cells[8] = r.stem;
+    rows.push_back(row);
+  }
+  size_t width[9] = {};
+  for (const Row &row : rows)
+    for (int c = 0; c < 9; ++c)
+      width[c] = std::max(width[c], row.cells[c].size());
+  std::printf("\n");
+  for (const Row &row : rows) {
+    std::string line;
+    for (int c = 0; c < 9; ++c) {
+      std::string cell = row.cells[c];
+      bool right = c >= 3 && c <= 7;
+      std::string padding(width[c] - cell.size(), ' ');
+      line += (right ? padding + cell : cell + padding) + (c < 8 ? "  " : "");
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+bool writeJson(const std::string &path, const Options &opt,
+               const std::string &device,
+               const std::vector<KernelResult> &results, bool allPassed) {
+  std::ostringstream j;
+  j << "{\n  \"tool\": \"blasst-bench\",\n  \"abi_version\": "
+    << kKernelABIVersion << ",\n  \"device\": " << jsonString(device)
+    << ",\n  \"seed\": " << opt.seed << ",\n  \"distribution\": "
+    << jsonString(toString(opt.dist)) << ",\n  \"warmup\": " << opt.warmup
+    << ",\n  \"iters\": " << opt.iters << ",\n  \"all_passed\": "
+    << (allPassed ? "true" : "false") << ",\n  \"kernels\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const KernelResult &r = results[i];
+    const Shape &s = r.shape;
+    j << (i ? "," : "") << "\n    {\n      \"stem\": " << jsonString(r.stem)
+      << ",\n      \"kernel\": " << jsonString(r.name)
+      << ",\n      \"status\": " << jsonString(r.verdict())
+      << ",\n      \"passed\": " << (r.passed() ? "true" : "false")
+      << ",\n      \"error\": "
+      << (r.error.empty() ? "null" : jsonString(r.error));
+    if (!r.specText.empty())
+      j << ",\n      \"spec\": " << jsonString(r.specText)
+        << ",\n      \"dtype\": " << jsonString(toString(r.dtype))
+        << ",\n      \"sparse\": " << (r.sparse ? "true" : "false")
+        << ",\n      \"log2_threshold\": " << jsonNumber(r.log2Threshold);
+    if (r.shapeKnown)
+      j << ",\n      \"shape\": {\"batch\": " << s.batch
+        << ", \"seq_q\": " << s.seqQ << ", \"seq_kv\": " << s.seqKV
+        << ", \"q_heads\": " << s.qHeads << ", \"kv_heads\": " << s.kvHeads
+        << ", \"head_dim\": " << s.headDim << ", \"head_dim_v\": " << s.headDimV
+        << ", \"causal\": " << (s.causal ? "true" : "false")
+        << ", \"scale\": " << jsonNumber(s.scale) << ", \"o_pad\": " << r.oPad
+        << ", \"effective_seq_kv\": " << jsonNumber(s.effectiveSeqKV()) << "}";
+    if (r.grid.count() > 1 || r.block.x > 1)
+      j << ",\n      \"launch\": {\"grid\": [" << r.grid.x << ", " << r.grid.y
+        << ", " << r.grid.z << "], \"block\": " << r.block.x
+        << ", \"smem_bytes\": " << r.smemBytes << "}";
+    if (r.checked) {
+      const CheckResult &c = r.check;
+      j << ",\n      \"check\": {\"mode\": " << jsonString(r.checkMode)
+        << ", \"pass\": " << (c.pass ? "true" : "false")
+        << ", \"rows_checked\": " << c.rowsChecked
+        << ", \"elements_checked\": " << c.elementsChecked
+        << ", \"rel_l2\": " << jsonNumber(c.relL2)
+        << ", \"max_abs\": " << jsonNumber(c.maxAbs)
+        << ", \"nonfinite\": " << c.nonFinite
+        << ", \"over_element_bound\": " << c.overBound
+        << ", \"writes_outside_o\": " << r.writesOutsideO
+        << ", \"reference_seconds\": " << jsonNumber(r.referenceSeconds);
+      if (c.lseChecked)
+        j << ", \"lse_checked\": " << c.lseCount
+          << ", \"lse_max_abs\": " << jsonNumber(c.lseMaxAbs)
+          << ", \"lse_nonfinite\": " << c.lseNonFinite
+          << ", \"lse_masked_mismatch\": " << c.lseMaskedMismatch
+          << ", \"writes_outside_lse\": " << r.writesOutsideLse;
+      j << ", \"failures\": [";
+      for (size_t f = 0; f < c.failures.size(); ++f)
+        j << (f ? ", " : "") << jsonString(c.failures[f]);
+      j << "]}";
+    }
+    if (r.stats.size() == 2)
+      j << ",\n      \"stats\": {\"visited\": " << r.stats[0]
+        << ", \"skipped\": " << r.stats[1] << "}";
+    if (r.repeatLaunches > 0)
+      j << ",\n      \"determinism\": {\"launches\": " << r.repeatLaunches
+        << ", \"identical\": " << (r.repeatIdentical ? "true" : "false")
+        << ", \"differing_o\": " << r.repeatDifferingO
+        << ", \"differing_lse\": " << r.repeatDifferingLse << "}";
+    if (!r.timesMs.empty()) {
+      j << ",\n      \"timing\": {\"iters\": " << r.iters
+        << ", \"median_ms\": " << jsonNumber(r.medianMs)
+        << ", \"min_ms\": " << jsonNumber(r.minMs)
+        << ", \"mean_ms\": " << jsonNumber(r.meanMs)
+        << ", \"flops\": " << jsonNumber(r.flops)
+        << ", \"tflops_median\": "
+        << jsonNumber(r.flops / (r.medianMs * 1e-3) / 1e12)
+        << ", \"tflops_best\": " << jsonNumber(r.flops / (r.minMs * 1e-3) / 1e12)
+        << ", \"times_ms\": [";
+      for (size_t t = 0; t < r.timesMs.size(); ++t)
+        j << (t ? ", " : "") << jsonNumber(r.timesMs[t]);
+      j << "]}";
+    }
+    j << "\n    }";
+  }
+  j << "\n  ]\n}\n";
+  std::ofstream out(path, std::ios::binary);
+  out << j.str();
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "blasst-bench: cannot write JSON to '%s': %s\n",
+                 path.c_str(), std::strerror(errno));
+    return false;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Line-buffered even into a pipe, so progress shows up in CI logs.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Options opt;
+  if (std::string err = parseOptions(argc, argv, &opt); !err.empty()) {
+    std::fprintf(stderr, "blasst-bench: %s\n\n%s", err.c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (opt.selfTest) {
+    int failed = runSelfTest(opt.verbose);
+    return failed ? kExitFail : kExitPass;
+  }
+
+  // What needs no GPU first: a missing or malformed file is an error even on
+  // a machine that would skip.
+  std::vector<KernelResult> results(opt.kernels.size());
+  bool fileErrors = false;
+  for (size_t i = 0; i < opt.kernels.size(); ++i) {
+    const std::string &stem = opt.kernels[i];
+    results[i].stem = stem;
+    results[i].name = baseName(stem);
+    KernelInfo info;
+    if (Status s = readKernelInfo(stem + ".meta", &info); !s) {
+      results[i].error = s.message();
+    } else if (SpecOrError spec = parseSpecFile(stem + ".spec"); !spec) {
+      results[i].error = spec.error;
+    } else if (std::FILE *f = std::fopen((stem + ".cubin").c_str(), "rb")) {
+      std::fclose(f);
+      continue;
+    } else {
+      results[i].error = "cannot open cubin '" + stem + ".cubin': " +
+                         std::strerror(errno);
+    }
+    fileErrors = true;
+    std::printf("blasst-bench: %s: %s\n", stem.c_str(),
+                results[i].error.c_str());
+  }
+
+  std::string why;
+  if (!deviceAvailable(&why)) {
+    std::printf("blasst-bench: SKIPPED: no usable GPU: %s\n", why.c_str());
+    if (fileErrors) {
+      std::printf("blasst-bench: (and some kernel files are unreadable, see "
+                  "above)\n");
+      return kExitFail;
+    }
+    return kExitSkipped;
+  }
+  Context ctx;
+  if (Status s = Context::create(opt.device, &ctx); !s) {
+    std::printf("blasst-bench: SKIPPED: cannot open GPU %d: %s\n", opt.device,
+                s.message().c_str());
+    return fileErrors ? kExitFail : kExitSkipped;
+  }
+  std::string device = ctx.info().describe();
+  std::printf("blasst-bench on %s\n", device.c_str());
+
+  for (size_t i = 0; i < opt.kernels.size(); ++i) {
+    if (!results[i].error.empty())
+      continue;
+    std::printf("\n[%zu/%zu] %s\n", i + 1, opt.kernels.size(),
+                opt.kernels[i].c_str());
+    runKernel(ctx, opt, opt.kernels[i], results[i]);
+  }
+
+  bool allPassed = true;
+  for (const KernelResult &r : results)
+    allPassed &= r.passed();
+  printTable(results);
+  if (!opt.json.empty() && !writeJson(opt.json, opt, device, results, allPassed))
+    allPassed = false;
+  std::printf("%s\n", allPassed ? "all kernels passed" : "FAILED");
+  return allPassed ? kExitPass : kExitFail;
+}
