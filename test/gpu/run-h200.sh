@@ -27,7 +27,7 @@ date -u +"%Y-%m-%dT%H:%M:%SZ" | tee -a "$OUT/device.txt"
 
 if [[ $MODE == smoke || $MODE == all ]]; then
   step "smoke: two kernels, small shapes"
-  bench smoke1 --kernel "$K/bf16_hd128_q16kv16_causalfalse_lsetrue" \
+  bench smoke1 --kernel "$K/bf16_hd128_q16kv16_causalfalse_lsefalse" \
     --kernel "$K/bf16_hd128_q16kv4_causaltrue_lsetrue" --batch 1 --seq 256 \
     --warmup 1 --iters 3 || { echo "smoke failed; stopping"; exit 1; }
 fi
