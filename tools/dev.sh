@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # blasst developer entry point: the README's two commands.
 #   bash tools/dev.sh main   set up, build, compile the default preset for
-#                            sm_90a and sm_100a, print the IR and a summary
+#                            sm_90a and sm_100a (ws IR + summary), emit PTX
+#                            and a cubin for sm_90a and, where a GPU is
+#                            present, run, check and time it
 #   bash tools/dev.sh test   set up, build, run every test (lit + unit)
 #   bash tools/dev.sh setup  only install what is missing, configure, build
 # Environment: BUILD_DIR (default build), JOBS (default: nproc),
@@ -64,6 +66,23 @@ run_main() {
   "$BUILD_DIR/bin/blasst-compile" --preset "$PRESET" --target sm_90a \
     --target sm_100a --summary -o /dev/null
   log "IR written to $out/$PRESET.{sm_90a,sm_100a}.ws.mlir"
+
+  log "compiling $PRESET for sm_90a to PTX and a cubin"
+  "$BUILD_DIR/bin/blasst-compile" --preset "$PRESET" --target sm_90a \
+    --emit ptx -o "$out/$PRESET.sm_90a.ptx"
+  "$BUILD_DIR/bin/blasst-compile" --preset "$PRESET" --target sm_90a \
+    --emit cubin -o "$out/$PRESET.sm_90a" -v 2>&1 | grep -E "blasst-compile|registers|spill"
+  log "sm_100a: compiled to ws IR only (its NVVM lowering is not built yet)"
+
+  log "running the sm_90a kernel (checked against a CPU reference, then timed)"
+  local rc=0
+  "$BUILD_DIR/bin/blasst-bench" --kernel "$out/$PRESET.sm_90a" --batch 1 \
+    --seq "${SEQ:-4096}" --check rows:64 --warmup 5 --iters 20 || rc=$?
+  if [[ $rc -eq 2 ]]; then
+    log "no GPU here: the kernel was compiled and assembled but not run"
+  elif [[ $rc -ne 0 ]]; then
+    die "the kernel failed its check (blasst-bench exit $rc)"
+  fi
 }
 
 run_tests() {

@@ -3,6 +3,7 @@
 # determinism and timing beside cuDNN. Runs on the device machine (no LLVM
 # there): needs the kernels from build-kernels.sh and a built blasst-bench.
 # Usage: test/gpu/run-h200.sh KERNEL_DIR BENCH OUT_DIR smoke|correct|sanitize|perf|all
+# Writes logs under OUT_DIR and everything packed into OUT_DIR.tgz.
 set -uo pipefail
 K="$1"; BENCH="$2"; OUT="$3"; MODE="${4:-all}"
 mkdir -p "$OUT"
@@ -75,5 +76,7 @@ if [[ $MODE == perf || $MODE == all ]]; then
   python3 "$(dirname "$0")/sdpa_peer.py" 4096 16384 32768 | tee "$OUT/peers.jsonl"
 fi
 echo
-echo "failures: $fails"
+echo "failures: $fails" | tee "$OUT/summary.txt"
+# The device returns at most 8 files: pack everything into one.
+tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
 exit $((fails > 0))
