@@ -1,6 +1,7 @@
 //===- Frontend.cpp - From an AttentionSpec to ws IR ----------------------===//
 #include "blasst/Compiler/Frontend.h"
 #include "blasst/Conversion/Passes.h"
+#include "blasst/Dialect/WS/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -75,7 +76,8 @@ OwningOpRef<ModuleOp> blasst::buildAttnModule(MLIRContext *ctx,
   return module;
 }
 
-LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts) {
+LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
+                                bool insertVote) {
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;
   passOpts.target = ws::stringifyTarget(opts.target).str();
@@ -85,6 +87,8 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts) {
   passOpts.producerRegs = opts.producerRegs;
   passOpts.consumerRegs = opts.consumerRegs;
   pm.addPass(createConvertAttnToWS(passOpts));
+  if (insertVote)
+    pm.addPass(ws::createBLASSTInsertVote());
   return pm.run(module);
 }
 

@@ -1,6 +1,7 @@
 //===- Target.cpp - From ws IR to PTX and cubin ---------------------------===//
 #include "blasst/Target/Target.h"
 #include "blasst/Conversion/Passes.h"
+#include "blasst/Dialect/WS/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -69,6 +70,7 @@ void blasst::registerBLASSTPipelines() {
         ConvertAttnToWSOptions a;
         a.target = o.target;
         pm.addPass(createConvertAttnToWS(a));
+        pm.addPass(ws::createBLASSTInsertVote());
         buildWSToLLVMPipeline(pm, ws::symbolizeTarget(o.target)
                                       .value_or(ws::Target::sm_90a));
       });

@@ -63,6 +63,11 @@ static cl::opt<std::string>
                      cl::desc("override the spec's policy: none | "
                               "blasst:a=<float> | blasst:ln_lambda=<float>"),
                      cl::cat(cat));
+static cl::opt<bool>
+    noVote("no-blasst-vote",
+           cl::desc("build without --blasst-insert-vote (for testing that "
+                    "dense kernels do not change)"),
+           cl::cat(cat));
 static cl::opt<int64_t> blockM("block-m", cl::desc("query rows per CTA"),
                                cl::init(0), cl::cat(cat));
 static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
@@ -170,7 +175,7 @@ int main(int argc, char **argv) {
     opts.blockM = blockM;
     opts.blockN = blockN;
     opts.stages = stages;
-    if (failed(lowerToWS(*module, opts)))
+    if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");
     if (summary)

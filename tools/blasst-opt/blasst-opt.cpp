@@ -8,6 +8,7 @@
 #include "blasst/Conversion/Passes.h"
 #include "blasst/Dialect/Attn/IR/Attn.h"
 #include "blasst/Dialect/WS/IR/WS.h"
+#include "blasst/Dialect/WS/Transforms/Passes.h"
 #include "blasst/Target/Target.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
   mlir::registerReconcileUnrealizedCastsPass();
   blasst::registerBLASSTConversionPasses();
   blasst::registerBLASSTPipelines();
+  blasst::ws::registerBLASSTWSTransformsPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

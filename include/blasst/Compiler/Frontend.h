@@ -23,10 +23,12 @@ mlir::OwningOpRef<mlir::ModuleOp> buildAttnModule(mlir::MLIRContext *ctx,
                                                   const AttentionSpec &spec,
                                                   llvm::StringRef name);
 
-/// Runs convert-attn-to-ws with `opts` on `module`. Diagnostics go to the
-/// context's handler.
+/// Runs convert-attn-to-ws with `opts` on `module`, then blasst-insert-vote
+/// (a no-op for dense specs) unless `insertVote` is false. Diagnostics go to
+/// the context's handler.
 mlir::LogicalResult lowerToWS(mlir::ModuleOp module,
-                              const ScheduleOptions &opts);
+                              const ScheduleOptions &opts,
+                              bool insertVote = true);
 
 /// A human-readable summary of a ws.kernel: roles, buffers, pipes and the
 /// CTA's resource use.

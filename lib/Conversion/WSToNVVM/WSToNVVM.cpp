@@ -111,6 +111,22 @@ struct RoleState {
   Value o;                 // O accumulator struct (loop-carried).
   Value m[2], l[2];        // Running max (log2 domain) and partial sums.
   Value mBlock[2], mUse[2], corr[2];
+  Value rowIdx[2];          // Global query row of each fragment row.
+  // BLASST.
+  Value threshold;          // log2(lambda) for this sequence.
+  Value skip;               // i1: this block is skipped (warpgroup-uniform).
+  bool stats = false;
+  Value visited, skipped;   // i32 block counters (loop-carried).
+
+  /// The values a skipped block must leave untouched.
+  SmallVector<Value> carried() { return {o, m[0], m[1], l[0], l[1]}; }
+  void setCarried(ValueRange v) {
+    o = v[0];
+    m[0] = v[1];
+    m[1] = v[2];
+    l[0] = v[3];
+    l[1] = v[4];
+  }
 };
 
 class SM90Emitter {
@@ -234,6 +250,9 @@ private:
   LogicalResult emitExp2Store(Exp2StoreOp op, RoleState &st);
   LogicalResult emitCorrect(CorrectOp op, RoleState &st);
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
+  LogicalResult emitVote(VoteOp op, RoleState &st);
+  LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
+  void emitStatsFlush(RoleState &st);
 
   Value quadReduce(Value v, bool isMax);
   bool isProducer(PipeOp pipe, RoleState &st) {
@@ -417,6 +436,26 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
       st.m[i] = cf(-INFINITY);
       st.l[i] = cf(0.0f);
     }
+    VoteOp vote;
+    role.walk([&](VoteOp v) { vote = v; });
+    if (vote) {
+      // log2(lambda): fixed, or log2(a) - log2(L_kv) for this sequence.
+      st.threshold = param(kLog2Threshold);
+      if (spec.sparsity.kind == SparsityKind::ScaleFactor) {
+        Value lkv = arith::UIToFPOp::create(b, loc, f32, param(kSeqKV));
+        Value log2L = LLVM::CallIntrinsicOp::create(
+                          b, loc, f32,
+                          b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                          ValueRange{lkv})
+                          .getResult(0);
+        st.threshold = fsub(st.threshold, log2L);
+      }
+      st.stats = vote.getStats();
+      if (st.stats) {
+        st.visited = c32(0);
+        st.skipped = c32(0);
+      }
+    }
   } else {
     return role.emitOpError()
            << "role kind '" << stringifyRoleKind(role.getKind())
@@ -444,6 +483,8 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
       .Case([&](Exp2StoreOp o) { return emitExp2Store(o, st); })
       .Case([&](CorrectOp o) { return emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
+      .Case([&](VoteOp o) { return emitVote(o, st); })
+      .Case([&](UnlessSkippedOp o) { return emitUnlessSkipped(o, st); })
       .Default([&](Operation *o) {
         return o->emitOpError() << "is not lowered on sm_90a";
       });
@@ -465,36 +506,41 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   bool compute = st.role.getKind() == RoleKind::compute;
   SmallVector<Value> init;
   if (compute)
-    init = {st.o, st.m[0], st.m[1], st.l[0], st.l[1]};
+    init = st.carried();
+  if (st.stats)
+    init.append({st.visited, st.skipped});
   auto forOp = scf::ForOp::create(b, loc, c32(0), numKVBlocks(), c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
   st.inLoop = true;
   st.kvBlock = forOp.getInductionVar();
-  if (compute) {
-    ValueRange args = forOp.getRegionIterArgs();
-    st.o = args[0];
-    st.m[0] = args[1];
-    st.m[1] = args[2];
-    st.l[0] = args[3];
-    st.l[1] = args[4];
+  ValueRange args = forOp.getRegionIterArgs();
+  if (compute)
+    st.setCarried(args.take_front(5));
+  if (st.stats) {
+    st.visited = args[compute ? 5 : 0];
+    st.skipped = args[compute ? 6 : 1];
   }
   if (failed(emitSteps(loop.getBody().front(), st)))
     return failure();
-  if (compute) {
-    // forOp's body already ends with an implicit yield when there are no
-    // iter args; with iter args we yield the carried state.
-    scf::YieldOp::create(b, loc,
-                         ValueRange{st.o, st.m[0], st.m[1], st.l[0], st.l[1]});
+  if (!init.empty()) {
+    // With iter args the body has no implicit yield: yield the state.
+    SmallVector<Value> yields;
+    if (compute)
+      yields = st.carried();
+    if (st.stats)
+      yields.append({st.visited, st.skipped});
+    scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
+  st.skip = Value();
   b.setInsertionPointAfter(forOp);
-  if (compute) {
-    st.o = forOp.getResult(0);
-    st.m[0] = forOp.getResult(1);
-    st.m[1] = forOp.getResult(2);
-    st.l[0] = forOp.getResult(3);
-    st.l[1] = forOp.getResult(4);
+  if (compute)
+    st.setCarried(forOp.getResults().take_front(5));
+  if (st.stats) {
+    st.visited = forOp.getResult(compute ? 5 : 0);
+    st.skipped = forOp.getResult(compute ? 6 : 1);
+    emitStatsFlush(st);
   }
   return success();
 }
@@ -701,6 +747,7 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   st.x.assign(n / 2, Value());
   for (int i = 0; i < 2; ++i) {
     Value row = add(qRow0, c32(8 * i));
+    st.rowIdx[i] = row;
     Value limit = seqKV; // first invisible key
     if (spec.causal) {
       Value causalLimit = add(add(row, diag), c32(1));
@@ -866,6 +913,89 @@ LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
     }
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BLASST
+//===----------------------------------------------------------------------===//
+
+LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
+  if (!st.mBlock[0] || !st.threshold)
+    return op.emitOpError() << "needs a preceding ws.row_max in a compute role";
+  // Per row: m_block - m_running < log2(lambda); rows past seqQ abstain.
+  // NaN (-inf - -inf) compares false: no skip.
+  Value pred;
+  for (int i = 0; i < 2; ++i) {
+    Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                        fsub(st.mBlock[i], st.m[i]),
+                                        st.threshold);
+    Value abstain =
+        cmp(arith::CmpIPredicate::sge, st.rowIdx[i], param(kSeqQ));
+    Value rowPred = arith::OrIOp::create(b, loc, small, abstain);
+    pred = i == 0 ? rowPred : arith::AndIOp::create(b, loc, pred, rowPred);
+  }
+  // Warp unanimity, then the warpgroup (the rows of one P·V) through a
+  // named-barrier AND reduction.
+  Value warpAll = NVVM::VoteSyncOp::create(b, loc, i1, c32(-1), pred,
+                                           NVVM::VoteSyncKind::all);
+  // nvvm.barrier only reduces on barrier 0; the named-barrier form is a
+  // plain LLVM intrinsic (bar.red.and.pred with an id and a thread count).
+  st.skip = LLVM::CallIntrinsicOp::create(
+                b, loc, i1,
+                b.getStringAttr("llvm.nvvm.barrier.cta.red.and.aligned.count"),
+                ValueRange{c32(st.barrierId),
+                           c32(st.role.getNumWarps() * 32), warpAll})
+                .getResult(0);
+  if (st.stats) {
+    st.visited = add(st.visited, c32(1));
+    st.skipped =
+        add(st.skipped, arith::ExtUIOp::create(b, loc, i32, st.skip));
+  }
+  return success();
+}
+
+LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
+                                             RoleState &st) {
+  if (!st.skip)
+    return op.emitOpError() << "needs a preceding ws.vote";
+  SmallVector<Value> before = st.carried();
+  SmallVector<Type> types;
+  for (Value v : before)
+    types.push_back(v.getType());
+  Value keep = arith::XOrIOp::create(
+      b, loc, st.skip, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  auto ifOp = scf::IfOp::create(b, loc, types, keep, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    if (failed(emitSteps(op.getBody().front(), st)))
+      return failure();
+    scf::YieldOp::create(b, loc, st.carried());
+    // A skipped block leaves the running state as it was (correction 1).
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, before);
+  }
+  st.setCarried(ifOp.getResults());
+  // Values computed inside do not exist on the skip path.
+  for (int i = 0; i < 2; ++i)
+    st.corr[i] = st.mUse[i] = Value();
+  return success();
+}
+
+void SM90Emitter::emitStatsFlush(RoleState &st) {
+  // One thread per role adds its counts to stats[b][h] = {visited, skipped}.
+  OpBuilder::InsertionGuard guard(b);
+  openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
+  Value base = mul64(add64(mul64(ext64(batch), c64(spec.numQHeads)),
+                           ext64(head)),
+                     c64(2));
+  SmallVector<Value> counts = {st.visited, st.skipped};
+  for (auto [k, v] : llvm::enumerate(counts)) {
+    Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),
+                                    ValueRange{add64(base, c64(k))});
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, ptr, ext64(v),
+                              LLVM::AtomicOrdering::monotonic);
+  }
 }
 
 LogicalResult SM90Emitter::emit(ModuleOp module) {

@@ -689,7 +689,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 // Steps: a step runs inside a ws.role (or its kv_loop).
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
   ws.pipe @p depth 1 producer @a consumers [@b]
-  // expected-error @below {{expects parent op to be one of 'ws.role, ws.kv_loop'}}
+  // expected-error @below {{expects parent op to be one of 'ws.role, ws.kv_loop, ws.unless_skipped'}}
   ws.acquire @p
   ws.role @a load warps [0, 1) {
   }
@@ -782,4 +782,92 @@ func.func @launch_type(%q: memref<?x?x4x64xf16>) {
   // expected-error @below {{argument 0 must be a rank-4 memref of 'bf16' ([batch, seq, heads, dim]), got 'memref<?x?x4x64xf16>'}}
   ws.launch @k(%q, %q, %q, %q) : memref<?x?x4x64xf16>, memref<?x?x4x64xf16>, memref<?x?x4x64xf16>, memref<?x?x4x64xf16>
   return
+}
+
+// -----
+
+// Vote: needs the block's row max first.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{needs a preceding ws.row_max @s in the same block}}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// Vote: only in kernels with a sparsity policy.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s
+      // expected-error @below {{in a kernel whose spec has no sparsity policy}}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// Vote: counters exactly when the spec asks for statistics.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s
+      // expected-error @below {{stats must be set exactly when the spec asks for statistics}}
+      ws.vote @s {stats}
+    }
+  }
+}
+
+// -----
+
+// Vote: per KV block, so inside the kv_loop.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.row_max @s
+    // expected-error @below {{must be inside a ws.kv_loop}}
+    ws.vote @s
+  }
+}
+
+// -----
+
+// unless_skipped: needs a vote before it.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{needs a preceding ws.vote in the same kv_loop}}
+      ws.unless_skipped {
+        ws.correct @o
+      }
+    }
+  }
+}
+
+// -----
+
+// unless_skipped: pipe traffic runs on both paths.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@c]
+  ws.role @a load warps [4, 5) {
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s
+      ws.vote @s
+      ws.unless_skipped {
+        // expected-error @below {{cannot be skipped: pipe traffic and votes must run on both paths}}
+        ws.acquire @p
+      }
+    }
+  }
 }

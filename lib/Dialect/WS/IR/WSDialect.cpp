@@ -537,6 +537,49 @@ LogicalResult EpilogueOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// BLASST
+//===----------------------------------------------------------------------===//
+
+LogicalResult VoteOp::verify() {
+  if (failed(verifyScores(*this, getScoresAttr())))
+    return failure();
+  if (!(*this)->getParentOfType<KVLoopOp>())
+    return emitOpError() << "must be inside a ws.kv_loop";
+  // The vote reads the block's row maxima.
+  bool sawRowMax = false;
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+    if (auto rm = dyn_cast<RowMaxOp>(op))
+      sawRowMax |= rm.getScoresAttr() == getScoresAttr();
+  if (!sawRowMax)
+    return emitOpError() << "needs a preceding ws.row_max " << getScoresAttr()
+                         << " in the same block";
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  AttentionSpec spec = kernel.getSpec().toSpec();
+  if (spec.sparsity.isDense())
+    return emitOpError() << "in a kernel whose spec has no sparsity policy";
+  if (getStats() != spec.stats)
+    return emitOpError() << "stats must be set exactly when the spec asks "
+                            "for statistics";
+  return success();
+}
+
+LogicalResult UnlessSkippedOp::verify() {
+  auto loop = cast<KVLoopOp>((*this)->getParentOp());
+  bool voted = false;
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+    voted |= isa<VoteOp>(op);
+  (void)loop;
+  if (!voted)
+    return emitOpError() << "needs a preceding ws.vote in the same kv_loop";
+  for (Operation &op : getBody().front())
+    if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp>(op))
+      return op.emitOpError()
+             << "cannot be skipped: pipe traffic and votes must run on both "
+                "paths";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LaunchOp
 //===----------------------------------------------------------------------===//
 
@@ -584,4 +627,5 @@ DEFINE_GET_ROLE(SoftmaxUpdateOp)
 DEFINE_GET_ROLE(Exp2StoreOp)
 DEFINE_GET_ROLE(CorrectOp)
 DEFINE_GET_ROLE(EpilogueOp)
+DEFINE_GET_ROLE(VoteOp)
 #undef DEFINE_GET_ROLE

@@ -193,7 +193,7 @@ def WS_KVLoopOp : WS_Op<"kv_loop", [HasParent<"RoleOp">, NoTerminator,
 
 class WS_StepOp<string mnemonic, list<Trait> traits = []>
     : WS_Op<mnemonic, !listconcat(traits, [
-        ParentOneOf<["RoleOp", "KVLoopOp"]>])> {
+        ParentOneOf<["RoleOp", "KVLoopOp", "UnlessSkippedOp"]>])> {
   let extraClassDeclaration = [{
     /// The role that runs this step.
     RoleOp getRole();
@@ -291,6 +291,42 @@ def WS_EpilogueOp : WS_StepOp<"epilogue"> {
                        OptionalAttr<FlatSymbolRefAttr>:$staging,
                        UnitAttr:$lse);
   let assemblyFormat = "$acc (`->` $staging^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// BLASST block skipping (inserted by --blasst-insert-vote)
+//===----------------------------------------------------------------------===//
+
+def WS_VoteOp : WS_StepOp<"vote"> {
+  let summary = "Decide whether this KV block is skipped (BLASST)";
+  let description = [{
+    After the block's row maxima: each row tests `m_block - m_running <
+    log2(lambda)` against the true running max; the rows that share one P·V
+    (a warpgroup on sm_90a) skip only when all of them agree: `vote.sync.all`
+    within a warp, then a named-barrier AND reduction across the warpgroup.
+    Rows past the end of the query sequence do not vote. With `stats`, the
+    role counts visited and skipped blocks into the kernel's stats buffer.
+    The threshold comes from the kernel's `log2Threshold` argument (per the
+    spec's policy: fixed ln(lambda), or log2(a) - log2(L_kv) computed in the
+    kernel), so it can change between launches without recompiling.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$scores, UnitAttr:$stats);
+  let assemblyFormat = "$scores attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
+    HasParent<"KVLoopOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
+  let summary = "Steps that run only for blocks the vote kept";
+  let description = [{
+    Holds the skippable steps (softmax_update, exp2_store_p, correct, the
+    P·V mma). A skipped block leaves the running max, row sums and O as they
+    were: its correction factor is exactly 1. Pipe acquires and releases are
+    never inside, so every barrier arrival happens on both paths.
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,171 @@
+//===- JIT.h - Compile attention kernels in-process and run them -*- C++ -*-===//
+//
+// The host JIT: AttentionSpec -> attn -> ws -> LLVM dialect -> PTX -> cubin,
+// in this process (the same library calls blasst-compile makes), with an
+// on-disk cache, then loading and launching through the runtime.
+//
+//   using namespace blasst;
+//   AttentionSpec spec = *lookupPreset("llama3-8b-prefill");
+//   if (std::string why = jit::supports(spec, ws::Target::sm_90a); !why.empty())
+//     ...;                                      // the reason, verbatim
+//   llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec,
+//                                                        ws::Target::sm_90a);
+//   if (!ck) ... llvm::toString(ck.takeError());
+//   jit::Kernel kernel(std::move(*ck));
+//   rt::Status s = kernel.run(args, stream);    // loads on first use
+//
+// Nothing falls back silently: an unsupported spec/target, an MLIR
+// diagnostic, a ptxas failure all come back as an llvm::Error whose message
+// says why (MLIR diagnostics with their location text).
+//
+// Cache: `<dir>/<key>.cubin`, `<key>.spec`, `<key>.meta`, where key is the
+// hex SHA-256 of everything that determines the cubin (see cacheKey()). Each
+// file is written to a unique temporary file in the same directory and
+// renamed into place, .cubin and .spec first and .meta last: a reader treats
+// .meta as the commit marker, so concurrent processes filling the same cache
+// never see a partial entry. A corrupt entry (unreadable .meta, .spec that
+// is not this spec, a cubin that is not a complete CUDA ELF) is a miss and is
+// overwritten.
+//
+// Thread safety: compile() may be called from several threads (every call
+// uses its own MLIRContext, created without a thread pool). A Kernel is not
+// synchronised: call load() once before sharing it between threads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_JIT_JIT_H
+#define BLASST_JIT_JIT_H
+
+#include "blasst/Conversion/AttnToWS/AttnToWS.h"
+#include "blasst/Runtime/AttentionKernel.h"
+#include "blasst/Runtime/Runtime.h"
+#include "blasst/Spec/AttentionSpec.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace blasst::jit {
+
+/// "blasst <version>", as written into .meta files and cache keys.
+const char *compilerVersion();
+
+/// Whether compile() can build `spec` for `target`: "" when it can, else the
+/// reason (checkSupported's, or that the sm_100a lowering is not built yet).
+std::string supports(const AttentionSpec &spec, ws::Target target);
+
+struct CompileOptions {
+  /// Cache directory. Empty: the default set by setDefaultCacheDir(), else
+  /// $BLASST_CACHE_DIR, else $XDG_CACHE_HOME/blasst, else $HOME/.cache/blasst.
+  std::string cacheDir;
+  /// Look up and store compiled kernels in the cache.
+  bool useCache = true;
+  /// Progress and timing lines on stderr (also cache notes and warnings).
+  bool verbose = false;
+  /// Schedule knobs (0 = the target's default). The `target` field is
+  /// ignored: compile()'s target argument wins.
+  ScheduleOptions schedule;
+};
+
+/// Sets the directory used when CompileOptions::cacheDir is empty (takes
+/// precedence over the environment). Empty: back to the environment.
+void setDefaultCacheDir(std::string dir);
+/// The directory `opts` caches in (see CompileOptions::cacheDir); "" when
+/// none can be determined (no cache then).
+std::string cacheDir(const CompileOptions &opts = {});
+
+/// Milliseconds per stage of one compile() call; 0 for stages that did not
+/// run (all compiler stages on a cache hit).
+struct CompileTimings {
+  double cacheLookupMs = 0; ///< key (incl. ptxas --version, once) + lookup
+  double attnMs = 0;        ///< MLIRContext + attn module
+  double wsMs = 0;          ///< convert-attn-to-ws
+  double llvmDialectMs = 0; ///< ws -> LLVM dialect
+  double ptxMs = 0;         ///< LLVM IR, O3, NVPTX
+  double cubinMs = 0;       ///< ptxas
+  double cacheStoreMs = 0;
+  double totalMs = 0;
+  /// "total 560.2 ms: lookup 0.4, attn 9.8, ws 1.2, llvm-dialect 57.0, ptx
+  /// 165.3, cubin 323.0, store 0.6"
+  std::string toString() const;
+};
+
+/// The result of compile(): everything needed to load the kernel.
+struct CompiledKernel {
+  rt::KernelInfo info;
+  AttentionSpec spec;
+  ws::Target target = ws::Target::sm_90a;
+  /// The schedule knobs actually used (defaults resolved).
+  ScheduleOptions schedule;
+  std::vector<char> cubin;
+  bool fromCache = false;
+  /// Hex SHA-256 cache key (also computed with useCache = false).
+  std::string cacheKey;
+  /// `<dir>/<key>` of the cache entry (.cubin/.meta/.spec), or "" when the
+  /// cache was not used or could not be written (see `notes`).
+  std::string cacheStem;
+  /// ptxas -v's resource report (registers, spills, barriers); empty on a
+  /// cache hit (ptxas did not run).
+  std::string ptxasLog;
+  /// Non-fatal MLIR diagnostics (warnings, remarks) and cache notes, one per
+  /// line. Printed on stderr too when verbose.
+  std::string notes;
+  CompileTimings timings;
+
+  /// log2Threshold implied by the spec's sparsity policy (ABI parameter 12).
+  float specLog2Threshold() const { return rt::log2ThresholdForSpec(spec); }
+};
+
+/// The cache key compile() would use: hex SHA-256 of spec.toString(), the
+/// target, compilerVersion(), ptxasVersion(), the resolved schedule knobs and
+/// rt::kKernelABIVersion.
+std::string cacheKey(const AttentionSpec &spec, ws::Target target,
+                     const ScheduleOptions &schedule = {});
+
+/// Compiles `spec` for `target` (or finds it in the cache). Errors: the
+/// spec/target is unsupported (supports()'s reason), an MLIR diagnostic
+/// (with its location), LLVM/ptxas failures (with ptxas' output).
+llvm::Expected<CompiledKernel> compile(const AttentionSpec &spec,
+                                       ws::Target target,
+                                       const CompileOptions &opts = {});
+
+/// A compiled kernel plus, once loaded, its module in a CUDA context.
+/// Move-only.
+class Kernel {
+public:
+  Kernel() = default;
+  explicit Kernel(CompiledKernel compiled);
+  Kernel(Kernel &&) = default;
+  /// Unloads this kernel's module before releasing its context.
+  Kernel &operator=(Kernel &&other);
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+  ~Kernel();
+
+  /// Loads the cubin into `context` (which must outlive this Kernel) via
+  /// rt::AttentionKernel::load. Replaces an earlier load.
+  rt::Status load(const rt::Context &context);
+  /// Launches on `stream` (asynchronous). On first use without load(), opens
+  /// GPU 0 (rt::Context::create(0), owned by this Kernel) and loads there.
+  /// `log2Threshold` NAN: the spec's (specLog2Threshold()).
+  rt::Status run(const rt::AttentionArgs &args, CUstream stream,
+                 float log2Threshold = NAN);
+
+  bool loaded() const { return kernel.valid(); }
+  const CompiledKernel &compiled() const { return ck; }
+  /// The runtime kernel (valid once loaded), for prepare()/launch().
+  const rt::AttentionKernel &runtimeKernel() const { return kernel; }
+
+private:
+  CompiledKernel ck;
+  // Declared before `kernel`, so the module is unloaded before the context
+  // it lives in is released.
+  std::unique_ptr<rt::Context> ownedContext;
+  rt::AttentionKernel kernel;
+};
+
+} // namespace blasst::jit
+
+#endif // BLASST_JIT_JIT_H

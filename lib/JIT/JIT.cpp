@@ -1,0 +1,636 @@
+//===- JIT.cpp - Compile attention kernels in-process and run them --------===//
+//
+// The same steps as blasst-compile --emit cubin (buildAttnModule, lowerToWS,
+// buildWSToLLVMPipeline, translateToPTX, assembleCubin, the .meta fields),
+// made in-process with diagnostics captured, plus the on-disk cache and the
+// runtime glue. See JIT.h.
+//
+//===----------------------------------------------------------------------===//
+#include "blasst/JIT/JIT.h"
+#include "blasst/Compiler/Frontend.h"
+#include "blasst/Target/Target.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELF.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#ifndef BLASST_VERSION_STRING
+#error "BLASST_VERSION_STRING must be defined (lib/JIT/CMakeLists.txt)"
+#endif
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::jit;
+namespace fs = llvm::sys::fs;
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+const char *jit::compilerVersion() { return "blasst " BLASST_VERSION_STRING; }
+
+static blasst::Target toSpecTarget(ws::Target t) {
+  return t == ws::Target::sm_90a ? blasst::Target::SM90a
+                                 : blasst::Target::SM100a;
+}
+
+static std::string targetName(ws::Target t) {
+  return ws::stringifyTarget(t).str();
+}
+
+/// "'llama3-8b-prefill' for sm_90a", for messages.
+static std::string what(const AttentionSpec &spec, ws::Target t) {
+  return "'" + (spec.name.empty() ? kernelBaseName(spec) : spec.name) +
+         "' for " + targetName(t);
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+/// Milliseconds since construction or the last lap().
+struct Stopwatch {
+  Clock::time_point last = Clock::now();
+  double lap() {
+    Clock::time_point now = Clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  }
+};
+
+/// Where progress lines and notes go.
+struct Log {
+  bool verbose;
+  std::string prefix; // "blasst-jit: 'name' for sm_90a: "
+  std::string *notes;
+  void progress(const llvm::Twine &msg) const {
+    if (verbose)
+      llvm::errs() << prefix << msg << "\n";
+  }
+  void note(const llvm::Twine &msg) const {
+    std::string line = msg.str();
+    *notes += line + "\n";
+    if (verbose)
+      llvm::errs() << prefix << line << "\n";
+  }
+};
+
+std::string fmtMs(double ms) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%.1f", ms);
+  return s;
+}
+} // namespace
+
+std::string CompileTimings::toString() const {
+  std::string s = "total " + fmtMs(totalMs) + " ms:";
+  const std::pair<const char *, double> parts[] = {
+      {"lookup", cacheLookupMs}, {"attn", attnMs},   {"ws", wsMs},
+      {"llvm-dialect", llvmDialectMs}, {"ptx", ptxMs}, {"cubin", cubinMs},
+      {"store", cacheStoreMs}};
+  bool first = true;
+  for (auto [name, ms] : parts) {
+    if (ms == 0)
+      continue;
+    s += std::string(first ? " " : ", ") + name + " " + fmtMs(ms);
+    first = false;
+  }
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// supports, cache directory, cache key
+//===----------------------------------------------------------------------===//
+
+std::string jit::supports(const AttentionSpec &spec, ws::Target target) {
+  std::string reason = checkSupported(spec, toSpecTarget(target));
+  if (!reason.empty())
+    return reason;
+  if (target == ws::Target::sm_100a)
+    return "the sm_100a lowering (tcgen05, tensor memory) is not built yet";
+  return "";
+}
+
+static std::mutex defaultDirMutex;
+static std::string defaultDir;
+
+void jit::setDefaultCacheDir(std::string dir) {
+  std::lock_guard<std::mutex> lock(defaultDirMutex);
+  defaultDir = std::move(dir);
+}
+
+std::string jit::cacheDir(const CompileOptions &opts) {
+  if (!opts.cacheDir.empty())
+    return opts.cacheDir;
+  {
+    std::lock_guard<std::mutex> lock(defaultDirMutex);
+    if (!defaultDir.empty())
+      return defaultDir;
+  }
+  auto env = [](const char *name) -> std::string {
+    const char *v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  if (std::string d = env("BLASST_CACHE_DIR"); !d.empty())
+    return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty())
+    return d + "/blasst";
+  if (std::string d = env("HOME"); !d.empty())
+    return d + "/.cache/blasst";
+  return "";
+}
+
+/// ptxasVersion() runs `ptxas --version`; remember the answer per ptxas path
+/// (findPtxas is cheap and follows CUDA_HOME, so a changed toolkit is seen).
+static std::string cachedPtxasVersion() {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::string path = findPtxas(nullptr);
+  if (path.empty())
+    return "";
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = versions.find(path);
+    if (it != versions.end())
+      return it->second;
+  }
+  std::string v = ptxasVersion();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!v.empty())
+    versions[path] = v;
+  return v;
+}
+
+static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
+                                        ws::Target target,
+                                        ScheduleOptions knobs) {
+  knobs.target = target;
+  return resolveSchedule(spec, knobs);
+}
+
+/// The key over a *resolved* schedule.
+static std::string keyFor(const AttentionSpec &spec, ws::Target target,
+                          const ScheduleOptions &s) {
+  std::string material;
+  llvm::raw_string_ostream os(material);
+  os << "blasst-jit cache key v1\n"
+     << "[spec]\n"
+     << spec.toString() << "[target] " << targetName(target) << "\n"
+     << "[compiler] " << compilerVersion() << "\n"
+     << "[ptxas] " << cachedPtxasVersion() << "\n"
+     << "[schedule] block_m=" << s.blockM << " block_n=" << s.blockN
+     << " stages=" << s.stages << " producer_regs=" << s.producerRegs
+     << " consumer_regs=" << s.consumerRegs << "\n"
+     << "[abi] " << rt::kKernelABIVersion << "\n";
+  os.flush();
+  std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(material.data()), material.size()));
+  return llvm::toHex(hash, /*LowerCase=*/true);
+}
+
+std::string jit::cacheKey(const AttentionSpec &spec, ws::Target target,
+                          const ScheduleOptions &schedule) {
+  return keyFor(spec, target, resolvedSchedule(spec, target, schedule));
+}
+
+//===----------------------------------------------------------------------===//
+// Cache entries
+//===----------------------------------------------------------------------===//
+
+/// "" if `bytes` is a complete 64-bit CUDA ELF that mentions `kernelName`,
+/// else what is wrong (a truncated or overwritten file fails here).
+static std::string checkCubin(const std::vector<char> &bytes,
+                              const std::string &kernelName) {
+  using ELFT = llvm::object::ELF64LE;
+  llvm::StringRef data(bytes.data(), bytes.size());
+  auto file = llvm::object::ELFFile<ELFT>::create(data);
+  if (!file)
+    return "not an ELF file: " + llvm::toString(file.takeError());
+  if (file->getHeader().e_machine != llvm::ELF::EM_CUDA)
+    return "not a CUDA ELF (e_machine " +
+           std::to_string(file->getHeader().e_machine) + ")";
+  auto sections = file->sections();
+  if (!sections)
+    return "bad section table: " + llvm::toString(sections.takeError());
+  for (const auto &sec : *sections) {
+    if (sec.sh_type == llvm::ELF::SHT_NOBITS)
+      continue;
+    if (sec.sh_offset > bytes.size() ||
+        sec.sh_size > bytes.size() - sec.sh_offset)
+      return "a section extends past the end of the file (" +
+             std::to_string(bytes.size()) + " bytes): truncated?";
+  }
+  if (std::search(bytes.begin(), bytes.end(), kernelName.begin(),
+                  kernelName.end()) == bytes.end())
+    return "does not contain the kernel '" + kernelName + "'";
+  return "";
+}
+
+namespace {
+enum class Lookup { Miss, Hit, Corrupt };
+}
+
+/// Reads the entry at `stem` into `ck` (whose spec, target and schedule are
+/// set). A missing .meta is a miss (nothing committed); anything wrong after
+/// that is Corrupt with the reason in `why`.
+static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
+                        std::string &why) {
+  std::string meta = stem + ".meta";
+  if (!fs::exists(meta))
+    return Lookup::Miss;
+  rt::KernelInfo info;
+  if (rt::Status s = rt::readKernelInfo(meta, &info); !s) {
+    why = "unreadable .meta: " + s.message();
+    return Lookup::Corrupt;
+  }
+  if (info.target != targetName(ck.target) ||
+      info.compilerVersion != compilerVersion() ||
+      info.blockM != ck.schedule.blockM || info.blockN != ck.schedule.blockN) {
+    why = ".meta does not describe this kernel (target " + info.target +
+          ", " + info.compilerVersion + ", block " +
+          std::to_string(info.blockM) + "x" + std::to_string(info.blockN) +
+          ")";
+    return Lookup::Corrupt;
+  }
+  SpecOrError spec = parseSpecFile(stem + ".spec");
+  if (!spec) {
+    why = "unreadable .spec: " + spec.error;
+    return Lookup::Corrupt;
+  }
+  if (*spec.spec != ck.spec) {
+    why = ".spec is a different spec (" + spec.spec->toShortString() + ")";
+    return Lookup::Corrupt;
+  }
+  auto buf = llvm::MemoryBuffer::getFile(stem + ".cubin", /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    why = "unreadable .cubin: " + buf.getError().message();
+    return Lookup::Corrupt;
+  }
+  std::vector<char> cubin((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  if (std::string bad = checkCubin(cubin, info.kernelName); !bad.empty()) {
+    why = "bad .cubin (" + std::to_string(cubin.size()) + " bytes): " + bad;
+    return Lookup::Corrupt;
+  }
+  ck.info = std::move(info);
+  ck.cubin = std::move(cubin);
+  return Lookup::Hit;
+}
+
+/// Writes `data` to a unique temporary file next to `path`, then renames it
+/// over `path` (atomic on POSIX file systems). "" or the error.
+static std::string writeAtomically(const std::string &path,
+                                   llvm::StringRef data) {
+  llvm::SmallString<256> tmp;
+  int fd;
+  if (std::error_code ec = fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, tmp))
+    return "cannot create a temporary file for " + path + ": " + ec.message();
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << data;
+    os.close();
+    if (os.has_error()) {
+      std::string msg = os.error().message();
+      os.clear_error();
+      fs::remove(tmp);
+      return "cannot write " + std::string(tmp) + ": " + msg;
+    }
+  }
+  if (std::error_code ec = fs::rename(tmp, path)) {
+    fs::remove(tmp);
+    return "cannot rename " + std::string(tmp) + " to " + path + ": " +
+           ec.message();
+  }
+  return "";
+}
+
+/// .cubin, .spec, then .meta (the commit marker). "" or the error.
+static std::string storeEntry(const std::string &stem,
+                              const CompiledKernel &ck) {
+  if (std::string e = writeAtomically(
+          stem + ".cubin", llvm::StringRef(ck.cubin.data(), ck.cubin.size()));
+      !e.empty())
+    return e;
+  if (std::string e = writeAtomically(stem + ".spec", ck.spec.toString());
+      !e.empty())
+    return e;
+  return writeAtomically(stem + ".meta", rt::formatKernelInfo(ck.info));
+}
+
+//===----------------------------------------------------------------------===//
+// The compiler pipeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Collects every diagnostic emitted in a context while alive.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &d) {
+          append(d, /*indent=*/"");
+          for (Diagnostic &note : d.getNotes())
+            append(note, "  ");
+          return success();
+        }) {}
+
+  /// Error diagnostics and their notes (what a failure message shows).
+  std::string errors;
+  /// Warnings and remarks.
+  std::string others;
+
+private:
+  static std::string locationText(Location loc) {
+    if (auto f = dyn_cast<FileLineColLoc>(loc))
+      return (f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" +
+              std::to_string(f.getColumn()));
+    if (auto n = dyn_cast<NameLoc>(loc))
+      return n.getName().str();
+    if (isa<UnknownLoc>(loc))
+      return "<unknown location>";
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    loc.print(os);
+    return s;
+  }
+  static const char *severityText(DiagnosticSeverity s) {
+    switch (s) {
+    case DiagnosticSeverity::Error:
+      return "error";
+    case DiagnosticSeverity::Warning:
+      return "warning";
+    case DiagnosticSeverity::Note:
+      return "note";
+    case DiagnosticSeverity::Remark:
+      return "remark";
+    }
+    return "diagnostic";
+  }
+  void append(Diagnostic &d, const char *indent) {
+    bool isError = d.getSeverity() == DiagnosticSeverity::Error;
+    if (d.getSeverity() == DiagnosticSeverity::Note)
+      isError = lastWasError;
+    else
+      lastWasError = isError;
+    std::string &out = isError ? errors : others;
+    out += std::string(indent) + locationText(d.getLocation()) + ": " +
+           severityText(d.getSeverity()) + ": " + d.str() + "\n";
+  }
+
+  bool lastWasError = false;
+  ScopedDiagnosticHandler handler;
+};
+} // namespace
+
+/// Runs the pipeline; fills ck.info, ck.cubin, ck.ptxasLog and the timings.
+static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
+  const std::string whatText = what(ck.spec, ck.target);
+  Stopwatch watch;
+
+  DialectRegistry registry;
+  registerAllBLASSTDialects(registry);
+  // No thread pool: one module, one kernel, and forked children stay safe.
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  // Diagnostics should say what is wrong, not dump the module.
+  ctx.printOpOnDiagnostic(false);
+  ctx.printStackTraceOnDiagnostic(false);
+  DiagnosticCollector diags(&ctx);
+
+  auto fail = [&](const std::string &stage) -> llvm::Error {
+    std::string msg = "blasst-jit: cannot compile " + whatText + ": " + stage;
+    if (!diags.errors.empty())
+      msg += ":\n" + diags.errors;
+    else
+      msg += " (no diagnostic was emitted)";
+    if (!diags.others.empty())
+      msg += (diags.errors.empty() ? "\n" : "") + diags.others;
+    while (!msg.empty() && msg.back() == '\n')
+      msg.pop_back();
+    return llvm::createStringError(msg);
+  };
+  auto done = [&](const char *stage, double &slot) {
+    slot = watch.lap();
+    log.progress(llvm::Twine(stage) + " in " + fmtMs(slot) + " ms");
+  };
+
+  std::string name = kernelBaseName(ck.spec);
+  OwningOpRef<ModuleOp> module = buildAttnModule(&ctx, ck.spec, name);
+  // buildAttnModule uses unknown locations; name the spec instead so that
+  // diagnostics (which the lowering carries over to the ops it creates) say
+  // which kernel they are about.
+  Location loc = NameLoc::get(StringAttr::get(&ctx, "jit:" + name));
+  module->walk([&](Operation *op) { op->setLoc(loc); });
+  if (failed(verify(*module)))
+    return fail("the attn module for this spec does not verify");
+  done("attn", ck.timings.attnMs);
+
+  if (failed(lowerToWS(*module, ck.schedule)))
+    return fail("convert-attn-to-ws failed");
+  done("ws", ck.timings.wsMs);
+
+  PassManager pm(&ctx);
+  buildWSToLLVMPipeline(pm, ck.target);
+  if (failed(pm.run(*module)))
+    return fail("lowering ws to the LLVM dialect failed");
+  done("llvm-dialect", ck.timings.llvmDialectMs);
+
+  FailureOr<std::string> ptx = translateToPTX(*module, ck.target);
+  if (failed(ptx))
+    return fail("PTX generation failed");
+  done("ptx", ck.timings.ptxMs);
+
+  llvm::Expected<CubinResult> cubin = assembleCubin(*ptx, ck.target);
+  if (!cubin)
+    return llvm::createStringError("blasst-jit: cannot compile " + whatText +
+                                   ": " + llvm::toString(cubin.takeError()));
+  done("cubin", ck.timings.cubinMs);
+
+  // The launch parameters, exactly as blasst-compile writes them.
+  LLVM::LLVMFuncOp kernelFunc;
+  for (auto f : module->getOps<LLVM::LLVMFuncOp>())
+    if (f->hasAttr("blasst.block_m")) {
+      kernelFunc = f;
+      break;
+    }
+  if (!kernelFunc)
+    return llvm::createStringError(
+        "blasst-jit: cannot compile " + whatText +
+        ": the lowered module has no kernel with blasst.block_m");
+  rt::KernelInfo info;
+  info.kernelName = kernelFunc.getName().str();
+  info.target = targetName(ck.target);
+  for (auto [attr, slot] :
+       {std::pair<const char *, int *>{"blasst.block_m", &info.blockM},
+        {"blasst.block_n", &info.blockN},
+        {"blasst.threads", &info.threads},
+        {"blasst.smem_bytes", &info.smemBytes}}) {
+    auto value = dyn_cast_or_null<IntegerAttr>(kernelFunc->getAttr(attr));
+    if (!value)
+      return llvm::createStringError("blasst-jit: cannot compile " + whatText +
+                                     ": kernel '" + info.kernelName +
+                                     "' lacks the integer attribute " + attr);
+    *slot = int(value.getInt());
+  }
+  info.compilerVersion = compilerVersion();
+  if (rt::Status s = rt::validateKernelInfo(info); !s)
+    return llvm::createStringError("blasst-jit: cannot compile " + whatText +
+                                   ": invalid kernel metadata: " +
+                                   s.message());
+
+  ck.info = std::move(info);
+  ck.cubin = std::move(cubin->cubin);
+  ck.ptxasLog = std::move(cubin->log);
+  if (!diags.others.empty())
+    log.note(llvm::StringRef(diags.others).rtrim());
+  return llvm::Error::success();
+}
+
+llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
+                                            ws::Target target,
+                                            const CompileOptions &opts) {
+  Stopwatch total, watch;
+  if (std::string reason = supports(spec, target); !reason.empty())
+    return llvm::createStringError("blasst-jit: cannot compile " +
+                                   what(spec, target) + ": " + reason);
+
+  CompiledKernel ck;
+  ck.spec = spec;
+  ck.target = target;
+  ck.schedule = resolvedSchedule(spec, target, opts.schedule);
+  ck.cacheKey = keyFor(spec, target, ck.schedule);
+  Log log{opts.verbose, "blasst-jit: " + what(spec, target) + ": ",
+          &ck.notes};
+
+  std::string dir, stem;
+  if (opts.useCache) {
+    dir = cacheDir(opts);
+    if (dir.empty()) {
+      log.note("no cache directory (set BLASST_CACHE_DIR, XDG_CACHE_HOME or "
+               "HOME, or CompileOptions::cacheDir); not caching");
+    } else {
+      llvm::SmallString<256> p(dir);
+      llvm::sys::path::append(p, ck.cacheKey);
+      stem = std::string(p);
+      std::string why;
+      switch (readEntry(stem, ck, why)) {
+      case Lookup::Hit:
+        ck.fromCache = true;
+        ck.cacheStem = stem;
+        ck.timings.cacheLookupMs = watch.lap();
+        ck.timings.totalMs = total.lap();
+        log.progress("cache hit " + stem + " in " +
+                     fmtMs(ck.timings.totalMs) + " ms (" +
+                     llvm::Twine(ck.cubin.size()) + " bytes)");
+        return ck;
+      case Lookup::Corrupt:
+        log.note("cache entry " + stem + " is corrupt (" + why +
+                 "); recompiling and overwriting it");
+        break;
+      case Lookup::Miss:
+        log.progress("cache miss, key " + ck.cacheKey + " in " + dir);
+        break;
+      }
+    }
+  }
+  ck.timings.cacheLookupMs = watch.lap();
+
+  if (llvm::Error err = compileUncached(ck, log))
+    return std::move(err);
+  watch.lap();
+
+  if (!stem.empty()) {
+    std::string error;
+    if (std::error_code ec = fs::create_directories(dir))
+      error = "cannot create " + dir + ": " + ec.message();
+    else
+      error = storeEntry(stem, ck);
+    if (error.empty()) {
+      ck.cacheStem = stem;
+      log.progress("stored " + stem + ".{cubin,spec,meta}");
+    } else {
+      log.note("warning: not cached: " + error);
+    }
+    ck.timings.cacheStoreMs = watch.lap();
+  }
+  ck.timings.totalMs = total.lap();
+  log.progress("compiled in " + fmtMs(ck.timings.totalMs) + " ms (" +
+               llvm::Twine(ck.cubin.size()) + " bytes, " +
+               llvm::Twine(ck.info.threads) + " threads, " +
+               llvm::Twine(ck.info.smemBytes) + " B shared memory)");
+  return ck;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+Kernel::Kernel(CompiledKernel compiled) : ck(std::move(compiled)) {}
+
+Kernel::~Kernel() = default;
+
+Kernel &Kernel::operator=(Kernel &&other) {
+  if (this != &other) {
+    kernel = rt::AttentionKernel(); // unload before the context goes
+    ownedContext.reset();
+    ck = std::move(other.ck);
+    ownedContext = std::move(other.ownedContext);
+    kernel = std::move(other.kernel);
+  }
+  return *this;
+}
+
+rt::Status Kernel::load(const rt::Context &context) {
+  kernel = rt::AttentionKernel();
+  if (&context != ownedContext.get())
+    ownedContext.reset();
+  std::string name = ck.info.kernelName.empty() ? "<none>" : ck.info.kernelName;
+  if (ck.cubin.empty())
+    return rt::Status::error("blasst-jit: cannot load kernel '" + name +
+                             "': no cubin (this Kernel holds no compiled "
+                             "kernel)");
+  rt::Status s = rt::AttentionKernel::load(context, ck.cubin.data(),
+                                           ck.cubin.size(), ck.info, ck.spec,
+                                           &kernel);
+  if (!s)
+    return rt::Status::error("blasst-jit: cannot load kernel '" + name +
+                             "': " + s.message());
+  return s;
+}
+
+rt::Status Kernel::run(const rt::AttentionArgs &args, CUstream stream,
+                       float log2Threshold) {
+  if (!loaded()) {
+    std::string name =
+        ck.info.kernelName.empty() ? "<none>" : ck.info.kernelName;
+    auto ctx = std::make_unique<rt::Context>();
+    if (rt::Status s = rt::Context::create(0, ctx.get()); !s)
+      return rt::Status::error("blasst-jit: cannot run kernel '" + name +
+                               "': no CUDA context for GPU 0: " + s.message());
+    kernel = rt::AttentionKernel();
+    ownedContext = std::move(ctx);
+    if (rt::Status s = load(*ownedContext); !s) {
+      ownedContext.reset();
+      return s;
+    }
+  }
+  float threshold = std::isnan(log2Threshold) ? ck.specLog2Threshold()
+                                              : log2Threshold;
+  return kernel.run(args, stream, threshold);
+}
