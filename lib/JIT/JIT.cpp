@@ -102,8 +102,8 @@ std::string fmtMs(double ms) {
 std::string CompileTimings::toString() const {
   std::string s = "total " + fmtMs(totalMs) + " ms:";
   const std::pair<const char *, double> parts[] = {
-      {"lookup", cacheLookupMs}, {"attn", attnMs},   {"ws", wsMs},
-      {"llvm-dialect", llvmDialectMs}, {"ptx", ptxMs}, {"cubin", cubinMs},
+      {"lookup", cacheLookupMs},       {"attn", attnMs}, {"ws", wsMs},
+      {"llvm-dialect", llvmDialectMs}, {"ptx", ptxMs},   {"cubin", cubinMs},
       {"store", cacheStoreMs}};
   bool first = true;
   for (auto [name, ms] : parts) {
@@ -263,10 +263,9 @@ static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
   if (info.target != targetName(ck.target) ||
       info.compilerVersion != compilerVersion() ||
       info.blockM != ck.schedule.blockM || info.blockN != ck.schedule.blockN) {
-    why = ".meta does not describe this kernel (target " + info.target +
-          ", " + info.compilerVersion + ", block " +
-          std::to_string(info.blockM) + "x" + std::to_string(info.blockN) +
-          ")";
+    why = ".meta does not describe this kernel (target " + info.target + ", " +
+          info.compilerVersion + ", block " + std::to_string(info.blockM) +
+          "x" + std::to_string(info.blockN) + ")";
     return Lookup::Corrupt;
   }
   SpecOrError spec = parseSpecFile(stem + ".spec");
@@ -300,7 +299,8 @@ static std::string writeAtomically(const std::string &path,
                                    llvm::StringRef data) {
   llvm::SmallString<256> tmp;
   int fd;
-  if (std::error_code ec = fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, tmp))
+  if (std::error_code ec =
+          fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, tmp))
     return "cannot create a temporary file for " + path + ": " + ec.message();
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
@@ -491,8 +491,7 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return llvm::createStringError("blasst-jit: cannot compile " + whatText +
-                                   ": invalid kernel metadata: " +
-                                   s.message());
+                                   ": invalid kernel metadata: " + s.message());
 
   ck.info = std::move(info);
   ck.cubin = std::move(cubin->cubin);
@@ -515,8 +514,7 @@ llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
   ck.target = target;
   ck.schedule = resolvedSchedule(spec, target, opts.schedule);
   ck.cacheKey = keyFor(spec, target, ck.schedule);
-  Log log{opts.verbose, "blasst-jit: " + what(spec, target) + ": ",
-          &ck.notes};
+  Log log{opts.verbose, "blasst-jit: " + what(spec, target) + ": ", &ck.notes};
 
   std::string dir, stem;
   if (opts.useCache) {
@@ -535,9 +533,8 @@ llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
         ck.cacheStem = stem;
         ck.timings.cacheLookupMs = watch.lap();
         ck.timings.totalMs = total.lap();
-        log.progress("cache hit " + stem + " in " +
-                     fmtMs(ck.timings.totalMs) + " ms (" +
-                     llvm::Twine(ck.cubin.size()) + " bytes)");
+        log.progress("cache hit " + stem + " in " + fmtMs(ck.timings.totalMs) +
+                     " ms (" + llvm::Twine(ck.cubin.size()) + " bytes)");
         return ck;
       case Lookup::Corrupt:
         log.note("cache entry " + stem + " is corrupt (" + why +
@@ -605,9 +602,8 @@ rt::Status Kernel::load(const rt::Context &context) {
     return rt::Status::error("blasst-jit: cannot load kernel '" + name +
                              "': no cubin (this Kernel holds no compiled "
                              "kernel)");
-  rt::Status s = rt::AttentionKernel::load(context, ck.cubin.data(),
-                                           ck.cubin.size(), ck.info, ck.spec,
-                                           &kernel);
+  rt::Status s = rt::AttentionKernel::load(
+      context, ck.cubin.data(), ck.cubin.size(), ck.info, ck.spec, &kernel);
   if (!s)
     return rt::Status::error("blasst-jit: cannot load kernel '" + name +
                              "': " + s.message());
@@ -630,7 +626,7 @@ rt::Status Kernel::run(const rt::AttentionArgs &args, CUstream stream,
       return s;
     }
   }
-  float threshold = std::isnan(log2Threshold) ? ck.specLog2Threshold()
-                                              : log2Threshold;
+  float threshold =
+      std::isnan(log2Threshold) ? ck.specLog2Threshold() : log2Threshold;
   return kernel.run(args, stream, threshold);
 }

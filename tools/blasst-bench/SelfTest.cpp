@@ -7,7 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "BenchCore.h"
+#include "SkipModel.h"
 
+#include "blasst/Runtime/AttentionKernel.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -498,6 +502,10 @@ int blasst::bench::runSelfTest(bool verbose) {
   testConversions(t);
   testReference(t);
   testComparison(t);
+  testSkipModel(t);
+  testSkipEdges(t);
+  testStatsComparison(t);
+  testDial(t);
   std::printf("self-test: %d passed, %d failed\n", t.passed, t.failed);
   return t.failed;
 }

@@ -1,4 +1,4 @@
-//===- JIT.h - Compile attention kernels in-process and run them -*- C++ -*-===//
+//===- JIT.h - Compile attention kernels in-process -------------*- C++ -*-===//
 //
 // The host JIT: AttentionSpec -> attn -> ws -> LLVM dialect -> PTX -> cubin,
 // in this process (the same library calls blasst-compile makes), with an
@@ -6,7 +6,8 @@
 //
 //   using namespace blasst;
 //   AttentionSpec spec = *lookupPreset("llama3-8b-prefill");
-//   if (std::string why = jit::supports(spec, ws::Target::sm_90a); !why.empty())
+//   std::string why = jit::supports(spec, ws::Target::sm_90a);
+//   if (!why.empty())
 //     ...;                                      // the reason, verbatim
 //   llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec,
 //                                                        ws::Target::sm_90a);
