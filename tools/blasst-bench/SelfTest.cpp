@@ -495,6 +495,616 @@ void testComparison(Tally &t) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// BLASST skipping model against a brute-force implementation of the rules
+//===----------------------------------------------------------------------===//
+
+/// The vote rules written out directly: long double, the whole score matrix
+/// (log2 domain, -inf where masked), per (b, h, CTA, group) a walk over the
+/// blocks with the running max over kept blocks, then softmax (base 2) over
+/// the kept visible keys of every row.
+struct BruteSkip {
+  std::vector<uint8_t> decisions; ///< [b][h][m][g][n]: 0 / kKept / kSkipped
+  std::vector<int64_t> visited, skipped;
+  std::vector<double> o, lse; ///< every row: [b][h][i]
+};
+
+BruteSkip bruteSkip(const Shape &s, const Inputs &in, int64_t blockM,
+                    int64_t groupRows, int64_t blockN, long double T) {
+  const long double inf = std::numeric_limits<long double>::infinity();
+  const long double log2e = 1.4426950408889634073599246810018921L;
+  const int64_t mBlocks = (s.seqQ + blockM - 1) / blockM;
+  const int64_t groups = (blockM + groupRows - 1) / groupRows;
+  const int64_t kvBlocks = (s.seqKV + blockN - 1) / blockN;
+  BruteSkip r;
+  r.decisions.assign(size_t(s.batch * s.qHeads * mBlocks * groups * kvBlocks),
+                     0);
+  r.visited.assign(size_t(s.batch * s.qHeads), 0);
+  r.skipped.assign(size_t(s.batch * s.qHeads), 0);
+  r.o.assign(size_t(s.batch * s.qHeads * s.seqQ * s.headDimV), 0.0);
+  r.lse.assign(size_t(s.batch * s.qHeads * s.seqQ),
+               -std::numeric_limits<double>::infinity());
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h) {
+      int64_t kh = h * s.kvHeads / s.qHeads;
+      std::vector<std::vector<long double>> x(
+          size_t(s.seqQ), std::vector<long double>(size_t(s.seqKV), -inf));
+      for (int64_t i = 0; i < s.seqQ; ++i)
+        for (int64_t j = 0; j < s.seqKV; ++j) {
+          if (s.causal && j > i + s.seqKV - s.seqQ)
+            continue;
+          long double dot = 0;
+          for (int64_t d = 0; d < s.headDim; ++d)
+            dot += (long double)in.q[size_t(b * in.qs.batch + i * in.qs.seq +
+                                            h * in.qs.head + d)] *
+                   in.k[size_t(b * in.ks.batch + j * in.ks.seq +
+                               kh * in.ks.head + d)];
+          x[size_t(i)][size_t(j)] = dot * (long double)s.scale * log2e;
+        }
+      // kept[i][n]: whether row i's group kept block n.
+      std::vector<std::vector<bool>> kept(
+          size_t(s.seqQ), std::vector<bool>(size_t(kvBlocks), false));
+      for (int64_t m = 0; m < mBlocks; ++m) {
+        int64_t nBlocks = kvBlocks;
+        if (s.causal) {
+          int64_t lim = (m + 1) * blockM + s.seqKV - s.seqQ;
+          if (lim < 0)
+            lim = 0;
+          nBlocks = std::min(nBlocks, (lim + blockN - 1) / blockN);
+        }
+        for (int64_t g = 0; g < groups; ++g) {
+          std::vector<int64_t> voters;
+          for (int64_t i = m * blockM + g * groupRows;
+               i < m * blockM + (g + 1) * groupRows && i < (m + 1) * blockM;
+               ++i)
+            if (i < s.seqQ)
+              voters.push_back(i);
+          std::vector<long double> run(voters.size(), -inf);
+          for (int64_t n = 0; n < nBlocks; ++n) {
+            std::vector<long double> mb(voters.size(), -inf);
+            for (size_t v = 0; v < voters.size(); ++v)
+              for (int64_t j = n * blockN; j < (n + 1) * blockN && j < s.seqKV;
+                   ++j)
+                mb[v] = std::max(mb[v], x[size_t(voters[v])][size_t(j)]);
+            bool skip = true; // vacuously true without voters
+            for (size_t v = 0; v < voters.size(); ++v)
+              if (!(mb[v] - run[v] < T))
+                skip = false;
+            if (!skip)
+              for (size_t v = 0; v < voters.size(); ++v) {
+                run[v] = std::max(run[v], mb[v]);
+                kept[size_t(voters[v])][size_t(n)] = true;
+              }
+            size_t at = size_t(
+                (((b * s.qHeads + h) * mBlocks + m) * groups + g) * kvBlocks + n);
+            r.decisions[at] = skip ? kSkipped : kKept;
+            r.visited[size_t(b * s.qHeads + h)] += 1;
+            r.skipped[size_t(b * s.qHeads + h)] += skip;
+          }
+        }
+      }
+      for (int64_t i = 0; i < s.seqQ; ++i) {
+        long double mx = -inf;
+        for (int64_t j = 0; j < s.seqKV; ++j)
+          if (kept[size_t(i)][size_t(j / blockN)])
+            mx = std::max(mx, x[size_t(i)][size_t(j)]);
+        if (mx == -inf)
+          continue;
+        long double l = 0;
+        std::vector<long double> acc(size_t(s.headDimV), 0);
+        for (int64_t j = 0; j < s.seqKV; ++j) {
+          if (!kept[size_t(i)][size_t(j / blockN)] ||
+              x[size_t(i)][size_t(j)] == -inf)
+            continue;
+          long double p = std::exp2(x[size_t(i)][size_t(j)] - mx);
+          l += p;
+          for (int64_t d = 0; d < s.headDimV; ++d)
+            acc[size_t(d)] += p * in.v[size_t(b * in.vs.batch + j * in.vs.seq +
+                                              kh * in.vs.head + d)];
+        }
+        size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
+        for (int64_t d = 0; d < s.headDimV; ++d)
+          r.o[row * size_t(s.headDimV) + size_t(d)] = double(acc[size_t(d)] / l);
+        r.lse[row] = double((mx + std::log2(l)) / log2e);
+      }
+    }
+  return r;
+}
+
+/// Dial inputs in the Inputs form (V from the usual generator).
+Inputs makeDialInputs(const Shape &s, DType dtype, const DialConfig &dc,
+                      uint64_t seed, int64_t pad, DialInfo *info,
+                      unsigned threads = 2) {
+  Inputs in = makeInputs(s, dtype, pad, seed, Distribution::Uniform);
+  generateDialInputs(s, dtype, dc, seed, in.qs, in.q.size(), in.qBits, in.q,
+                     in.ks, in.k.size(), in.kBits, in.k, threads, info);
+  return in;
+}
+
+struct ModelCase {
+  const char *what;
+  Shape shape;
+  int64_t blockM, groupRows, blockN;
+  SparsityPolicy policy;
+  Distribution dist;
+  int64_t pad;
+  double dialCold; ///< < 0: random inputs; else dial inputs with this F
+};
+
+/// T as the bench derives it: the kernel parameter from the spec's policy
+/// (runtime's log2ThresholdForSpec), then the kernel-side formula.
+double benchThreshold(const SparsityPolicy &policy, int64_t seqKV) {
+  AttentionSpec spec;
+  spec.sparsity = policy;
+  return kernelLog2Threshold(policy, double(rt::log2ThresholdForSpec(spec)),
+                             seqKV);
+}
+
+/// T from the policy's definition: lambda = a / seqKV or exp(ln_lambda).
+long double definitionThreshold(const SparsityPolicy &policy, int64_t seqKV) {
+  if (policy.kind == SparsityKind::ScaleFactor)
+    return std::log2((long double)policy.value / (long double)seqKV);
+  return (long double)policy.value / std::log(2.0L);
+}
+
+std::string fmtD(const char *f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+void testSkipModel(Tally &t) {
+  std::printf("BLASST skipping model vs a brute-force implementation of the "
+              "vote\n");
+  auto shape = [](int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv,
+                  int64_t d, bool causal, double scale) {
+    Shape s;
+    s.batch = b, s.seqQ = sq, s.seqKV = skv, s.qHeads = hq, s.kvHeads = hkv;
+    s.headDim = s.headDimV = d, s.causal = causal, s.scale = scale;
+    return s;
+  };
+  const SparsityPolicy lnl2{SparsityKind::LnLambda, -2.0};
+  const SparsityPolicy lnl3{SparsityKind::LnLambda, -3.0};
+  const ModelCase cases[] = {
+      {"MHA, 8-row CTAs / 4-row groups, blockN 5",
+       shape(2, 37, 37, 2, 2, 16, false, 1.0), 8, 4, 5, lnl2,
+       Distribution::Normal, 0, -1},
+      {"causal GQA 4/2, seqQ < seqKV, tails, a=4",
+       shape(1, 29, 41, 4, 2, 16, true, 0.8), 8, 4, 6,
+       {SparsityKind::ScaleFactor, 4.0}, Distribution::Normal, 2, -1},
+      {"causal seqQ > seqKV (masked rows, CTAs without blocks)",
+       shape(1, 30, 12, 2, 1, 8, true, 1.0), 8, 4, 4,
+       {SparsityKind::LnLambda, -1.5}, Distribution::Normal, 0, -1},
+      {"kernel geometry 128/64, causal, seqQ 200 (CTA 1 partly votes)",
+       shape(1, 200, 300, 2, 1, 16, true, 1.0), 128, 64, 64, lnl3,
+       Distribution::Normal, 0, -1},
+      {"kernel geometry 128/64, non-causal MQA 3/1, seqQ 200",
+       shape(1, 200, 300, 3, 1, 16, false, 1.0), 128, 64, 32,
+       {SparsityKind::ScaleFactor, 8.0}, Distribution::Normal, 0, -1},
+      {"seqQ 150: group 1 of CTA 1 has no voting row (vacuous skip)",
+       shape(1, 150, 160, 2, 2, 8, false, 1.0), 128, 64, 32,
+       {SparsityKind::ScaleFactor, 2.0}, Distribution::Normal, 0, -1},
+      {"T > 0 (a = 64 > seqKV): running max over kept blocks only",
+       shape(1, 24, 20, 2, 2, 8, false, 1.0), 8, 4, 4,
+       {SparsityKind::ScaleFactor, 64.0}, Distribution::Normal, 0, -1},
+      {"seqQ = 1 causal GQA", shape(2, 1, 50, 4, 1, 16, true, 1.0), 128, 64, 8,
+       lnl2, Distribution::Normal, 0, -1},
+      {"uniform inputs, a = 1 (few skips)",
+       shape(1, 40, 64, 2, 1, 16, false, 0.25), 8, 4, 8,
+       {SparsityKind::ScaleFactor, 1.0}, Distribution::Uniform, 0, -1},
+      {"dial F=0.5 causal, 16-row CTAs, blockN 16",
+       shape(1, 100, 160, 2, 1, 16, true, 1.0), 16, 8, 16, lnl2,
+       Distribution::Uniform, 0, 0.5},
+      {"dial F=0.7 non-causal GQA, seqQ > seqKV",
+       shape(2, 90, 70, 4, 2, 16, false, 0.5), 16, 8, 8, lnl2,
+       Distribution::Uniform, 1, 0.7},
+  };
+  for (const ModelCase &c : cases) {
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      const Shape &s = c.shape;
+      Inputs in;
+      double T;
+      long double Tbrute;
+      if (c.dialCold >= 0) {
+        DialConfig dc;
+        dc.coldFraction = c.dialCold;
+        dc.blockN = c.blockN;
+        dc.sinkKeys = 8;
+        dc.window = 8;
+        DialInfo info;
+        in = makeDialInputs(s, dtype, dc, 99, c.pad, &info);
+        T = info.defaultLog2Threshold();
+        Tbrute = T;
+      } else {
+        in = makeInputs(s, dtype, c.pad, 17, c.dist);
+        T = benchThreshold(c.policy, s.seqKV);
+        Tbrute = definitionThreshold(c.policy, s.seqKV);
+      }
+      SkipConfig cfg;
+      cfg.blockM = c.blockM, cfg.groupRows = c.groupRows, cfg.blockN = c.blockN;
+      cfg.log2Threshold = T;
+      std::vector<int64_t> all = selectRows(s.seqQ, s.seqQ);
+      SkipModel model, model3;
+      Reference dense;
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
+                         in.v.data(), in.vs, all, cfg, 1, &model, &dense);
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
+                         in.v.data(), in.vs, all, cfg, 3, &model3);
+      BruteSkip brute = bruteSkip(s, in, c.blockM, c.groupRows, c.blockN, Tbrute);
+
+      std::string tag = std::string(c.what) + " [" + toString(dtype) + "]";
+      // Decisions.
+      uint64_t mismatch = 0, mismatchBorder = 0, kept = 0, skipped = 0;
+      bool sizeOk = model.decisions.size() == brute.decisions.size();
+      for (size_t i = 0; sizeOk && i < model.decisions.size(); ++i) {
+        uint8_t md = model.decisions[i] & ~kBorderline;
+        kept += md == kKept;
+        skipped += md == kSkipped;
+        if (md != brute.decisions[i]) {
+          if (model.decisions[i] & kBorderline)
+            ++mismatchBorder;
+          else
+            ++mismatch;
+        }
+      }
+      t.check(sizeOk && mismatch == 0,
+              tag + ": decisions match (" + std::to_string(kept) + " kept, " +
+                  std::to_string(skipped) + " skipped, " +
+                  std::to_string(model.totalBorderline) + " borderline)",
+              std::to_string(mismatch) + " non-borderline mismatches");
+      bool wantMix = c.dist != Distribution::Uniform || c.dialCold >= 0;
+      if (wantMix)
+        t.check(kept > 0 && skipped > 0, tag + ": has both kept and skipped",
+                std::to_string(kept) + " kept, " + std::to_string(skipped) +
+                    " skipped");
+      // Counters.
+      bool countsOk = model.visited == brute.visited;
+      for (size_t i = 0; i < brute.skipped.size() && countsOk; ++i)
+        countsOk &= std::llabs(model.skipped[i] - brute.skipped[i]) <=
+                    model.borderline[i];
+      t.check(countsOk, tag + ": visited/skipped counters match");
+      // Outputs (only meaningful when all decisions agree).
+      double maxErr = 0;
+      int lseBad = 0;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t h = 0; h < s.qHeads; ++h)
+          for (int64_t i = 0; i < s.seqQ; ++i) {
+            size_t r = model.out.index(s, b, h, size_t(i));
+            size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
+            for (int64_t d = 0; d < s.headDimV; ++d)
+              maxErr = std::max(
+                  maxErr,
+                  std::fabs(model.out.o[r * size_t(s.headDimV) + size_t(d)] -
+                            brute.o[row * size_t(s.headDimV) + size_t(d)]));
+            double a = model.out.lse[r], e = brute.lse[row];
+            if (std::isinf(e) || std::isinf(a))
+              lseBad += !(a == e);
+            else
+              lseBad += !(std::fabs(a - e) <= 1e-10 * std::max(1.0, std::fabs(e)));
+          }
+      if (mismatchBorder == 0)
+        t.check(maxErr <= 1e-10 && lseBad == 0,
+                tag + ": O and LSE over kept keys match",
+                "max |model - brute| = " + fmtD("%.3e", maxErr) + ", " +
+                    std::to_string(lseBad) + " LSE mismatches");
+      // Thread independence.
+      t.check(model3.decisions == model.decisions &&
+                  model3.skipped == model.skipped &&
+                  model3.out.o == model.out.o && model3.out.lse == model.out.lse,
+              tag + ": 1 and 3 threads give identical results");
+      // The dense output computed alongside equals referenceAttention.
+      Reference ref;
+      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
+                         in.v.data(), in.vs, all, 2, &ref);
+      double denseErr = 0;
+      bool denseLse = true;
+      for (size_t i = 0; i < ref.o.size(); ++i)
+        denseErr = std::max(denseErr, std::fabs(ref.o[i] - dense.o[i]));
+      for (size_t i = 0; i < ref.lse.size(); ++i)
+        denseLse &= ref.lse[i] == dense.lse[i] ||
+                    std::fabs(ref.lse[i] - dense.lse[i]) <= 1e-12;
+      t.check(denseErr <= 1e-12 && denseLse,
+              tag + ": dense output alongside == referenceAttention",
+              "max diff " + fmtD("%.3e", denseErr));
+      // A row subset gives the same rows and the same decisions.
+      std::vector<int64_t> sub = selectRows(s.seqQ, 4);
+      SkipModel subModel;
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
+                         in.v.data(), in.vs, sub, cfg, 2, &subModel);
+      bool same = subModel.decisions == model.decisions;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t h = 0; h < s.qHeads; ++h)
+          for (size_t r = 0; r < sub.size(); ++r) {
+            size_t a = subModel.out.index(s, b, h, r);
+            size_t f = model.out.index(s, b, h, size_t(sub[r]));
+            for (int64_t d = 0; d < s.headDimV; ++d)
+              same &= subModel.out.o[a * size_t(s.headDimV) + size_t(d)] ==
+                      model.out.o[f * size_t(s.headDimV) + size_t(d)];
+          }
+      if (dtype == DType::BF16)
+        t.check(same, tag + ": rows:4 subset matches");
+
+      // Case-specific expectations.
+      if (std::string(c.what).rfind("seqQ 150", 0) == 0) {
+        // CTA 1, group 1: rows 192..255, none < 150: every block skipped.
+        bool allSkipped = true;
+        for (int64_t n = 0; n < model.nBlocksMax; ++n)
+          allSkipped &= (model.decisions[model.decisionIndex(
+                             s.qHeads, 0, 0, 1, 1, n)] &
+                         ~kBorderline) == kSkipped;
+        t.check(allSkipped, tag + ": the group without voters skips all");
+      }
+    }
+  }
+}
+
+/// With T = -inf nothing is skipped and the model is the dense reference;
+/// borderline flags; the threshold formulas.
+void testSkipEdges(Tally &t) {
+  std::printf("skipping model: T = -inf, borderline decisions, thresholds\n");
+  struct Case {
+    const char *what;
+    Shape shape;
+    int64_t blockN;
+  };
+  auto shape = [](int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv,
+                  int64_t d, bool causal) {
+    Shape s;
+    s.batch = b, s.seqQ = sq, s.seqKV = skv, s.qHeads = hq, s.kvHeads = hkv;
+    s.headDim = s.headDimV = d, s.causal = causal, s.scale = 0.9;
+    return s;
+  };
+  const Case cases[] = {
+      {"non-causal GQA", shape(2, 150, 200, 4, 2, 16, false), 32},
+      {"causal seqQ < seqKV", shape(1, 130, 300, 2, 1, 16, true), 64},
+      {"causal seqQ > seqKV", shape(1, 300, 130, 2, 2, 8, true), 16},
+  };
+  for (const Case &c : cases) {
+    const Shape &s = c.shape;
+    Inputs in = makeInputs(s, DType::BF16, 0, 5, Distribution::Normal);
+    SkipConfig cfg;
+    cfg.blockN = c.blockN;
+    cfg.log2Threshold = -std::numeric_limits<double>::infinity();
+    std::vector<int64_t> all = selectRows(s.seqQ, s.seqQ);
+    SkipModel model;
+    Reference dense, ref;
+    skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                       in.vs, all, cfg, 2, &model, &dense);
+    referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                       in.vs, all, 2, &ref);
+    double err = 0;
+    bool lseOk = true;
+    for (size_t i = 0; i < ref.o.size(); ++i)
+      err = std::max(err, std::fabs(ref.o[i] - model.out.o[i]));
+    for (size_t i = 0; i < ref.lse.size(); ++i)
+      lseOk &= ref.lse[i] == model.out.lse[i] ||
+               std::fabs(ref.lse[i] - model.out.lse[i]) <= 1e-12;
+    // Visited: 2 groups x blocks of every CTA.
+    int64_t wantVisited = 0;
+    for (int64_t m = 0; m < (s.seqQ + 127) / 128; ++m)
+      wantVisited += 2 * ctaKVBlocks(s, cfg, m);
+    wantVisited *= s.batch * s.qHeads;
+    std::string tag = std::string("T = -inf, ") + c.what;
+    t.check(model.totalSkipped == 0 && model.totalBorderline == 0,
+            tag + ": nothing skipped",
+            std::to_string(model.totalSkipped) + " skipped");
+    t.check(model.totalVisited == wantVisited,
+            tag + ": visited = 2 groups x KV blocks per CTA",
+            std::to_string(model.totalVisited) + " vs " +
+                std::to_string(wantVisited));
+    t.check(err <= 1e-12 && lseOk, tag + ": model == dense reference",
+            "max diff " + fmtD("%.3e", err));
+  }
+
+  // nBlocks of causal CTAs (bottom-right): seqQ 300, seqKV 130, blockN 16:
+  // CTA 0 rows 0..127 see keys <= 127 - 170 < 0: nothing; CTA 1 rows
+  // ..255 see keys <= 85: 86 keys = 6 blocks; CTA 2: all 130 = 9 blocks.
+  {
+    Shape s = cases[2].shape;
+    SkipConfig cfg;
+    cfg.blockN = 16;
+    t.check(ctaKVBlocks(s, cfg, 0) == 0 && ctaKVBlocks(s, cfg, 1) == 6 &&
+                ctaKVBlocks(s, cfg, 2) == 9,
+            "causal CTA block counts (0, 6, 9) for seqQ 300 > seqKV 130");
+  }
+
+  // Borderline: one row, keys scoring exactly 0, -3, -5 (log2 units).
+  {
+    Shape s;
+    s.seqQ = 1, s.seqKV = 3, s.headDim = s.headDimV = 1;
+    s.scale = std::log(2.0); // x = q.k * ln2 * log2e = q.k
+    Strides st = Strides::contiguous(3, 1, 1);
+    std::vector<float> q = {1.0f}, k = {0.0f, -3.0f, -5.0f}, v = {1, 2, 3};
+    SkipConfig cfg;
+    cfg.blockM = 1, cfg.groupRows = 1, cfg.blockN = 1;
+    auto run = [&](double T) {
+      cfg.log2Threshold = T;
+      SkipModel m;
+      skipModelAttention(s, q.data(), Strides::contiguous(1, 1, 1), k.data(),
+                         st, v.data(), st, {0}, cfg, 1, &m);
+      return m;
+    };
+    SkipModel a = run(-2.995);
+    t.check(a.decisions == std::vector<uint8_t>{kKept, kSkipped | kBorderline,
+                                                kSkipped} &&
+                a.totalBorderline == 1 && a.totalSkipped == 2,
+            "skip with a row 0.005 below T is borderline; 2 below is not");
+    SkipModel b = run(-5.005);
+    t.check(b.decisions ==
+                std::vector<uint8_t>{kKept, kKept, kKept | kBorderline},
+            "keep with every keeper within 0.01 of T is borderline");
+    SkipModel c2 = run(-2.0);
+    t.check(c2.decisions == std::vector<uint8_t>{kKept, kSkipped, kSkipped} &&
+                std::fabs(c2.out.o[0] - 1.0) < 1e-15 &&
+                std::fabs(c2.out.lse[0]) < 1e-15,
+            "skipped blocks contribute nothing to O and LSE");
+    SkipModel d = run(std::numeric_limits<double>::infinity());
+    t.check(d.decisions == std::vector<uint8_t>{kKept, kSkipped, kSkipped},
+            "T = +inf: block 0 still kept (m_run = -inf gives +inf)");
+  }
+
+  // Threshold formulas.
+  {
+    SparsityPolicy a{SparsityKind::ScaleFactor, 256.0};
+    SparsityPolicy l{SparsityKind::LnLambda, -8.0};
+    t.check(std::fabs(benchThreshold(a, 4096) - (8.0 - 12.0)) < 1e-6,
+            "a=256, seqKV 4096: T = log2(256/4096) = -4");
+    t.check(std::fabs(benchThreshold(l, 4096) + 8.0 / std::log(2.0)) < 1e-5,
+            "ln_lambda=-8: T = -8 log2(e), independent of seqKV");
+    t.check(std::fabs(kernelLog2Threshold(a, 1.5, 1024) - (1.5 - 10)) < 1e-12 &&
+                kernelLog2Threshold(l, 1.5, 1024) == 1.5,
+            "--log2-threshold X: a-policy subtracts log2(seqKV), ln_lambda not");
+    t.check(std::fabs(kernelLog2Threshold(
+                          a, paramForKernelLog2Threshold(a, -7.0, 3000), 3000) +
+                      7.0) < 1e-12,
+            "paramForKernelLog2Threshold inverts kernelLog2Threshold");
+    t.check(std::isinf(kernelLog2Threshold(SparsityPolicy(), 0, 10)),
+            "dense policy: T = -inf");
+  }
+}
+
+void testStatsComparison(Tally &t) {
+  std::printf("kernel counters vs the model\n");
+  Shape s;
+  s.batch = 2, s.qHeads = 3, s.kvHeads = 1;
+  SkipModel m;
+  m.visited = {10, 10, 10, 20, 20, 20};
+  m.skipped = {3, 0, 5, 7, 0, 1};
+  m.borderline = {0, 0, 2, 0, 1, 0};
+  auto stats = [&](std::vector<std::pair<int64_t, int64_t>> e) {
+    std::vector<int64_t> out;
+    for (auto &p : e)
+      out.push_back(p.first), out.push_back(p.second);
+    return out;
+  };
+  std::vector<int64_t> exact =
+      stats({{10, 3}, {10, 0}, {10, 5}, {20, 7}, {20, 0}, {20, 1}});
+  StatsCheck c = compareStats(s, m, exact.data());
+  t.check(c.pass && c.kernelVisited == 90 && c.kernelSkipped == 16,
+          "exact counters pass and are summed");
+  std::vector<int64_t> within =
+      stats({{10, 3}, {10, 0}, {10, 7}, {20, 7}, {20, 1}, {20, 1}});
+  c = compareStats(s, m, within.data());
+  t.check(c.pass && c.skippedWithin == 2,
+          "skipped off by <= the borderline count passes (counted)");
+  std::vector<int64_t> beyond =
+      stats({{10, 3}, {10, 1}, {10, 5}, {20, 7}, {20, 0}, {20, 1}});
+  c = compareStats(s, m, beyond.data());
+  t.check(!c.pass && c.skippedBeyond == 1 &&
+              c.failures[0].find("[b=0, h=1]") != std::string::npos,
+          "skipped off by 1 without borderline decisions fails, located");
+  std::vector<int64_t> visited =
+      stats({{10, 3}, {10, 0}, {10, 5}, {20, 7}, {21, 0}, {20, 1}});
+  c = compareStats(s, m, visited.data());
+  t.check(!c.pass && c.visitedMismatch == 1,
+          "a visited count off by one fails (visited is exact)");
+}
+
+void testDial(Tally &t) {
+  std::printf("sparsity dial\n");
+  // The cold fraction over many blocks.
+  {
+    Shape s;
+    s.batch = 4, s.seqQ = 1, s.seqKV = 8192, s.qHeads = 4, s.kvHeads = 4;
+    s.headDim = s.headDimV = 64, s.scale = 0.125;
+    for (double F : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+      DialConfig dc;
+      dc.coldFraction = F;
+      dc.blockN = 64;
+      DialInfo info;
+      Inputs in = makeDialInputs(s, DType::BF16, dc, 3, 0, &info);
+      double got = info.coldFraction();
+      double tol = 4 * std::sqrt(F * (1 - F) / double(info.eligibleBlocks));
+      t.check(info.eligibleBlocks == 16 * 127 && std::fabs(got - F) <= tol,
+              "F = " + fmtD("%.1f", F) + ": cold fraction " +
+                  fmtD("%.4f", got) + " of " +
+                  std::to_string(info.eligibleBlocks) + " blocks",
+              "tolerance " + fmtD("%.4f", tol));
+    }
+  }
+  // Magnitudes for the supported head dims, and determinism.
+  for (int64_t D : {64, 128, 256}) {
+    Shape s;
+    s.batch = 1, s.seqQ = 256, s.seqKV = 1024, s.qHeads = 2, s.kvHeads = 1;
+    s.headDim = s.headDimV = D, s.scale = 1 / std::sqrt(double(D));
+    DialConfig dc;
+    dc.coldFraction = 0.5;
+    DialInfo info, info2;
+    Inputs a = makeDialInputs(s, DType::BF16, dc, 8, 0, &info, 1);
+    Inputs b = makeDialInputs(s, DType::BF16, dc, 8, 0, &info2, 3);
+    t.check(info.hot == 12 && info.maxAbsQ <= 8 && info.maxAbsK <= 8,
+            "d" + std::to_string(D) + ": H = 12 with |q|, |k| <= 8 (max " +
+                fmtD("%.2f", std::max(info.maxAbsQ, info.maxAbsK)) + ")",
+            "H " + fmtD("%g", info.hot));
+    t.check(a.qBits == b.qBits && a.kBits == b.kBits,
+            "d" + std::to_string(D) + ": dial inputs independent of threads");
+  }
+  // The model on dial inputs with the default threshold: cold blocks outside
+  // every voting row's local window are skipped, nothing else.
+  for (bool causal : {true, false})
+    for (int64_t sq : {1024, 700}) {
+      Shape s;
+      s.batch = 1, s.seqQ = sq, s.seqKV = 1024, s.qHeads = 2, s.kvHeads = 1;
+      s.headDim = s.headDimV = 64, s.scale = 0.125, s.causal = causal;
+      DialConfig dc;
+      dc.coldFraction = 0.5;
+      dc.blockN = 64;
+      DialInfo info;
+      Inputs in = makeDialInputs(s, DType::BF16, dc, 21, 0, &info);
+      SkipConfig cfg;
+      cfg.blockN = 64;
+      cfg.log2Threshold = info.defaultLog2Threshold();
+      SkipModel model;
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
+                         in.v.data(), in.vs, {}, cfg, 2, &model);
+      uint64_t wrong = 0, coldSkipped = 0, windowKept = 0;
+      std::string first;
+      for (int64_t h = 0; h < s.qHeads; ++h)
+        for (int64_t m = 0; m < model.mBlocks; ++m)
+          for (int64_t g = 0; g < model.groups; ++g) {
+            int64_t g0 = m * 128 + g * 64, g1 = std::min(g0 + 64, s.seqQ);
+            for (int64_t n = 0; n < ctaKVBlocks(s, cfg, m); ++n) {
+              bool touched = false;
+              for (int64_t r = g0; r < g1 && !touched; ++r) {
+                int64_t vis = s.visibleKeys(r);
+                for (int64_t j = n * 64; j < std::min(vis, n * 64 + 64); ++j)
+                  if (info.windowFactor(r + s.seqKV - s.seqQ, j) == 1) {
+                    touched = true;
+                    break;
+                  }
+              }
+              bool cold = info.isCold(0, 0, n);
+              bool expectSkip = g1 <= g0 || (cold && !touched);
+              uint8_t d = model.decisions[model.decisionIndex(s.qHeads, 0, h, m,
+                                                              g, n)];
+              bool skip = (d & ~kBorderline) == kSkipped;
+              coldSkipped += cold && skip;
+              windowKept += cold && touched && !skip;
+              if (skip != expectSkip && wrong++ == 0)
+                first = "h " + std::to_string(h) + " cta " + std::to_string(m) +
+                        " group " + std::to_string(g) + " block " +
+                        std::to_string(n) + (cold ? " cold" : " warm") +
+                        (touched ? " in window" : "");
+            }
+          }
+      double walkedCold = dialWalkedColdFraction(s, cfg, info);
+      std::string tag = std::string("dial F=0.5 ") +
+                        (causal ? "causal" : "non-causal") + " seqQ " +
+                        std::to_string(sq) + ": skip rate " +
+                        fmtD("%.3f", model.skipRate()) + " (walked cold " +
+                        fmtD("%.3f", walkedCold) + ")";
+      t.check(wrong == 0 && model.totalBorderline == 0 && coldSkipped > 0 &&
+                  windowKept > 0,
+              tag + ": exactly the cold blocks outside the local window are "
+                    "skipped, none borderline",
+              std::to_string(wrong) + " unexpected decisions, first: " + first +
+                  "; " + std::to_string(model.totalBorderline) + " borderline");
+      t.check(model.skipRate() <= walkedCold + 1e-12 &&
+                  model.skipRate() >= walkedCold - 0.25,
+              tag + ": skip rate tracks the walked cold fraction");
+    }
+}
+
 } // namespace
 
 int blasst::bench::runSelfTest(bool verbose) {
