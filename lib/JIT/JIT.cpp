@@ -178,6 +178,23 @@ static std::string cachedPtxasVersion() {
   return v;
 }
 
+/// The compiler's own identity: the version string does not change when the
+/// lowering does, so the key also covers a hash of the running executable
+/// (which links the compiler statically). Computed once per process.
+static std::string compilerBuildId() {
+  static std::string id = [] {
+    auto buf = llvm::MemoryBuffer::getFile("/proc/self/exe", /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return std::string("unknown-build");
+    std::array<uint8_t, 32> h = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>((*buf)->getBufferStart()),
+        (*buf)->getBufferSize()));
+    return llvm::toHex(h, /*LowerCase=*/true);
+  }();
+  return id;
+}
+
 static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
                                         ws::Target target,
                                         ScheduleOptions knobs) {
@@ -193,7 +210,8 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
   os << "blasst-jit cache key v1\n"
      << "[spec]\n"
      << spec.toString() << "[target] " << targetName(target) << "\n"
-     << "[compiler] " << compilerVersion() << "\n"
+     << "[compiler] " << compilerVersion() << " build " << compilerBuildId()
+     << "\n"
      << "[ptxas] " << cachedPtxasVersion() << "\n"
      << "[schedule] block_m=" << s.blockM << " block_n=" << s.blockN
      << " stages=" << s.stages << " producer_regs=" << s.producerRegs

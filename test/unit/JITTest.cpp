@@ -1,0 +1,475 @@
+//===- JITTest.cpp - The host JIT: compile, cache, errors, run ------------===//
+//
+// Compiles small specs into temporary cache directories. The cubin tests need
+// ptxas and are skipped (with the reason) without it; no test needs a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "blasst/JIT/JIT.h"
+#include "blasst/Target/Target.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace blasst;
+namespace fs = llvm::sys::fs;
+
+namespace {
+
+constexpr ws::Target kSM90 = ws::Target::sm_90a;
+
+/// The smallest preset (head_dim 64), renamed so entries are recognisable.
+AttentionSpec smallSpec() {
+  AttentionSpec spec = *lookupPreset("mha-hd64-prefill");
+  spec.name = "jit-test";
+  return spec;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spit(const std::string &path, const std::string &data) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+std::set<std::string> listDir(const std::string &dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec))
+    names.insert(llvm::sys::path::filename(it->path()).str());
+  return names;
+}
+
+/// Compiles or fails the test with the error text.
+jit::CompiledKernel mustCompile(const AttentionSpec &spec,
+                                const jit::CompileOptions &opts) {
+  llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, kSM90, opts);
+  if (!ck) {
+    ADD_FAILURE() << llvm::toString(ck.takeError());
+    return {};
+  }
+  return std::move(*ck);
+}
+
+/// The error text of a compile that must fail.
+std::string compileError(const AttentionSpec &spec, ws::Target target,
+                         const jit::CompileOptions &opts = {}) {
+  llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, target, opts);
+  if (ck) {
+    ADD_FAILURE() << "compile unexpectedly succeeded";
+    return "";
+  }
+  return llvm::toString(ck.takeError());
+}
+
+/// A fresh cache directory per test; skips when ptxas is missing.
+class JITCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (findPtxas(&why).empty())
+      GTEST_SKIP() << "cannot build cubins here: " << why;
+    llvm::SmallString<128> p;
+    ASSERT_FALSE(fs::createUniqueDirectory("blasst-jit-test", p));
+    dir = std::string(p);
+  }
+  void TearDown() override {
+    if (!dir.empty())
+      fs::remove_directories(dir);
+  }
+  jit::CompileOptions options() const {
+    jit::CompileOptions o;
+    o.cacheDir = dir;
+    return o;
+  }
+  std::string stem(const std::string &key) const { return dir + "/" + key; }
+
+  std::string dir;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// No ptxas needed
+//===----------------------------------------------------------------------===//
+
+TEST(JIT, Supports) {
+  AttentionSpec spec = smallSpec();
+  EXPECT_EQ(jit::supports(spec, kSM90), "");
+  EXPECT_EQ(jit::supports(spec, ws::Target::sm_100a),
+            "the sm_100a lowering (tcgen05, tensor memory) is not built yet");
+
+  AttentionSpec hd96 = spec;
+  hd96.headDim = hd96.headDimV = 96;
+  EXPECT_EQ(jit::supports(hd96, kSM90),
+            checkSupported(hd96, blasst::Target::SM90a));
+  EXPECT_NE(jit::supports(hd96, kSM90).find("head_dim 96"), std::string::npos);
+  // checkSupported's reason comes before "not built yet".
+  AttentionSpec hd256 = spec;
+  hd256.headDim = hd256.headDimV = 256;
+  EXPECT_NE(jit::supports(hd256, ws::Target::sm_100a).find("tensor memory"),
+            std::string::npos);
+  EXPECT_EQ(jit::supports(hd256, ws::Target::sm_100a).find("not built yet"),
+            std::string::npos);
+}
+
+TEST(JIT, UnsupportedIsAnErrorWithTheReason) {
+  AttentionSpec hd96 = smallSpec();
+  hd96.headDim = hd96.headDimV = 96;
+  std::string err = compileError(hd96, kSM90);
+  EXPECT_NE(err.find("cannot compile 'jit-test' for sm_90a"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find(jit::supports(hd96, kSM90)), std::string::npos) << err;
+
+  err = compileError(smallSpec(), ws::Target::sm_100a);
+  EXPECT_NE(err.find("the sm_100a lowering (tcgen05, tensor memory) is not "
+                     "built yet"),
+            std::string::npos)
+      << err;
+
+  AttentionSpec invalid = smallSpec();
+  invalid.numKVHeads = 3; // does not divide 16
+  err = compileError(invalid, kSM90);
+  EXPECT_NE(err.find(invalid.validate()), std::string::npos) << err;
+}
+
+TEST(JIT, MLIRDiagnosticsAreInTheError) {
+  // Schedules the verifier rejects: the error carries the ws.kernel
+  // verifier's diagnostic with its location, not just "failed".
+  jit::CompileOptions opts;
+  opts.useCache = false;
+  opts.schedule.stages = 64;
+  std::string err = compileError(smallSpec(), kSM90, opts);
+  EXPECT_NE(err.find("convert-attn-to-ws failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("jit:jit_test: error: 'ws.kernel' op shared memory "
+                     "buffers need"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("'attn.attention' op the sm_90a schedule for this spec "
+                     "is invalid"),
+            std::string::npos)
+      << err;
+
+  opts.schedule = {};
+  opts.schedule.blockM = 7;
+  err = compileError(smallSpec(), kSM90, opts);
+  EXPECT_NE(err.find("'ws.mma' op shapes do not compose"), std::string::npos)
+      << err;
+}
+
+TEST(JIT, CacheKeys) {
+  AttentionSpec spec = smallSpec();
+  std::string key = jit::cacheKey(spec, kSM90);
+  ASSERT_EQ(key.size(), 64u);
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(jit::cacheKey(spec, kSM90), key) << "deterministic";
+
+  // Explicit default knobs are the same kernel, hence the same key; the
+  // target field of the knobs is ignored.
+  ScheduleOptions defaults = resolveSchedule(spec, ScheduleOptions());
+  defaults.target = ws::Target::sm_100a;
+  EXPECT_EQ(jit::cacheKey(spec, kSM90, defaults), key);
+
+  std::set<std::string> keys{key};
+  auto distinct = [&](const std::string &k, const char *what) {
+    EXPECT_TRUE(keys.insert(k).second) << what << " gives a known key";
+  };
+  AttentionSpec s = spec;
+  s.causal = !s.causal;
+  distinct(jit::cacheKey(s, kSM90), "causal");
+  s = spec;
+  s.name = "jit-test-2";
+  distinct(jit::cacheKey(s, kSM90), "name (the kernel's symbol)");
+  s = spec;
+  s.lse = true;
+  distinct(jit::cacheKey(s, kSM90), "lse");
+  s = spec;
+  s.softmaxScale = 0.125;
+  distinct(jit::cacheKey(s, kSM90), "softmax_scale");
+  distinct(jit::cacheKey(spec, ws::Target::sm_100a), "target");
+  for (auto [field, value] : {std::pair<int64_t ScheduleOptions::*, int64_t>{
+                                  &ScheduleOptions::blockN, 64},
+                              {&ScheduleOptions::stages, 3},
+                              {&ScheduleOptions::producerRegs, 40},
+                              {&ScheduleOptions::consumerRegs, 232}}) {
+    ScheduleOptions knobs;
+    knobs.*field = value;
+    distinct(jit::cacheKey(spec, kSM90, knobs), "a schedule knob");
+  }
+}
+
+TEST(JIT, CacheDirResolution) {
+  struct SavedEnv {
+    const char *name;
+    std::optional<std::string> value;
+    explicit SavedEnv(const char *n) : name(n) {
+      if (const char *v = std::getenv(n))
+        value = v;
+    }
+    ~SavedEnv() {
+      if (value)
+        setenv(name, value->c_str(), 1);
+      else
+        unsetenv(name);
+    }
+  } a("BLASST_CACHE_DIR"), b("XDG_CACHE_HOME"), c("HOME");
+
+  setenv("HOME", "/h", 1);
+  unsetenv("XDG_CACHE_HOME");
+  unsetenv("BLASST_CACHE_DIR");
+  EXPECT_EQ(jit::cacheDir(), "/h/.cache/blasst");
+  setenv("XDG_CACHE_HOME", "/x", 1);
+  EXPECT_EQ(jit::cacheDir(), "/x/blasst");
+  setenv("BLASST_CACHE_DIR", "/b", 1);
+  EXPECT_EQ(jit::cacheDir(), "/b");
+  jit::setDefaultCacheDir("/d");
+  EXPECT_EQ(jit::cacheDir(), "/d");
+  jit::CompileOptions opts;
+  opts.cacheDir = "/o";
+  EXPECT_EQ(jit::cacheDir(opts), "/o");
+  jit::setDefaultCacheDir("");
+  EXPECT_EQ(jit::cacheDir(), "/b");
+  unsetenv("BLASST_CACHE_DIR");
+  unsetenv("XDG_CACHE_HOME");
+  unsetenv("HOME");
+  EXPECT_EQ(jit::cacheDir(), "");
+}
+
+//===----------------------------------------------------------------------===//
+// Cubins and the cache
+//===----------------------------------------------------------------------===//
+
+TEST_F(JITCacheTest, MissThenHit) {
+  jit::CompiledKernel first = mustCompile(smallSpec(), options());
+  ASSERT_FALSE(first.cubin.empty());
+  EXPECT_FALSE(first.fromCache);
+  EXPECT_EQ(first.cacheKey, jit::cacheKey(smallSpec(), kSM90));
+  EXPECT_EQ(first.cacheStem, stem(first.cacheKey));
+  EXPECT_EQ(first.info.kernelName, "jit_test_kernel");
+  EXPECT_EQ(first.info.target, "sm_90a");
+  EXPECT_EQ(first.info.compilerVersion, jit::compilerVersion());
+  EXPECT_EQ(first.info.blockM, first.schedule.blockM);
+  EXPECT_GT(first.info.threads, 0);
+  EXPECT_GT(first.info.smemBytes, 0);
+  EXPECT_NE(first.ptxasLog.find("registers"), std::string::npos)
+      << first.ptxasLog;
+  EXPECT_GT(first.timings.cubinMs, 0);
+  EXPECT_GT(first.timings.ptxMs, 0);
+  EXPECT_GE(first.timings.totalMs, first.timings.cubinMs);
+  EXPECT_EQ(listDir(dir), (std::set<std::string>{first.cacheKey + ".cubin",
+                                                 first.cacheKey + ".meta",
+                                                 first.cacheKey + ".spec"}));
+  // The entry is what blasst-compile would write: the runtime reads it.
+  rt::KernelInfo meta;
+  ASSERT_TRUE(rt::readKernelInfo(stem(first.cacheKey) + ".meta", &meta))
+      << slurp(stem(first.cacheKey) + ".meta");
+  EXPECT_EQ(meta.kernelName, first.info.kernelName);
+  EXPECT_EQ(slurp(stem(first.cacheKey) + ".spec"), smallSpec().toString());
+
+  jit::CompiledKernel second = mustCompile(smallSpec(), options());
+  EXPECT_TRUE(second.fromCache);
+  EXPECT_EQ(second.cacheKey, first.cacheKey);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.info.kernelName, first.info.kernelName);
+  EXPECT_EQ(second.info.threads, first.info.threads);
+  EXPECT_EQ(second.info.smemBytes, first.info.smemBytes);
+  EXPECT_EQ(second.spec, smallSpec());
+  EXPECT_EQ(second.timings.cubinMs, 0);
+  EXPECT_EQ(second.notes, "");
+  EXPECT_LT(second.timings.totalMs, first.timings.totalMs);
+
+  // Not using the cache still reports the key but touches nothing.
+  jit::CompileOptions off = options();
+  off.useCache = false;
+  off.schedule.stages = 3; // another key, so an entry would show
+  jit::CompiledKernel uncached = mustCompile(smallSpec(), off);
+  EXPECT_FALSE(uncached.fromCache);
+  EXPECT_EQ(uncached.cacheStem, "");
+  EXPECT_EQ(uncached.cacheKey, jit::cacheKey(smallSpec(), kSM90, off.schedule));
+  EXPECT_EQ(listDir(dir).size(), 3u);
+}
+
+TEST_F(JITCacheTest, CorruptEntriesAreRecompiled) {
+  jit::CompiledKernel good = mustCompile(smallSpec(), options());
+  ASSERT_FALSE(good.cubin.empty());
+  std::string s = stem(good.cacheKey);
+  std::string goodMeta = slurp(s + ".meta");
+  std::string goodCubin = slurp(s + ".cubin");
+
+  struct Damage {
+    const char *what;
+    const char *note; // expected in the notes
+    std::function<void()> apply;
+  };
+  AttentionSpec other = smallSpec();
+  other.causal = true;
+  std::vector<Damage> damages = {
+      {"garbage .meta", "unreadable .meta",
+       [&] { spit(s + ".meta", "this is not = metadata\n"); }},
+      {"truncated .cubin", "bad .cubin",
+       [&] { spit(s + ".cubin", goodCubin.substr(0, goodCubin.size() / 2)); }},
+      {"another spec in .spec", ".spec is a different spec",
+       [&] { spit(s + ".spec", other.toString()); }},
+  };
+  for (const Damage &d : damages) {
+    SCOPED_TRACE(d.what);
+    d.apply();
+    jit::CompiledKernel again = mustCompile(smallSpec(), options());
+    EXPECT_FALSE(again.fromCache);
+    EXPECT_NE(again.notes.find("is corrupt"), std::string::npos) << again.notes;
+    EXPECT_NE(again.notes.find(d.note), std::string::npos) << again.notes;
+    EXPECT_EQ(again.cubin, good.cubin);
+    // Overwritten: the entry is whole again and hits.
+    EXPECT_EQ(slurp(s + ".meta"), goodMeta);
+    EXPECT_EQ(slurp(s + ".cubin"), goodCubin);
+    EXPECT_EQ(slurp(s + ".spec"), smallSpec().toString());
+    EXPECT_EQ(listDir(dir).size(), 3u) << "no temporary files left";
+  }
+  jit::CompiledKernel hit = mustCompile(smallSpec(), options());
+  EXPECT_TRUE(hit.fromCache);
+
+  // A .cubin and .spec without .meta (a writer that died before committing)
+  // is a plain miss.
+  ASSERT_FALSE(fs::remove(s + ".meta"));
+  jit::CompiledKernel miss = mustCompile(smallSpec(), options());
+  EXPECT_FALSE(miss.fromCache);
+  EXPECT_EQ(miss.notes, "");
+  EXPECT_EQ(slurp(s + ".meta"), goodMeta);
+}
+
+TEST_F(JITCacheTest, UnwritableCacheStillCompiles) {
+  // A regular file where the directory should be.
+  std::string blocker = dir + "/not-a-dir";
+  spit(blocker, "x");
+  jit::CompileOptions opts = options();
+  opts.cacheDir = blocker + "/cache";
+  jit::CompiledKernel ck = mustCompile(smallSpec(), opts);
+  EXPECT_FALSE(ck.cubin.empty());
+  EXPECT_EQ(ck.cacheStem, "");
+  EXPECT_NE(ck.notes.find("warning: not cached: cannot create"),
+            std::string::npos)
+      << ck.notes;
+}
+
+TEST_F(JITCacheTest, ConcurrentProcessesShareOneEntry) {
+  constexpr int kChildren = 4;
+  // The children wait on this pipe so that they compile at the same time.
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kChildren; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork failed";
+    if (pid == 0) {
+      close(go[1]);
+      char c;
+      (void)!read(go[0], &c, 1); // returns 0 once the parent closes its end
+      llvm::Expected<jit::CompiledKernel> ck =
+          jit::compile(smallSpec(), kSM90, options());
+      if (!ck) {
+        llvm::errs() << "child " << i << ": " << llvm::toString(ck.takeError())
+                     << "\n";
+        _exit(1);
+      }
+      if (ck->cubin.empty() || ck->cacheStem.empty())
+        _exit(2);
+      _exit(ck->fromCache ? 10 : 0); // 0: compiled and stored it
+    }
+    pids.push_back(pid);
+  }
+  close(go[0]);
+  close(go[1]);
+  int compiled = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child " << pid << " status " << status;
+    int code = WEXITSTATUS(status);
+    EXPECT_TRUE(code == 0 || code == 10) << "child " << pid << " exit " << code;
+    compiled += code == 0;
+  }
+  // They start together and a compile takes far longer than a lookup, so
+  // several of them write the entry at once (the point of the test).
+  EXPECT_GE(compiled, 2) << "the children did not race";
+
+  std::string key = jit::cacheKey(smallSpec(), kSM90);
+  EXPECT_EQ(listDir(dir), (std::set<std::string>{key + ".cubin", key + ".meta",
+                                                 key + ".spec"}))
+      << "one entry, no temporary files";
+  jit::CompiledKernel cached = mustCompile(smallSpec(), options());
+  EXPECT_TRUE(cached.fromCache);
+  jit::CompileOptions fresh = options();
+  fresh.useCache = false;
+  jit::CompiledKernel recompiled = mustCompile(smallSpec(), fresh);
+  EXPECT_EQ(cached.cubin, recompiled.cubin);
+  EXPECT_EQ(rt::formatKernelInfo(cached.info),
+            rt::formatKernelInfo(recompiled.info));
+}
+
+TEST_F(JITCacheTest, RunWithoutADriverIsAnError) {
+  jit::CompiledKernel ck = mustCompile(smallSpec(), options());
+  ASSERT_FALSE(ck.cubin.empty());
+  // Simulate a machine without the driver, also where there is one.
+  rt::setDriverLibraryForTesting("libblasst-jit-test-no-such-driver.so");
+  jit::Kernel kernel(std::move(ck));
+  rt::AttentionArgs args;
+  rt::Status s = kernel.run(args, nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cannot run kernel 'jit_test_kernel'"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("driver"), std::string::npos) << s.message();
+  EXPECT_FALSE(kernel.loaded());
+  // Again: still an error, not a crash.
+  EXPECT_FALSE(kernel.run(args, nullptr, 0.f).ok());
+  rt::setDriverLibraryForTesting(nullptr);
+
+  // A Kernel without a compiled kernel says so.
+  jit::Kernel empty;
+  rt::Context noContext;
+  rt::Status st = empty.load(noContext);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no cubin"), std::string::npos) << st.message();
+}
+
+TEST_F(JITCacheTest, ThreadsCompileConcurrently) {
+  // Each compile has its own MLIRContext; two threads, two specs.
+  AttentionSpec causal = smallSpec();
+  causal.causal = true;
+  const AttentionSpec specs[2] = {smallSpec(), causal};
+  std::string errors[2];
+  std::vector<char> cubins[2];
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&, i] {
+      llvm::Expected<jit::CompiledKernel> ck =
+          jit::compile(specs[i], kSM90, options());
+      if (ck)
+        cubins[i] = ck->cubin;
+      else
+        errors[i] = llvm::toString(ck.takeError());
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(errors[i], "");
+    EXPECT_FALSE(cubins[i].empty());
+  }
+  EXPECT_NE(cubins[0], cubins[1]);
+  EXPECT_EQ(listDir(dir).size(), 6u);
+  EXPECT_EQ(mustCompile(specs[1], options()).cubin, cubins[1]);
+}
