@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BenchCore.h"
+#include "SkipModel.h"
 
 #include "blasst/Runtime/AttentionKernel.h"
 
@@ -44,6 +45,10 @@ constexpr int kExitUsage = 64;
 /// catch writes past the end.
 constexpr size_t kGuardElements = 4096;
 
+/// The sm_90a kernels' consumer warpgroups per CTA: each votes on its
+/// blockM / kVotingGroups rows.
+constexpr int kVotingGroups = 2;
+
 const char *kUsage = R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
        blasst-bench --self-test [--verbose]
 
@@ -60,6 +65,12 @@ shape:
 inputs:
   --seed S             RNG seed (default 1234); inputs depend only on the seed
   --dist uniform|normal   uniform in [-1,1] (default) or standard normal
+  --dial F             synthetic sparsity (F in [0,1]: fraction of cold KV
+                       blocks): Q/K with an attention sink, a local window,
+                       and cold blocks ~24 log2 units below the running max,
+                       warm ones near it (V still from --dist). For sparse
+                       kernels the default threshold becomes ln_lambda =
+                       -H*ln2 = -8.3 (T = -12 log2 units), see README.md
 checking:
   --check full|rows:K|none   compare every O element (default), K evenly
                        spaced query rows of every batch entry and head, or
@@ -70,8 +81,17 @@ checking:
 timing:
   --warmup N           untimed launches first (default 10)
   --iters N            timed launches, each between two events (default 50)
+sparse (BLASST) kernels:
+  --log2-threshold X   override ABI parameter 12 (default: from the spec, or
+                       the --dial default); for blasst:a= the kernel still
+                       subtracts log2(seq_kv)
+  --borderline-eps E   a skip decision within E log2 units of flipping is
+                       borderline (default 0.01): counters may differ from
+                       the model by the borderline count
+  --empty-groups skip|keep|idle   what the model assumes a voting group
+                       without any row < seq_q does (default skip: its vote
+                       is vacuously true; idle: walks nothing)
 other:
-  --log2-threshold X   override ABI parameter 12 (default: from the spec)
   --device N           GPU ordinal (default 0)
   --json FILE          write every number as JSON
   --self-test          check the bench's own reference/comparison logic (no GPU)
@@ -81,6 +101,11 @@ PASS needs: no NaN/inf (unwritten poison counts), relative L2 error <= 1e-2
 (bf16) or 5e-3 (f16), every element within 4u(max|V| + |ref|), LSE max abs
 error <= 1e-3, no writes outside O/LSE, and identical repeats. Rows that see
 no key (causal with seq-q > seq-kv) must give O = 0 and LSE = -inf.
+Sparse kernels are compared with a CPU model of the block skipping (the
+reference over the kept blocks); with stats = true their visited/skipped
+counters must match the model (skipped up to borderline decisions). The
+error against the dense reference is reported, not judged. --check none
+also skips the model.
 Exit codes: 0 all passed, 1 a check or kernel failed, 2 skipped (no usable
 GPU), 64 bad usage.
 )";
@@ -106,6 +131,9 @@ struct Options {
   int64_t repeatLaunches = 0;
   unsigned threads = 0;
   std::optional<float> log2Threshold;
+  std::optional<double> dial;
+  double borderlineEps = 1e-2;
+  SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Skip;
   int device = 0;
   bool selfTest = false;
   bool verbose = false;
@@ -240,6 +268,35 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         else
           o->log2Threshold = x;
       }
+    } else if (arg == "--dial") {
+      if ((err = need(&v)).empty()) {
+        char *end = nullptr;
+        double x = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(x >= 0 && x <= 1))
+          err = "option --dial: '" + v + "' is not a number in [0, 1]";
+        else
+          o->dial = x;
+      }
+    } else if (arg == "--borderline-eps") {
+      if ((err = need(&v)).empty()) {
+        char *end = nullptr;
+        double x = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(x >= 0))
+          err = "option --borderline-eps: '" + v + "' is not a number >= 0";
+        else
+          o->borderlineEps = x;
+      }
+    } else if (arg == "--empty-groups") {
+      if ((err = need(&v)).empty()) {
+        if (v == "skip")
+          o->emptyGroups = SkipConfig::EmptyGroup::Skip;
+        else if (v == "keep")
+          o->emptyGroups = SkipConfig::EmptyGroup::Keep;
+        else if (v == "idle")
+          o->emptyGroups = SkipConfig::EmptyGroup::Idle;
+        else
+          err = "option --empty-groups: '" + v + "' is not skip, keep or idle";
+      }
     } else if (arg == "--device") {
       int64_t n = 0;
       if ((err = intArg(&n, 0)).empty())
@@ -287,6 +344,40 @@ struct KernelResult {
   double referenceSeconds = 0;
   std::vector<int64_t> stats; ///< visited, skipped summed over (b, h)
 
+  // BLASST (sparse kernels).
+  double kernelT = 0;        ///< T the kernel compares with (log2 units)
+  double borderlineEps = 0;
+  std::string emptyGroups;
+  bool modelRun = false;     ///< the skipping model ran
+  int64_t modelVisited = 0, modelSkipped = 0, modelBorderline = 0;
+  int64_t modelMaskedSkips = 0, modelEmptySkips = 0;
+  double modelSkipRate = 0;
+  double denseRelL2 = -1;      ///< kernel O vs the dense reference
+  double modelDenseRelL2 = -1; ///< model O vs the dense reference
+  bool statsChecked = false;
+  StatsCheck statsCheck;
+  /// When the O check failed and there were borderline decisions: whether
+  /// it passes with the rows those decisions touch left out.
+  int borderlineRecheck = -1; ///< -1 not done, 0 still fails, 1 passes
+  uint64_t borderlineRows = 0;
+  // --dial.
+  bool dial = false;
+  double dialRequested = 0, dialCold = 0, dialWalkedCold = 0, dialHot = 0;
+  int64_t dialColdBlocks = 0, dialEligibleBlocks = 0;
+
+  /// The measured skip rate (kernel counters) when there are any, else the
+  /// model's; negative when neither.
+  double skipRate(bool *measured = nullptr) const {
+    if (stats.size() == 2 && stats[0] > 0) {
+      if (measured)
+        *measured = true;
+      return double(stats[1]) / double(stats[0]);
+    }
+    if (measured)
+      *measured = false;
+    return modelRun ? modelSkipRate : -1;
+  }
+
   int64_t repeatLaunches = 0;
   bool repeatIdentical = true;
   uint64_t repeatDifferingO = 0, repeatDifferingLse = 0;
@@ -298,7 +389,8 @@ struct KernelResult {
 
   bool passed() const {
     return error.empty() && (!checked || check.pass) && writesOutsideO == 0 &&
-           writesOutsideLse == 0 && repeatIdentical;
+           writesOutsideLse == 0 && repeatIdentical &&
+           (!statsChecked || statsCheck.pass);
   }
   std::string verdict() const {
     if (!error.empty())
@@ -374,6 +466,111 @@ Status download(const DeviceBuffer &buffer, std::vector<T> &host) {
   return buffer.copyToHost(host.data(), host.size() * sizeof(T));
 }
 
+/// ||a - b|| / ||b||.
+double relL2Of(const std::vector<double> &a, const std::vector<double> &b) {
+  double e = 0, n = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    e += (a[i] - b[i]) * (a[i] - b[i]);
+    n += b[i] * b[i];
+  }
+  return n > 0 ? std::sqrt(e / n) : (e > 0 ? INFINITY : 0.0);
+}
+
+/// After a failed O check with borderline decisions: checks again with the
+/// rows of every group that had a borderline decision left out (their
+/// reference replaced by the kernel's own values), to tell a borderline
+/// block decided the other way from a real error. Informational only.
+void recheckWithoutBorderline(const Shape &s, DType dtype,
+                              const SkipModel &model, const uint16_t *o,
+                              const Strides &os, const float *lse,
+                              KernelResult &r) {
+  const SkipConfig &c = model.config;
+  Reference ref = model.out;
+  std::vector<uint8_t> touched(size_t(s.batch * s.qHeads * s.seqQ), 0);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h)
+      for (int64_t m = 0; m < model.mBlocks; ++m)
+        for (int64_t g = 0; g < model.groups; ++g)
+          for (int64_t n = 0; n < model.nBlocksMax; ++n) {
+            if (!(model.decisions[model.decisionIndex(s.qHeads, b, h, m, g,
+                                                      n)] &
+                  kBorderline))
+              continue;
+            int64_t r0 = m * c.blockM + g * c.groupRows;
+            int64_t r1 = std::min({r0 + c.groupRows, (m + 1) * c.blockM,
+                                   s.seqQ});
+            for (int64_t i = r0; i < r1; ++i)
+              touched[size_t((b * s.qHeads + h) * s.seqQ + i)] = 1;
+          }
+  r.borderlineRows = 0;
+  for (uint8_t t : touched)
+    r.borderlineRows += t;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h)
+      for (size_t ri = 0; ri < ref.rows.size(); ++ri) {
+        int64_t i = ref.rows[ri];
+        if (!touched[size_t((b * s.qHeads + h) * s.seqQ + i)])
+          continue;
+        size_t idx = ref.index(s, b, h, ri);
+        const uint16_t *got = o + b * os.batch + i * os.seq + h * os.head;
+        for (int64_t d = 0; d < s.headDimV; ++d)
+          ref.o[idx * size_t(s.headDimV) + size_t(d)] =
+              double(halfToFloat(dtype, got[d]));
+        if (lse)
+          ref.lse[idx] = double(lse[(b * s.qHeads + h) * s.seqQ + i]);
+      }
+  CheckResult again =
+      compareOutputs(s, dtype, ref, o, os, lse, tolerancesFor(dtype));
+  r.borderlineRecheck = again.pass ? 1 : 0;
+}
+
+void printSparseReport(const KernelResult &r) {
+  double pct = 100.0 * r.modelSkipRate;
+  std::printf("    BLASST model: %" PRId64 " of %" PRId64
+              " (group, KV block) walks skipped (%.2f%%), %" PRId64
+              " borderline (within %.3g log2 units of T)",
+              r.modelSkipped, r.modelVisited, pct, r.modelBorderline,
+              r.borderlineEps);
+  if (r.modelMaskedSkips || r.modelEmptySkips)
+    std::printf("; of the skips %" PRId64 " are blocks no voting row sees a "
+                "key of (causal) and %" PRId64 " in groups without rows < "
+                "seq_q",
+                r.modelMaskedSkips, r.modelEmptySkips);
+  std::printf("\n");
+  if (r.statsChecked) {
+    const StatsCheck &c = r.statsCheck;
+    std::printf("    counters: kernel %" PRId64 " visited, %" PRId64
+                " skipped (%.2f%%) vs model %" PRId64 ", %" PRId64
+                ": %s",
+                c.kernelVisited, c.kernelSkipped, 100.0 * c.kernelSkipRate(),
+                r.modelVisited, r.modelSkipped,
+                c.pass ? "match" : "MISMATCH");
+    if (c.skippedWithin)
+      std::printf(" (%" PRIu64 " (batch, head)s differ by at most their "
+                  "borderline count, max %" PRId64 ")",
+                  c.skippedWithin, c.maxSkippedDiff);
+    std::printf("\n");
+    for (const std::string &f : c.failures)
+      std::printf("    FAIL: %s\n", f.c_str());
+  } else {
+    std::printf("    counters: none (stats = false); predicted skip rate "
+                "%.2f%%\n",
+                pct);
+  }
+  std::printf("    error of skipping (reported, not judged): rel L2 vs the "
+              "dense reference %.3e (kernel), %.3e (model)\n",
+              r.denseRelL2, r.modelDenseRelL2);
+  if (r.dial) {
+    bool measured = false;
+    double rate = r.skipRate(&measured);
+    std::printf("    dial: cold blocks %.2f%% (requested %.2f%%), cold walks "
+                "%.2f%% | skip rate %.2f%% (%s)\n",
+                100.0 * r.dialCold, 100.0 * r.dialRequested,
+                100.0 * r.dialWalkedCold, 100.0 * rate,
+                measured ? "kernel counters" : "model");
+  }
+}
+
 bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                KernelResult &r) {
   r.stem = stem;
@@ -387,8 +584,6 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   r.specText = spec.toShortString();
   r.dtype = spec.dtype;
   r.sparse = !spec.sparsity.isDense();
-  r.log2Threshold =
-      opt.log2Threshold ? *opt.log2Threshold : kernel.specLog2Threshold();
   std::printf("  kernel %s: %s, block_m %d, block_n %d, %d threads, %d B "
               "smem%s%s\n",
               info.kernelName.c_str(), info.target.c_str(), info.blockM,
@@ -415,11 +610,6 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   std::printf("  shape: %s (batch x seq_q x seq_kv, q/kv heads, head dim), "
               "scale %.6g, O row stride +%" PRId64 "\n",
               s.describe().c_str(), s.scale, opt.oPad);
-  if (r.sparse)
-    std::printf("  note: BLASST sparse kernel (%s, log2 threshold %g) is "
-                "checked against the dense reference\n",
-                sparsityToString(spec.sparsity).c_str(),
-                double(r.log2Threshold));
 
   // Inputs: contiguous [B, S, H, D], fresh values from the seed (element i
   // of Q, K, V depends only on the seed, so kernels of one shape see the
@@ -434,12 +624,69 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   os.batch = s.seqQ * os.seq;
   std::vector<uint16_t> qBits, kBits, vBits;
   std::vector<float> q, k, v;
-  generateTensor(dtype, opt.dist, opt.seed, 1, size_t(s.batch * qs.batch),
-                 qBits, q, opt.threads);
-  generateTensor(dtype, opt.dist, opt.seed, 2, size_t(s.batch * ks.batch),
-                 kBits, k, opt.threads);
+  DialInfo dial;
+  SkipConfig skipCfg;
+  skipCfg.blockM = info.blockM;
+  skipCfg.groupRows = std::max(1, info.blockM / kVotingGroups);
+  skipCfg.blockN = info.blockN;
+  skipCfg.borderlineEps = opt.borderlineEps;
+  skipCfg.emptyGroup = opt.emptyGroups;
+  if (opt.dial) {
+    DialConfig dc;
+    dc.coldFraction = *opt.dial;
+    dc.blockN = info.blockN;
+    generateDialInputs(s, dtype, dc, opt.seed, qs, size_t(s.batch * qs.batch),
+                       qBits, q, ks, size_t(s.batch * ks.batch), kBits, k,
+                       opt.threads, &dial);
+    r.dial = true;
+    r.dialRequested = *opt.dial;
+    r.dialCold = dial.coldFraction();
+    r.dialColdBlocks = dial.coldBlocks;
+    r.dialEligibleBlocks = dial.eligibleBlocks;
+    r.dialHot = dial.hot;
+    r.dialWalkedCold = dialWalkedColdFraction(s, skipCfg, dial);
+    std::printf("  dial: F = %.3f requested; %" PRId64 " of %" PRId64
+                " KV blocks cold (%.3f; block 0 holds the sink), %.3f of the "
+                "(group, block) walks are in cold blocks; hot keys ~+%.3g, "
+                "cold ~-%.3g log2 units; max |q| %.3g, |k| %.3g\n",
+                *opt.dial, dial.coldBlocks, dial.eligibleBlocks,
+                dial.coldFraction(), r.dialWalkedCold, dial.hot, dial.hot,
+                dial.maxAbsQ, dial.maxAbsK);
+  } else {
+    generateTensor(dtype, opt.dist, opt.seed, 1, size_t(s.batch * qs.batch),
+                   qBits, q, opt.threads);
+    generateTensor(dtype, opt.dist, opt.seed, 2, size_t(s.batch * ks.batch),
+                   kBits, k, opt.threads);
+  }
   generateTensor(dtype, opt.dist, opt.seed, 3, size_t(s.batch * vs.batch),
                  vBits, v, opt.threads);
+
+  // ABI parameter 12 and the threshold T the kernel derives from it.
+  if (opt.log2Threshold)
+    r.log2Threshold = *opt.log2Threshold;
+  else if (opt.dial && r.sparse)
+    r.log2Threshold = float(paramForKernelLog2Threshold(
+        spec.sparsity, dial.defaultLog2Threshold(), s.seqKV));
+  else
+    r.log2Threshold = kernel.specLog2Threshold();
+  if (r.sparse) {
+    r.kernelT = kernelLog2Threshold(spec.sparsity, double(r.log2Threshold),
+                                    s.seqKV);
+    skipCfg.log2Threshold = r.kernelT;
+    r.borderlineEps = skipCfg.borderlineEps;
+    r.emptyGroups = toString(skipCfg.emptyGroup);
+    std::printf("  BLASST: %s, parameter 12 = %.6g (%s), T = %.6g log2 units "
+                "(lambda = 2^T = %.3g, ln_lambda %.4g); skipping modeled "
+                "with %" PRId64 "-row groups, %" PRId64 "-key blocks\n",
+                sparsityToString(spec.sparsity).c_str(),
+                double(r.log2Threshold),
+                opt.log2Threshold ? "--log2-threshold"
+                : opt.dial        ? "--dial default"
+                                  : "from the spec",
+                r.kernelT, std::exp2(r.kernelT),
+                r.kernelT * 0.6931471805599453, skipCfg.groupRows,
+                skipCfg.blockN);
+  }
 
   // Device buffers. O and LSE get a poisoned guard after their end.
   const size_t oElements = size_t(s.batch * os.batch) + kGuardElements;
@@ -525,21 +772,26 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     return Status::success();
   };
 
+  std::vector<int64_t> statsRaw;
   bool needFirstRun = opt.check != CheckMode::None || opt.repeatLaunches > 0;
   if (needFirstRun) {
     if (Status st = poisonLaunchAndRead(1, "running it once (checked run)");
         !st)
       return fail(r, st.message());
     if (spec.stats) {
-      std::vector<int64_t> stats(size_t(s.batch * s.qHeads * 2));
+      std::vector<int64_t> &stats = statsRaw;
+      stats.assign(size_t(s.batch * s.qHeads * 2), 0);
       if (Status st = download(dstats, stats); !st)
         return fail(r, st.message());
       r.stats = {0, 0};
       for (size_t i = 0; i < stats.size(); ++i)
         r.stats[i % 2] += stats[i];
-      std::printf("  stats: %" PRId64 " KV blocks visited, %" PRId64
-                  " skipped (summed over batch and heads)\n",
-                  r.stats[0], r.stats[1]);
+      std::printf("  stats: %" PRId64 " (group, KV block) pairs visited, "
+                  "%" PRId64 " skipped (summed over batch and heads): skip "
+                  "rate %.2f%%\n",
+                  r.stats[0], r.stats[1],
+                  r.stats[0] ? 100.0 * double(r.stats[1]) / double(r.stats[0])
+                             : 0.0);
     }
   }
 
@@ -552,15 +804,45 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                       ? "full"
                       : "rows:" + std::to_string(opt.checkRows);
     auto t0 = std::chrono::steady_clock::now();
-    Reference ref;
-    referenceAttention(s, q.data(), qs, k.data(), ks, v.data(), vs, rows,
-                       opt.threads, &ref);
+    // Dense kernels: the reference. Sparse kernels: the skipping model
+    // (decisions need every row's scores) and, from the same scores, the
+    // dense reference for the error of skipping.
+    Reference ref, denseRef;
+    SkipModel model;
+    if (r.sparse) {
+      skipModelAttention(s, q.data(), qs, k.data(), ks, v.data(), vs, rows,
+                         skipCfg, opt.threads, &model, &denseRef);
+      r.modelRun = true;
+      r.modelVisited = model.totalVisited;
+      r.modelSkipped = model.totalSkipped;
+      r.modelBorderline = model.totalBorderline;
+      r.modelMaskedSkips = model.maskedSkips;
+      r.modelEmptySkips = model.emptyGroupSkips;
+      r.modelSkipRate = model.skipRate();
+    } else {
+      referenceAttention(s, q.data(), qs, k.data(), ks, v.data(), vs, rows,
+                         opt.threads, &ref);
+    }
+    const Reference &want = r.sparse ? model.out : ref;
     r.referenceSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
-    r.check = compareOutputs(s, dtype, ref, outO.data(), os,
+    r.check = compareOutputs(s, dtype, want, outO.data(), os,
                              spec.lse ? outLse.data() : nullptr,
                              tolerancesFor(dtype));
+    if (r.sparse) {
+      r.denseRelL2 = compareOutputs(s, dtype, denseRef, outO.data(), os,
+                                    nullptr, tolerancesFor(dtype))
+                         .relL2;
+      r.modelDenseRelL2 = relL2Of(model.out.o, denseRef.o);
+      if (!r.check.pass && model.totalBorderline > 0)
+        recheckWithoutBorderline(s, dtype, model, outO.data(), os,
+                                 spec.lse ? outLse.data() : nullptr, r);
+      if (spec.stats && !statsRaw.empty()) {
+        r.statsChecked = true;
+        r.statsCheck = compareStats(s, model, statsRaw.data());
+      }
+    }
     r.writesOutsideO = countWritesOutside(s, os, outO.data(), oElements);
     if (spec.lse) {
       for (size_t i = size_t(s.batch * s.qHeads * s.seqQ); i < lseElements;
@@ -579,9 +861,13 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     std::printf("  check (%s): %" PRIu64 " of %" PRIu64
                 " O elements (%" PRIu64 " of %" PRId64
                 " query rows x %" PRId64 " batch x %" PRId64
-                " heads x %" PRId64 " dims), reference %.2f s on %u threads\n",
+                " heads x %" PRId64 " dims) against %s, %.2f s on %u "
+                "threads\n",
                 r.checkMode.c_str(), c.elementsChecked, totalElements,
                 c.rowsChecked, s.seqQ, s.batch, s.qHeads, s.headDimV,
+                r.sparse ? "the skipping model (reference over the kept "
+                           "blocks; every row's scores for the vote)"
+                         : "the reference",
                 r.referenceSeconds, opt.threads ? opt.threads : defaultThreads());
     if (maskedRows)
       std::printf("    %" PRId64 " checked rows see no key (causal, seq_q > "
@@ -614,10 +900,26 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
       std::printf("    FAIL: %" PRIu64 " floats after the end of LSE were "
                   "written\n",
                   r.writesOutsideLse);
+    if (r.borderlineRecheck >= 0)
+      std::printf("    note: without the %" PRIu64 " (batch, head, row)s "
+                  "touched by borderline decisions the O check %s\n",
+                  r.borderlineRows,
+                  r.borderlineRecheck
+                      ? "passes: the kernel probably decided a borderline "
+                        "block the other way"
+                      : "still fails");
+    if (r.sparse)
+      printSparseReport(r);
   }
   q = {};
   k = {};
   v = {};
+
+  if (r.sparse && !r.modelRun)
+    std::printf("  BLASST: no skipping model with --check none%s\n",
+                spec.stats ? " (counters printed above, not compared)" : "");
+  if (r.dial && !r.sparse)
+    std::printf("  dial: dense kernel, nothing is skipped\n");
 
   if (opt.repeatLaunches > 0) {
     r.repeatLaunches = opt.repeatLaunches;
@@ -704,11 +1006,11 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
 
 void printTable(const std::vector<KernelResult> &results) {
   struct Row {
-    std::string cells[9];
+    std::string cells[10];
   };
   std::vector<Row> rows;
-  rows.push_back({{"kernel", "shape", "check", "rel_l2", "max_abs", "ms_median",
-                   "ms_min", "TFLOP/s", "stem"}});
+  rows.push_back({{"kernel", "shape", "check", "rel_l2", "max_abs", "skip",
+                   "ms_median", "ms_min", "TFLOP/s", "stem"}});
   for (const KernelResult &r : results) {
     Row row;
     row.cells[0] = r.name;
@@ -716,31 +1018,42 @@ void printTable(const std::vector<KernelResult> &results) {
     row.cells[2] = r.verdict() + (r.checked ? "(" + r.checkMode + ")" : "");
     row.cells[3] = r.checked ? fmt("%.2e", r.check.relL2) : "-";
     row.cells[4] = r.checked ? fmt("%.2e", r.check.maxAbs) : "-";
+    bool measured = false;
+    double rate = r.skipRate(&measured);
+    row.cells[5] = rate < 0 ? "-" : (measured ? "" : "~") +
+                                        fmt("%.1f%%", 100.0 * rate);
     bool timed = !r.timesMs.empty();
-    row.cells[5] = timed ? fmt("%.4f", r.medianMs) : "-";
-    row.cells[6] = timed ? fmt("%.4f", r.minMs) : "-";
-    row.cells[7] =
+    row.cells[6] = timed ? fmt("%.4f", r.medianMs) : "-";
+    row.cells[7] = timed ? fmt("%.4f", r.minMs) : "-";
+    row.cells[8] =
         timed ? fmt("%.1f", r.flops / (r.medianMs * 1e-3) / 1e12) : "-";
-    row.cells[8] = r.stem;
+    row.cells[9] = r.stem;
     rows.push_back(row);
   }
-  size_t width[9] = {};
+  size_t width[10] = {};
   for (const Row &row : rows)
-    for (int c = 0; c < 9; ++c)
+    for (int c = 0; c < 10; ++c)
       width[c] = std::max(width[c], row.cells[c].size());
   std::printf("\n");
   for (const Row &row : rows) {
     std::string line;
-    for (int c = 0; c < 9; ++c) {
+    for (int c = 0; c < 10; ++c) {
       std::string cell = row.cells[c];
-      bool right = c >= 3 && c <= 7;
+      bool right = c >= 3 && c <= 8;
       std::string padding(width[c] - cell.size(), ' ');
-      line += (right ? padding + cell : cell + padding) + (c < 8 ? "  " : "");
+      line += (right ? padding + cell : cell + padding) + (c < 9 ? "  " : "");
     }
     while (!line.empty() && line.back() == ' ')
       line.pop_back();
     std::printf("%s\n", line.c_str());
   }
+  bool anySkip = false;
+  for (const KernelResult &r : results)
+    anySkip |= r.skipRate() >= 0;
+  if (anySkip)
+    std::printf("skip: skipped / visited (group, KV block) pairs from the "
+                "kernel's counters; ~: predicted by the model (stats = "
+                "false); rel_l2 of sparse kernels is against the model\n");
 }
 
 bool writeJson(const std::string &path, const Options &opt,
@@ -750,7 +1063,8 @@ bool writeJson(const std::string &path, const Options &opt,
   j << "{\n  \"tool\": \"blasst-bench\",\n  \"abi_version\": "
     << kKernelABIVersion << ",\n  \"device\": " << jsonString(device)
     << ",\n  \"seed\": " << opt.seed << ",\n  \"distribution\": "
-    << jsonString(toString(opt.dist)) << ",\n  \"warmup\": " << opt.warmup
+    << jsonString(toString(opt.dist)) << ",\n  \"dial\": "
+    << (opt.dial ? jsonNumber(*opt.dial) : "null") << ",\n  \"warmup\": " << opt.warmup
     << ",\n  \"iters\": " << opt.iters << ",\n  \"all_passed\": "
     << (allPassed ? "true" : "false") << ",\n  \"kernels\": [";
   for (size_t i = 0; i < results.size(); ++i) {
@@ -804,7 +1118,53 @@ bool writeJson(const std::string &path, const Options &opt,
     }
     if (r.stats.size() == 2)
       j << ",\n      \"stats\": {\"visited\": " << r.stats[0]
-        << ", \"skipped\": " << r.stats[1] << "}";
+        << ", \"skipped\": " << r.stats[1] << ", \"skip_rate\": "
+        << jsonNumber(r.stats[0] ? double(r.stats[1]) / double(r.stats[0])
+                                 : 0.0)
+        << "}";
+    if (r.sparse && r.shapeKnown) {
+      bool measured = false;
+      double rate = r.skipRate(&measured);
+      j << ",\n      \"blasst\": {\"log2_threshold_T\": "
+        << jsonNumber(r.kernelT) << ", \"borderline_eps\": "
+        << jsonNumber(r.borderlineEps) << ", \"empty_groups\": "
+        << jsonString(r.emptyGroups) << ", \"skip_rate\": "
+        << (rate < 0 ? "null" : jsonNumber(rate)) << ", \"skip_rate_source\": "
+        << (rate < 0 ? "null" : jsonString(measured ? "kernel" : "model"));
+      if (r.modelRun)
+        j << ", \"model\": {\"visited\": " << r.modelVisited
+          << ", \"skipped\": " << r.modelSkipped
+          << ", \"skip_rate\": " << jsonNumber(r.modelSkipRate)
+          << ", \"borderline\": " << r.modelBorderline
+          << ", \"masked_skips\": " << r.modelMaskedSkips
+          << ", \"empty_group_skips\": " << r.modelEmptySkips << "}"
+          << ", \"dense_rel_l2\": " << jsonNumber(r.denseRelL2)
+          << ", \"model_dense_rel_l2\": " << jsonNumber(r.modelDenseRelL2)
+          << ", \"borderline_recheck\": "
+          << (r.borderlineRecheck < 0 ? "null"
+              : r.borderlineRecheck   ? "\"passes\""
+                                      : "\"fails\"");
+      if (r.statsChecked) {
+        const StatsCheck &c = r.statsCheck;
+        j << ", \"stats_check\": {\"pass\": " << (c.pass ? "true" : "false")
+          << ", \"visited_mismatch\": " << c.visitedMismatch
+          << ", \"skipped_beyond_borderline\": " << c.skippedBeyond
+          << ", \"skipped_within_borderline\": " << c.skippedWithin
+          << ", \"max_skipped_diff\": " << c.maxSkippedDiff
+          << ", \"failures\": [";
+        for (size_t f = 0; f < c.failures.size(); ++f)
+          j << (f ? ", " : "") << jsonString(c.failures[f]);
+        j << "]}";
+      }
+      j << "}";
+    }
+    if (r.dial)
+      j << ",\n      \"dial\": {\"requested\": " << jsonNumber(r.dialRequested)
+        << ", \"cold_fraction\": " << jsonNumber(r.dialCold)
+        << ", \"cold_blocks\": " << r.dialColdBlocks
+        << ", \"eligible_blocks\": " << r.dialEligibleBlocks
+        << ", \"walked_cold_fraction\": " << jsonNumber(r.dialWalkedCold)
+        << ", \"hot_log2\": " << jsonNumber(r.dialHot) << "}";
     if (r.repeatLaunches > 0)
       j << ",\n      \"determinism\": {\"launches\": " << r.repeatLaunches
         << ", \"identical\": " << (r.repeatIdentical ? "true" : "false")

@@ -107,7 +107,6 @@ struct RoleState {
   Value threadInRole;      // i32 in [0, threads of the role).
   // Register tiles and row statistics (compute roles).
   Value s;                 // S accumulator struct.
-  SmallVector<Value> x;    // Masked, log2-scaled scores of this block.
   Value o;                 // O accumulator struct (loop-carried).
   Value m[2], l[2];        // Running max (log2 domain) and partial sums.
   Value mBlock[2], mUse[2], corr[2];
@@ -735,36 +734,62 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));
   Value rowInTile = add(mul(w, c32(16)), divu(ln, c32(4)));
   Value colInBlock = mul(remu(ln, c32(4)), c32(2));
-  Value qRow0 = add(mul(mBlock, c32(blockM)),
-                    add(c32(st.rowBegin), rowInTile));
-  Value keyBase = add(mul(st.kvBlock, c32(blockN)), colInBlock);
+  Value roleRow0 = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
+  Value qRow0 = add(roleRow0, rowInTile);
+  Value keyBlock = mul(st.kvBlock, c32(blockN));
+  Value keyBase = add(keyBlock, colInBlock);
   Value seqKV = param(kSeqKV);
   // Causal (bottom-right): key <= row + seqKV - seqQ.
   Value diag = sub(seqKV, param(kSeqQ));
   Value negInf = cf(-INFINITY);
-  Value scale = param(kScaleLog2);
+  for (int i = 0; i < 2; ++i)
+    st.rowIdx[i] = add(qRow0, c32(8 * i));
 
-  st.x.assign(n / 2, Value());
-  for (int i = 0; i < 2; ++i) {
-    Value row = add(qRow0, c32(8 * i));
-    st.rowIdx[i] = row;
-    Value limit = seqKV; // first invisible key
-    if (spec.causal) {
-      Value causalLimit = add(add(row, diag), c32(1));
-      limit = arith::MinSIOp::create(b, loc, limit, causalLimit);
+  // Only the blocks that hold the sequence tail or cross the causal
+  // diagonal need a mask; the test is uniform over the role's rows.
+  Value blockEnd = add(keyBlock, c32(blockN));
+  Value needMask = cmp(arith::CmpIPredicate::sgt, blockEnd, seqKV);
+  if (spec.causal) {
+    Value firstVisibleLimit = add(add(roleRow0, diag), c32(1));
+    needMask = arith::OrIOp::create(
+        b, loc, needMask,
+        cmp(arith::CmpIPredicate::sgt, blockEnd, firstVisibleLimit));
+  }
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{st.s.getType()}, needMask,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value masked = st.s;
+    for (int i = 0; i < 2; ++i) {
+      Value limit = seqKV; // first invisible key
+      if (spec.causal)
+        limit = arith::MinSIOp::create(b, loc, limit,
+                                       add(add(st.rowIdx[i], diag), c32(1)));
+      for (int64_t j = 0; j < n / 8; ++j)
+        for (int k = 0; k < 2; ++k) {
+          int64_t idx = 4 * j + 2 * i + k;
+          Value key = add(keyBase, c32(8 * j + k));
+          Value visible = cmp(arith::CmpIPredicate::slt, key, limit);
+          masked = insert(masked, select(visible, extract(st.s, idx), negInf),
+                          idx);
+        }
     }
+    scf::YieldOp::create(b, loc, masked);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, st.s);
+  }
+  st.s = ifOp.getResult(0);
+
+  // The max over raw scores, scaled once (scale > 0): scores stay raw and
+  // exp2 takes fma(s, scale, -m).
+  Value scale = param(kScaleLog2);
+  for (int i = 0; i < 2; ++i) {
     Value mx = negInf;
     for (int64_t j = 0; j < n / 8; ++j)
-      for (int k = 0; k < 2; ++k) {
-        int64_t idx = 4 * j + 2 * i + k;
-        Value key = add(keyBase, c32(8 * j + k));
-        Value visible = cmp(arith::CmpIPredicate::slt, key, limit);
-        Value xv = fmul(extract(st.s, idx), scale);
-        xv = select(visible, xv, negInf);
-        st.x[idx] = xv;
-        mx = fmax(mx, xv);
-      }
-    st.mBlock[i] = quadReduce(mx, /*isMax=*/true);
+      for (int k = 0; k < 2; ++k)
+        mx = fmax(mx, extract(st.s, 4 * j + 2 * i + k));
+    st.mBlock[i] = fmul(quadReduce(mx, /*isMax=*/true), scale);
   }
   return success();
 }
@@ -810,7 +835,10 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
       Value pv[2];
       for (int k = 0; k < 2; ++k) {
         int64_t idx = 4 * j + 2 * i + k;
-        pv[k] = exp2(fsub(st.x[idx], st.mUse[i]));
+        pv[k] = exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx),
+                                         param(kScaleLog2),
+                                         arith::NegFOp::create(b, loc,
+                                                               st.mUse[i])));
         sum = fadd(sum, pv[k]);
       }
       Value pair = LLVM::UndefOp::create(b, loc, pairTy);
