@@ -524,6 +524,19 @@ void recheckWithoutBorderline(const Shape &s, DType dtype,
   r.borderlineRecheck = again.pass ? 1 : 0;
 }
 
+/// The dial's cold fraction beside the skip rate.
+void printDialLine(const KernelResult &r, const char *indent) {
+  bool measured = false;
+  double rate = r.skipRate(&measured);
+  if (!r.dial || rate < 0)
+    return;
+  std::printf("%sdial: cold blocks %.2f%% (requested %.2f%%), cold walks "
+              "%.2f%% | skip rate %.2f%% (%s)\n",
+              indent, 100.0 * r.dialCold, 100.0 * r.dialRequested,
+              100.0 * r.dialWalkedCold, 100.0 * rate,
+              measured ? "kernel counters" : "model");
+}
+
 void printSparseReport(const KernelResult &r) {
   double pct = 100.0 * r.modelSkipRate;
   std::printf("    BLASST model: %" PRId64 " of %" PRId64
@@ -560,15 +573,7 @@ void printSparseReport(const KernelResult &r) {
   std::printf("    error of skipping (reported, not judged): rel L2 vs the "
               "dense reference %.3e (kernel), %.3e (model)\n",
               r.denseRelL2, r.modelDenseRelL2);
-  if (r.dial) {
-    bool measured = false;
-    double rate = r.skipRate(&measured);
-    std::printf("    dial: cold blocks %.2f%% (requested %.2f%%), cold walks "
-                "%.2f%% | skip rate %.2f%% (%s)\n",
-                100.0 * r.dialCold, 100.0 * r.dialRequested,
-                100.0 * r.dialWalkedCold, 100.0 * rate,
-                measured ? "kernel counters" : "model");
-  }
+  printDialLine(r, "    ");
 }
 
 bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
@@ -773,7 +778,10 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   };
 
   std::vector<int64_t> statsRaw;
-  bool needFirstRun = opt.check != CheckMode::None || opt.repeatLaunches > 0;
+  // The counters are read after this run, so it happens with stats even
+  // under --check none.
+  bool needFirstRun = opt.check != CheckMode::None ||
+                      opt.repeatLaunches > 0 || spec.stats;
   if (needFirstRun) {
     if (Status st = poisonLaunchAndRead(1, "running it once (checked run)");
         !st)
@@ -915,9 +923,11 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   k = {};
   v = {};
 
-  if (r.sparse && !r.modelRun)
+  if (r.sparse && !r.modelRun) {
     std::printf("  BLASST: no skipping model with --check none%s\n",
                 spec.stats ? " (counters printed above, not compared)" : "");
+    printDialLine(r, "  ");
+  }
   if (r.dial && !r.sparse)
     std::printf("  dial: dense kernel, nothing is skipped\n");
 
