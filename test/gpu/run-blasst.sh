@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# BLASST on the H200: skipping checked against the CPU reference model,
+# racecheck with skipping active, and the benchmark (64K prefill, dense vs
+# sparse at several skip rates). Usage: run-blasst.sh KDIR BENCH OUT
+set -uo pipefail
+K="$1"; BENCH="$2"; OUT="$3"; mkdir -p "$OUT"; fails=0
+run() { local name="$1"; shift
+  "$BENCH" "$@" --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1; local rc=$?
+  grep -E "^(dense|sparse)|skip|FAIL|error" "$OUT/$name.log" | tail -n 12
+  [[ $rc -eq 0 ]] || { echo "!! $name exited $rc"; fails=$((fails + 1)); }; }
+echo "=== skipping vs the reference model (every element, counters) ==="
+run m_random --kernel "$K/sparse_causalfalse" --kernel "$K/sparse_causaltrue" \
+  --kernel "$K/sparse_a_causaltrue" --kernel "$K/sparse_f16_hd64_gqa" \
+  --batch 2 --seq-q 1000 --seq-kv 1300 --warmup 0 --iters 1
+for thr in -4 -12 1.5; do
+  run "m_thr$thr" --kernel "$K/sparse_causaltrue" --kernel "$K/sparse_causalfalse" \
+    --batch 1 --seq 2048 --log2-threshold "$thr" --warmup 0 --iters 1
+done
+for dial in 0.5 0.9; do
+  run "m_dial$dial" --kernel "$K/sparse_causaltrue" --kernel "$K/sparse_causalfalse" \
+    --kernel "$K/sparse_a_causaltrue" --batch 1 --seq 4096 --dial "$dial" --warmup 0 --iters 1
+done
+echo "=== racecheck with skipping active ==="
+compute-sanitizer --tool racecheck --error-exitcode 9 "$BENCH" --kernel "$K/sparse_causaltrue" \
+  --batch 1 --seq 2048 --dial 0.7 --check rows:8 --warmup 0 --iters 1 >"$OUT/racecheck.log" 2>&1
+rc=$?; echo "racecheck exit $rc: $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck.log")"
+[[ $rc -eq 0 ]] || fails=$((fails + 1))
+echo "=== error of skipping vs dense, 8K ==="
+for dial in 0.72 0.92; do
+  run "err_dial$dial" --kernel "$K/sparse_causalfalse" --kernel "$K/sparse_causaltrue" \
+    --batch 1 --seq 8192 --dial "$dial" --check rows:32 --warmup 0 --iters 1
+done
+echo "=== benchmark: 64K prefill, batch 1, 32/8 heads, dense vs sparse ==="
+for dial in 0 0.72 0.92; do
+  run "bench_dial$dial" --kernel "$K/dense_causalfalse" --kernel "$K/sparse_causalfalse" \
+    --kernel "$K/dense_causaltrue" --kernel "$K/sparse_causaltrue" \
+    --batch 1 --seq 65536 --dial "$dial" --check none --warmup 3 --iters 10
+done
+echo "failures: $fails" | tee "$OUT/summary.txt"
+tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
+exit $((fails > 0))
