@@ -86,6 +86,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.stages = opts.stages;
   passOpts.producerRegs = opts.producerRegs;
   passOpts.consumerRegs = opts.consumerRegs;
+  passOpts.overlap = opts.overlap;
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

@@ -215,7 +215,8 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
      << "[ptxas] " << cachedPtxasVersion() << "\n"
      << "[schedule] block_m=" << s.blockM << " block_n=" << s.blockN
      << " stages=" << s.stages << " producer_regs=" << s.producerRegs
-     << " consumer_regs=" << s.consumerRegs << "\n"
+     << " consumer_regs=" << s.consumerRegs << " overlap=" << s.overlap
+     << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();
   std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(

@@ -74,6 +74,11 @@ static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
                                cl::init(0), cl::cat(cat));
 static cl::opt<int64_t> stages("stages", cl::desc("K/V pipeline depth"),
                                cl::init(0), cl::cat(cat));
+static cl::opt<bool>
+    overlap("overlap",
+            cl::desc("sm_90a: intra-warpgroup overlap (block n+1's Q Kᵀ in "
+                     "flight during block n's softmax)"),
+            cl::cat(cat));
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "blasst-compile: error: " << msg << "\n";
@@ -175,6 +180,7 @@ int main(int argc, char **argv) {
     opts.blockM = blockM;
     opts.blockN = blockN;
     opts.stages = stages;
+    opts.overlap = overlap;
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");

@@ -35,6 +35,9 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "setmaxnreg budget of the load/producer warpgroup (0: default)">,
     Option<"consumerRegs", "consumer-regs", "int64_t", /*default=*/"0",
            "setmaxnreg budget of the compute/softmax warpgroups (0: default)">,
+    Option<"overlap", "overlap", "bool", /*default=*/"false",
+           "sm_90a: intra-warpgroup overlap (block n+1's Q Kᵀ in flight "
+           "during block n's softmax; S double-buffered in registers)">,
   ];
 }
 

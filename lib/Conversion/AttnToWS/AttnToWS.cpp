@@ -93,15 +93,27 @@ struct KernelBuilder {
   }
   void afterLoop() { b.setInsertionPointAfter(b.getBlock()->getParentOp()); }
 
-  void acquire(StringRef p) { AcquireOp::create(b, loc, sym(p)); }
-  void release(StringRef p) { ReleaseOp::create(b, loc, sym(p)); }
+  IntegerAttr aheadAttr(int64_t ahead) {
+    return ahead ? b.getI64IntegerAttr(ahead) : IntegerAttr();
+  }
+  void acquire(StringRef p, int64_t ahead = 0) {
+    AcquireOp::create(b, loc, sym(p), aheadAttr(ahead));
+  }
+  void release(StringRef p, int64_t ahead = 0) {
+    ReleaseOp::create(b, loc, sym(p), aheadAttr(ahead));
+  }
   void load(Tensor t, StringRef dst, StringRef p) {
     TmaLoadOp::create(b, loc, TensorAttr::get(b.getContext(), t), sym(dst),
                       sym(p));
   }
-  void mma(MmaKind kind, StringRef a, StringRef bb, StringRef d) {
+  void mma(MmaKind kind, StringRef a, StringRef bb, StringRef d,
+           bool async = false, int64_t ahead = 0) {
     MmaOp::create(b, loc, MmaKindAttr::get(b.getContext(), kind), sym(a),
-                  sym(bb), sym(d));
+                  sym(bb), sym(d), async ? b.getUnitAttr() : UnitAttr(),
+                  aheadAttr(ahead));
+  }
+  void mmaWait(int64_t pending = 0) {
+    MmaWaitOp::create(b, loc, b.getI64IntegerAttr(pending));
   }
   void softmax(StringRef s, StringRef p, bool readScores) {
     if (readScores)
@@ -122,7 +134,9 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   kb.buffer("q", MemorySpace::smem, o.blockM, d, kb.et, 1);
   kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
   kb.buffer("v", MemorySpace::smem, o.blockN, dv, kb.et, o.stages);
-  kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, 1);
+  // With overlap, block n+1's scores are computed while block n's softmax
+  // runs: S is double-buffered in registers.
+  kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, o.overlap ? 2 : 1);
   // P goes through shared memory (wgmma with A from smem) for both
   // consumers; each uses its own rows.
   kb.buffer("p", MemorySpace::smem, o.blockM, o.blockN, kb.et, 1);
@@ -151,16 +165,36 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
     kb.role(consumers[i], RoleKind::compute, 4 + 4 * i, 8 + 4 * i,
             o.consumerRegs, std::make_pair(i * half, (i + 1) * half));
     kb.acquire("q_pipe");
-    kb.kvLoop();
-    kb.acquire("k_pipe");
-    kb.mma(MmaKind::qk, "q", "k", "s");
-    kb.release("k_pipe");
-    kb.softmax("s", "p", /*readScores=*/false);
-    CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
-    kb.acquire("v_pipe");
-    kb.mma(MmaKind::pv, "p", "v", "o");
-    kb.release("v_pipe");
-    kb.afterLoop();
+    if (!o.overlap) {
+      kb.kvLoop();
+      kb.acquire("k_pipe");
+      kb.mma(MmaKind::qk, "q", "k", "s");
+      kb.release("k_pipe");
+      kb.softmax("s", "p", /*readScores=*/false);
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      kb.acquire("v_pipe");
+      kb.mma(MmaKind::pv, "p", "v", "o");
+      kb.release("v_pipe");
+      kb.afterLoop();
+    } else {
+      // FlashAttention-3's intra-warpgroup overlap: Q Kᵀ of block n+1 is in
+      // flight during block n's softmax. (P V stays synchronous: an async
+      // P V would keep O's registers in flight across the loop back-edge,
+      // where the loop-carried copies make ptxas serialise every wgmma.)
+      kb.acquire("k_pipe");
+      kb.mma(MmaKind::qk, "q", "k", "s", /*async=*/true);
+      kb.kvLoop();
+      kb.mmaWait(0);
+      kb.release("k_pipe");
+      kb.acquire("k_pipe", /*ahead=*/1);
+      kb.mma(MmaKind::qk, "q", "k", "s", /*async=*/true, /*ahead=*/1);
+      kb.softmax("s", "p", /*readScores=*/false);
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      kb.acquire("v_pipe");
+      kb.mma(MmaKind::pv, "p", "v", "o");
+      kb.release("v_pipe");
+      kb.afterLoop();
+    }
     kb.release("q_pipe");
     EpilogueOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(),
                        lse ? kb.b.getUnitAttr() : UnitAttr());
@@ -323,8 +357,8 @@ struct ConvertAttnToWSPass
                          << this->target << "' (expected sm_90a or sm_100a)";
       return signalPassFailure();
     }
-    ScheduleOptions knobs{*target,       blockM,       blockN,
-                          stages,        producerRegs, consumerRegs};
+    ScheduleOptions knobs{*target, blockM,       blockN,      stages,
+                          producerRegs, consumerRegs, overlap};
     for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
                            {"block-n", int64_t(blockN)},
                            {"stages", int64_t(stages)},
@@ -350,6 +384,15 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
+      if (opts.overlap && (*target != ws::Target::sm_90a || spec.headDim > 128)) {
+        op.emitOpError()
+            << "overlap=true is not available here: "
+            << (*target != ws::Target::sm_90a
+                    ? "it is an sm_90a schedule"
+                    : "two S tiles and O do not fit the consumers' 240 "
+                      "registers at head_dim > 128");
+        return signalPassFailure();
+      }
       auto func = op->getParentOfType<FunctionOpInterface>();
       std::string name =
           (func ? func.getName().str() : std::string("attention")) + "_kernel";

@@ -101,7 +101,10 @@ FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
 struct RoleState {
   RoleOp role;
   bool inLoop = false;
+  bool afterLoop = false;  // Past the role's kv_loop (epilogue).
   Value kvBlock;           // i32 KV block index inside the loop.
+  Value numBlocks;         // i32 number of KV blocks the CTA visits.
+  Value sNext;             // S of block n+1 (intra-warpgroup overlap).
   int64_t rowBegin = 0;    // First CTA query row the role owns.
   int64_t barrierId = 0;   // Named barrier of the role's warpgroup.
   Value threadInRole;      // i32 in [0, threads of the role).
@@ -143,6 +146,11 @@ public:
     elemTy = attn::getElementType(ctx, spec.dtype);
     blockM = kernel.getBlockM();
     blockN = kernel.getBlockN();
+    kernel.walk([&](AcquireOp a) {
+      if (a->getParentOfType<KVLoopOp>())
+        perBlockPipes.insert(
+            SymbolTable::lookupSymbolIn(kernel, a.getPipeAttr().getAttr()));
+    });
   }
 
   /// Emits the kernel into `module`; the caller erases the ws.kernel.
@@ -203,15 +211,42 @@ private:
                    (full ? 0 : 8 * int64_t(pipe.getDepth()));
     return smemPtr(add(c32(base), mul(stage, c32(8))));
   }
-  /// Stage and phase of `pipe` for the role's current position.
-  std::pair<Value, Value> stagePhase(RoleState &st, PipeOp pipe) {
+  /// The KV block a pipe step works on: n + ahead in the loop, block 0
+  /// before it, the last block after it. Null for once-per-CTA pipes.
+  Value blockOf(RoleState &st, PipeOp pipe, std::optional<uint64_t> ahead) {
+    if (st.inLoop)
+      return ahead ? add(st.kvBlock, c32(int64_t(*ahead))) : st.kvBlock;
+    if (!perBlockPipes.contains(pipe))
+      return Value(); // Q: loaded once, stage 0, phase 0.
+    return st.afterLoop ? sub(st.numBlocks, c32(1)) : c32(0);
+  }
+  /// Whether `block` exists (0 <= block < numBlocks); null when always.
+  Value blockExists(RoleState &st, PipeOp pipe,
+                    std::optional<uint64_t> ahead) {
+    if (st.inLoop && !(ahead && *ahead != 0))
+      return Value();
+    if (!st.inLoop && !perBlockPipes.contains(pipe))
+      return Value();
+    if (!st.numBlocks)
+      return Value();
+    Value blk = blockOf(st, pipe, ahead);
+    return arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::sge, blk, c32(0)),
+        cmp(arith::CmpIPredicate::slt, blk, st.numBlocks));
+  }
+  /// Stage and phase of `pipe` at `block` (null: stage 0, phase 0).
+  std::pair<Value, Value> stagePhaseAt(PipeOp pipe, Value block) {
     int64_t depth = pipe.getDepth();
-    if (!st.inLoop)
+    if (!block)
       return {c32(0), c32(0)};
-    Value stage = remu(st.kvBlock, c32(depth));
-    Value phase = arith::AndIOp::create(b, loc, divu(st.kvBlock, c32(depth)),
-                                        c32(1));
+    Value stage = remu(block, c32(depth));
+    Value phase =
+        arith::AndIOp::create(b, loc, divu(block, c32(depth)), c32(1));
     return {stage, phase};
+  }
+  std::pair<Value, Value> stagePhase(RoleState &st, PipeOp pipe,
+                                     std::optional<uint64_t> ahead = {}) {
+    return stagePhaseAt(pipe, blockOf(st, pipe, ahead));
   }
   /// A wgmma shared memory descriptor: 128B swizzle, byte offsets lbo/sbo.
   Value descriptor(Value addr, int64_t lbo, int64_t sbo) {
@@ -250,6 +285,8 @@ private:
   LogicalResult emitCorrect(CorrectOp op, RoleState &st);
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
   LogicalResult emitVote(VoteOp op, RoleState &st);
+  LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
+  Value fenceRegisters(Value acc);
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
   void emitStatsFlush(RoleState &st);
 
@@ -281,6 +318,8 @@ private:
   Value smemBase, smemBase32;
   Value tid, warp, lane, mBlock, head, batch, kvHead;
   int64_t nextBarrierId = 1; // 0 is __syncthreads.
+  /// Pipes that carry one stage per KV block (acquired in a kv_loop).
+  llvm::SmallDenseSet<Operation *> perBlockPipes;
 };
 
 } // namespace
@@ -421,6 +460,7 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
   RoleState st;
   st.role = role;
   st.threadInRole = sub(tid, c32(begin * 32));
+  st.numBlocks = numKVBlocks();
   st.rowBegin = role.getRowBegin().value_or(0);
   if (role.getKind() == RoleKind::load) {
     // One thread issues every TMA copy and drives the pipes.
@@ -483,6 +523,7 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
       .Case([&](CorrectOp o) { return emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
+      .Case([&](MmaWaitOp o) { return emitMmaWait(o, st); })
       .Case([&](UnlessSkippedOp o) { return emitUnlessSkipped(o, st); })
       .Default([&](Operation *o) {
         return o->emitOpError() << "is not lowered on sm_90a";
@@ -503,12 +544,18 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
              << " times per KV block; the sm_90a lowering needs exactly one";
 
   bool compute = st.role.getKind() == RoleKind::compute;
+  // With the overlap schedule the scores of block n come in from the
+  // previous iteration (or the prologue).
+  bool carryS = compute && st.s;
   SmallVector<Value> init;
   if (compute)
     init = st.carried();
   if (st.stats)
     init.append({st.visited, st.skipped});
-  auto forOp = scf::ForOp::create(b, loc, c32(0), numKVBlocks(), c32(1), init);
+  if (carryS)
+    init.push_back(st.s);
+  auto forOp =
+      scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
   st.inLoop = true;
@@ -520,6 +567,9 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     st.visited = args[compute ? 5 : 0];
     st.skipped = args[compute ? 6 : 1];
   }
+  if (carryS)
+    st.s = args.back();
+  st.sNext = Value();
   if (failed(emitSteps(loop.getBody().front(), st)))
     return failure();
   if (!init.empty()) {
@@ -529,10 +579,19 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
       yields = st.carried();
     if (st.stats)
       yields.append({st.visited, st.skipped});
+    if (carryS) {
+      if (!st.sNext)
+        return loop.emitOpError()
+               << "carries S across blocks but computes no next-block Q Kᵀ "
+                  "(ws.mma qk {ahead = 1})";
+      yields.push_back(st.sNext);
+    }
     scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
+  st.afterLoop = true;
   st.skip = Value();
+  st.s = st.sNext = Value();
   b.setInsertionPointAfter(forOp);
   if (compute)
     st.setCarried(forOp.getResults().take_front(5));
@@ -550,9 +609,11 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
 
 LogicalResult SM90Emitter::emitAcquire(AcquireOp op, RoleState &st) {
   PipeOp pipe = pipeOf(op.getPipeAttr());
-  if (!st.inLoop && pipe.getDepth() != 1)
-    return op.emitOpError() << "outside the kv_loop needs a depth-1 pipe";
-  auto [stage, phase] = stagePhase(st, pipe);
+
+  OpBuilder::InsertionGuard guard(b);
+  if (Value exists = blockExists(st, pipe, op.getAhead()))
+    openIf(exists);
+  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
   bool producer = isProducer(pipe, st);
   // The producer waits for the consumers to have emptied the stage in the
   // previous round (parity flipped: a fresh barrier passes at once).
@@ -566,7 +627,10 @@ LogicalResult SM90Emitter::emitAcquire(AcquireOp op, RoleState &st) {
 
 LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
   PipeOp pipe = pipeOf(op.getPipeAttr());
-  auto [stage, phase] = stagePhase(st, pipe);
+  OpBuilder::InsertionGuard guard(b);
+  if (Value exists = blockExists(st, pipe, op.getAhead()))
+    openIf(exists);
+  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
   (void)phase;
   if (isProducer(pipe, st)) {
     Value full = barrier(pipe, true, stage);
@@ -642,19 +706,42 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   if (a.getSpace() != MemorySpace::smem)
     return op.emitOpError()
            << "operand a in registers is not lowered yet (use smem)";
-  if (!st.inLoop)
-    return op.emitOpError() << "outside the kv_loop is not lowered";
+  if (!st.inLoop && (op.getKind() != MmaKind::qk || st.afterLoop ||
+                     !st.numBlocks))
+    return op.emitOpError()
+           << "outside the kv_loop only a Q Kᵀ before the loop is lowered";
   int64_t m = d.getShape()[0], n = d.getShape()[1];
   if (m != 64)
     return op.emitOpError() << "lowering needs 64-row accumulators, got " << m;
-  // Stage of b: the pipe guarding it, at this block.
+  // Stage of b: the pipe guarding it, at this step's block.
   PipeOp bPipe;
   for (auto pipe : kernel.getBody().getOps<PipeOp>())
     if (llvm::is_contained(pipe.getBuffers(), op.getBAttr()))
       bPipe = pipe;
-  Value bStage = c32(0);
-  if (bPipe)
-    bStage = stagePhase(st, bPipe).first;
+  if (!bPipe)
+    return op.emitOpError() << "operand b " << op.getBAttr()
+                            << " is not guarded by a pipe";
+
+  // A step on a block that may not exist runs under a guard; the
+  // accumulator keeps its value otherwise.
+  bool qk = op.getKind() == MmaKind::qk;
+  Type acc = accType(n);
+  // A Q Kᵀ that does not run leaves scores nobody reads (the loop ends):
+  // undef, so no instruction defines accumulator registers in the wgmma
+  // pipeline stage (ptxas would serialise the wgmmas, C7515).
+  Value previous =
+      qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
+  Value exists = blockExists(st, bPipe, op.getAhead());
+  scf::IfOp guardIf;
+  OpBuilder::InsertionGuard guard(b);
+  if (exists) {
+    guardIf = scf::IfOp::create(b, loc, TypeRange{acc}, exists,
+                                /*withElseRegion=*/true);
+    b.setInsertionPointToStart(guardIf.elseBlock());
+    scf::YieldOp::create(b, loc, previous);
+    b.setInsertionPointToStart(guardIf.thenBlock());
+  }
+  Value bStage = stagePhase(st, bPipe, op.getAhead()).first;
   Value bBase =
       add(c32(offsetOf(bb)), mul(bStage, c32(bb.getStageBytes())));
   int64_t aRows = a.getShape()[0];
@@ -664,9 +751,8 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
 
   auto wgmmaType = spec.dtype == DType::BF16 ? NVVM::WGMMATypes::bf16
                                              : NVVM::WGMMATypes::f16;
-  bool qk = op.getKind() == MmaKind::qk;
-  Type acc = accType(n);
-  Value accIn = qk ? Value(LLVM::ZeroOp::create(b, loc, acc)) : st.o;
+  // The first Q Kᵀ step has scale-d = 0: its input is ignored (undef).
+  Value accIn = qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
 
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < kTotal / 16; ++kk) {
@@ -703,11 +789,51 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
         NVVM::MMALayoutAttr::get(ctx, layoutB), NVVM::MMAIntOverflowAttr());
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  if (qk)
-    st.s = accIn;
+  if (!op.getAsync())
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  Value result = accIn;
+  if (guardIf) {
+    scf::YieldOp::create(b, loc, result);
+    result = guardIf.getResult(0);
+  }
+  if (!qk)
+    st.o = result;
+  else if (op.getAhead() && *op.getAhead() == 1)
+    st.sNext = result;
   else
-    st.o = accIn;
+    st.s = result;
+  return success();
+}
+
+/// Registers written by an async wgmma are not ready until its wait; route
+/// them through an empty asm after the wait so nothing is scheduled above it
+/// (a compiler fence: it emits no instruction).
+Value SM90Emitter::fenceRegisters(Value acc) {
+  auto type = cast<LLVM::LLVMStructType>(acc.getType());
+  unsigned n = type.getBody().size();
+  std::string constraints;
+  for (unsigned i = 0; i < n; ++i)
+    constraints += (i ? ",=f" : "=f");
+  for (unsigned i = 0; i < n; ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < n; ++i)
+    operands.push_back(extract(acc, i));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, type, operands, /*asm_string=*/"", constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  return asmOp.getResult(0);
+}
+
+LogicalResult SM90Emitter::emitMmaWait(MmaWaitOp op, RoleState &st) {
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, op.getPending());
+  if (op.getPending() == 0) {
+    if (st.s)
+      st.s = fenceRegisters(st.s);
+    if (st.o)
+      st.o = fenceRegisters(st.o);
+  }
   return success();
 }
 

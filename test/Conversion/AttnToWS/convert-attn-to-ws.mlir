@@ -1,6 +1,7 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_90a | FileCheck %s --check-prefix=H100
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_100a | FileCheck %s --check-prefix=B200
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a block-n=64 stages=3" | FileCheck %s --check-prefix=KNOBS
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a overlap=true" | FileCheck %s --check-prefix=OVERLAP
 // The default schedule of each target, the launch that replaces attn.attention,
 // and the schedule knobs.
 
@@ -86,3 +87,25 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
   return
 }
 
+
+// -----
+
+// The overlap schedule (sm_90a): S double-buffered; block n+1's Q Kᵀ is
+// issued (async) before block n's softmax and waited at the next block.
+// OVERLAP-LABEL: ws.kernel @overlap_kernel
+// OVERLAP: ws.buffer @s regs [64, 128] f32 stages 2
+// OVERLAP: ws.role @consumer0
+// OVERLAP: ws.acquire @k_pipe
+// OVERLAP-NEXT: ws.mma qk @q, @k -> @s {async}
+// OVERLAP-NEXT: ws.kv_loop {
+// OVERLAP-NEXT: ws.mma_wait
+// OVERLAP-NEXT: ws.release @k_pipe
+// OVERLAP-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
+// OVERLAP-NEXT: ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+// OVERLAP-NEXT: ws.row_max @s
+// OVERLAP: ws.mma pv @p, @v -> @o
+// OVERLAP-NEXT: ws.release @v_pipe
+func.func @overlap(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
+  return
+}

@@ -20,6 +20,8 @@ struct ScheduleOptions {
   int64_t stages = 0;
   int64_t producerRegs = 0;
   int64_t consumerRegs = 0;
+  /// sm_90a: issue block n+1's Q Kᵀ before block n's softmax.
+  bool overlap = false;
 };
 
 /// Fills the zero knobs of `opts` with the target's defaults for `spec`.

@@ -391,11 +391,35 @@ static LogicalResult verifyPipeParticipant(Operation *op,
                            << pipeName;
 }
 
+/// Block offsets only make sense per KV block.
+static LogicalResult verifyAhead(Operation *op, std::optional<uint64_t> ahead) {
+  if (!ahead)
+    return success();
+  int64_t k = int64_t(*ahead);
+  if (k < -1 || k > 1)
+    return op->emitOpError() << "ahead must be -1, 0 or 1, got " << k;
+  if (!op->getParentOfType<KVLoopOp>())
+    return op->emitOpError() << "ahead is only meaningful inside a kv_loop";
+  return success();
+}
+
 LogicalResult AcquireOp::verify() {
+  if (failed(verifyAhead(*this, getAhead())))
+    return failure();
   return verifyPipeParticipant(*this, getPipeAttr());
 }
 LogicalResult ReleaseOp::verify() {
+  if (failed(verifyAhead(*this, getAhead())))
+    return failure();
   return verifyPipeParticipant(*this, getPipeAttr());
+}
+
+LogicalResult MmaWaitOp::verify() {
+  if (int64_t(getPending()) < 0 || int64_t(getPending()) > 7)
+    return emitOpError() << "pending must be in [0, 7] (wgmma.wait_group), "
+                            "got "
+                         << int64_t(getPending());
+  return success();
 }
 
 LogicalResult TmaLoadOp::verify() {
@@ -434,6 +458,8 @@ LogicalResult TmaStoreOp::verify() {
 }
 
 LogicalResult MmaOp::verify() {
+  if (failed(verifyAhead(*this, getAhead())))
+    return failure();
   FailureOr<BufferOp> a = lookupBuffer(*this, getAAttr(), "operand a");
   FailureOr<BufferOp> b = lookupBuffer(*this, getBAttr(), "operand b");
   FailureOr<BufferOp> d = lookupBuffer(*this, getDAttr(), "accumulator d");
@@ -628,4 +654,5 @@ DEFINE_GET_ROLE(Exp2StoreOp)
 DEFINE_GET_ROLE(CorrectOp)
 DEFINE_GET_ROLE(EpilogueOp)
 DEFINE_GET_ROLE(VoteOp)
+DEFINE_GET_ROLE(MmaWaitOp)
 #undef DEFINE_GET_ROLE

@@ -206,7 +206,7 @@ def WS_AcquireOp : WS_StepOp<"acquire"> {
     The producer waits for the stage to be empty; a consumer waits for it to
     be full.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$pipe);
+  let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead);
   let assemblyFormat = "$pipe attr-dict";
   let hasVerifier = 1;
 }
@@ -217,7 +217,7 @@ def WS_ReleaseOp : WS_StepOp<"release"> {
     The producer marks the stage full (for TMA pipes: the arrive that sets
     the expected transaction bytes); a consumer marks it empty.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$pipe);
+  let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead);
   let assemblyFormat = "$pipe attr-dict";
   let hasVerifier = 1;
 }
@@ -245,10 +245,26 @@ def WS_MmaOp : WS_StepOp<"mma"> {
     sm_100a tcgen05.mma (d in tensor memory, a in smem or tensor memory). b is
     always in shared memory. `a` may have more rows than `d` when several
     roles share one Q tile (each takes its `rows`).
+
+    With `async` the product is issued and committed but not waited for: a
+    later `ws.mma_wait` does that, so other steps overlap it.
+
+    Block offsets (on mma, acquire and release): inside a kv_loop a step
+    with `ahead = k` works on KV block n + k and runs only when that block
+    exists; a pipe step before the loop works on block 0 and one after it on
+    the last block (both only when there is a block).
   }];
   let arguments = (ins WS_MmaKindEnum:$kind, FlatSymbolRefAttr:$a,
-                       FlatSymbolRefAttr:$b, FlatSymbolRefAttr:$d);
+                       FlatSymbolRefAttr:$b, FlatSymbolRefAttr:$d,
+                       UnitAttr:$async, OptionalAttr<I64Attr>:$ahead);
   let assemblyFormat = "$kind $a `,` $b `->` $d attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_MmaWaitOp : WS_StepOp<"mma_wait"> {
+  let summary = "Wait until at most `pending` async mma groups are in flight";
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$pending);
+  let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }
 
