@@ -82,6 +82,11 @@ timing:
   --warmup N           untimed launches first (default 10)
   --iters N            timed launches, each between two events (default 50)
 sparse (BLASST) kernels:
+  --sparsity P         blasst:a=<float> | blasst:ln_lambda=<float>: run a
+                       sparse kernel at this threshold (the kind of policy
+                       is compiled in; the value is a launch argument)
+  --stats              require the kernel's skip counters (built with
+                       blasst-compile --stats)
   --log2-threshold X   override ABI parameter 12 (default: from the spec, or
                        the --dial default); for blasst:a= the kernel still
                        subtracts log2(seq_kv)
@@ -131,6 +136,8 @@ struct Options {
   int64_t repeatLaunches = 0;
   unsigned threads = 0;
   std::optional<float> log2Threshold;
+  std::optional<SparsityPolicy> sparsity; // --sparsity (threshold override)
+  bool requireStats = false;              // --stats
   std::optional<double> dial;
   double borderlineEps = 1e-2;
   SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Skip;
@@ -259,6 +266,16 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       int64_t n = 0;
       if ((err = intArg(&n, 1)).empty())
         o->threads = unsigned(n);
+    } else if (arg == "--sparsity") {
+      if ((err = need(&v)).empty()) {
+        std::string why;
+        if (std::optional<SparsityPolicy> p = parseSparsity(v, why))
+          o->sparsity = *p;
+        else
+          err = "option --sparsity: " + why;
+      }
+    } else if (arg == "--stats") {
+      o->requireStats = true;
     } else if (arg == "--log2-threshold") {
       if ((err = need(&v)).empty()) {
         char *end = nullptr;
@@ -666,9 +683,31 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   generateTensor(dtype, opt.dist, opt.seed, 3, size_t(s.batch * vs.batch),
                  vBits, v, opt.threads);
 
+  // --sparsity / --stats: the policy kind and the counters are compiled in;
+  // the threshold value is a launch argument and can be overridden.
+  if (opt.requireStats && !spec.stats)
+    return fail(r, "--stats: the kernel was built without statistics; "
+                   "rebuild it with blasst-compile --stats");
+  if (opt.sparsity && !opt.sparsity->isDense()) {
+    if (!r.sparse)
+      return fail(r, "--sparsity " + sparsityToString(*opt.sparsity) +
+                         ": the kernel was built dense; rebuild it with "
+                         "blasst-compile --sparsity");
+    if (opt.sparsity->kind != spec.sparsity.kind)
+      return fail(r, "--sparsity " + sparsityToString(*opt.sparsity) +
+                         ": the kernel was built for " +
+                         sparsityToString(spec.sparsity) +
+                         "; only the value of the same kind of policy can "
+                         "change at launch");
+  }
   // ABI parameter 12 and the threshold T the kernel derives from it.
   if (opt.log2Threshold)
     r.log2Threshold = *opt.log2Threshold;
+  else if (opt.sparsity && !opt.sparsity->isDense()) {
+    AttentionSpec overridden = spec;
+    overridden.sparsity = *opt.sparsity;
+    r.log2Threshold = log2ThresholdForSpec(overridden);
+  }
   else if (opt.dial && r.sparse)
     r.log2Threshold = float(paramForKernelLog2Threshold(
         spec.sparsity, dial.defaultLog2Threshold(), s.seqKV));

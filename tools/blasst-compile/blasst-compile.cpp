@@ -68,6 +68,9 @@ static cl::opt<bool>
            cl::desc("build without --blasst-insert-vote (for testing that "
                     "dense kernels do not change)"),
            cl::cat(cat));
+// `--stats` is also LLVM's own (statistics) option: it is taken out of argv
+// before LLVM's parser sees it.
+static bool statsFlag = false;
 static cl::opt<int64_t> blockM("block-m", cl::desc("query rows per CTA"),
                                cl::init(0), cl::cat(cat));
 static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
@@ -87,8 +90,24 @@ static int fail(const llvm::Twine &msg) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  std::vector<char *> args;
+  for (int i = 0; i < argc; ++i) {
+    StringRef a(argv[i]);
+    if (i > 0 && (a == "--stats" || a == "-stats"))
+      statsFlag = true;
+    else
+      args.push_back(argv[i]);
+  }
+  argc = int(args.size());
+  argv = args.data();
   cl::HideUnrelatedOptions(cat);
-  cl::ParseCommandLineOptions(argc, argv, "blasst attention compiler\n");
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << "blasst " BLASST_VERSION_STRING "\n";
+  });
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "blasst attention compiler\n\n  --stats  count visited and skipped KV "
+      "blocks per (batch, head) (needs a sparsity policy)\n");
 
   if (listPresets) {
     for (const std::string &n : presetNames())
@@ -117,17 +136,21 @@ int main(int argc, char **argv) {
     }
     spec = *preset;
   }
-  if (!sparsityOverride.empty()) {
-    std::string err;
-    std::optional<SparsityPolicy> p = parseSparsity(sparsityOverride, err);
-    if (!p)
-      return fail("--sparsity: " + err);
-    spec.sparsity = *p;
-    std::string reason = spec.validate();
+  if (statsFlag)
+    spec.stats = true;
+  if (!sparsityOverride.empty() || statsFlag) {
+    std::string reason;
+    if (!sparsityOverride.empty()) {
+      std::string err;
+      std::optional<SparsityPolicy> p = parseSparsity(sparsityOverride, err);
+      if (!p)
+        return fail("--sparsity: " + err);
+      spec.sparsity = *p;
+    }
+    reason = spec.validate();
     if (!reason.empty())
-      return fail("--sparsity makes the spec invalid: " + reason);
+      return fail("--sparsity/--stats make the spec invalid: " + reason);
   }
-
   static const char *kStages[] = {"attn", "ws", "llvm-dialect", "llvm",
                                  "ptx", "cubin"};
   if (!llvm::is_contained(kStages, emit))
