@@ -87,6 +87,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.producerRegs = opts.producerRegs;
   passOpts.consumerRegs = opts.consumerRegs;
   passOpts.overlap = opts.overlap;
+  passOpts.pingpong = opts.pingpong;
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

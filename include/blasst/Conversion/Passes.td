@@ -38,6 +38,9 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"overlap", "overlap", "bool", /*default=*/"false",
            "sm_90a: intra-warpgroup overlap (block n+1's Q Kᵀ in flight "
            "during block n's softmax; S double-buffered in registers)">,
+    Option<"pingpong", "pingpong", "bool", /*default=*/"false",
+           "sm_90a: the consumer warpgroups take turns for their GEMMs "
+           "(named barriers), so one's softmax overlaps the other's GEMMs">,
   ];
 }
 

@@ -112,6 +112,12 @@ struct KernelBuilder {
                   sym(bb), sym(d), async ? b.getUnitAttr() : UnitAttr(),
                   aheadAttr(ahead));
   }
+  void turnWait(StringRef order) {
+    TurnWaitOp::create(b, loc, sym(order));
+  }
+  void turnPass(StringRef order) {
+    TurnPassOp::create(b, loc, sym(order));
+  }
   void mmaWait(int64_t pending = 0) {
     MmaWaitOp::create(b, loc, b.getI64IntegerAttr(pending));
   }
@@ -147,6 +153,9 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
           o.blockN * d * bytes);
   kb.pipe("v_pipe", o.stages, "producer", consumers, {"v"},
           o.blockN * dv * bytes);
+  if (o.pingpong)
+    OrderOp::create(kb.b, kb.loc, kb.b.getStringAttr("gemm_turn"),
+                    kb.syms(consumers));
 
   kb.role("producer", RoleKind::load, 0, 4, o.producerRegs, std::nullopt);
   kb.acquire("q_pipe");
@@ -166,16 +175,27 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
             o.consumerRegs, std::make_pair(i * half, (i + 1) * half));
     kb.acquire("q_pipe");
     if (!o.overlap) {
+      // Ping-pong: a warpgroup's turn covers P V of block n and Q Kᵀ of
+      // block n+1 (adjacent tensor-core work), so one warpgroup's softmax
+      // runs while the other's GEMMs do.
+      if (o.pingpong)
+        kb.turnWait("gemm_turn");
       kb.kvLoop();
       kb.acquire("k_pipe");
       kb.mma(MmaKind::qk, "q", "k", "s");
       kb.release("k_pipe");
+      if (o.pingpong)
+        kb.turnPass("gemm_turn");
       kb.softmax("s", "p", /*readScores=*/false);
       CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      if (o.pingpong)
+        kb.turnWait("gemm_turn");
       kb.acquire("v_pipe");
       kb.mma(MmaKind::pv, "p", "v", "o");
       kb.release("v_pipe");
       kb.afterLoop();
+      if (o.pingpong)
+        kb.turnPass("gemm_turn");
     } else {
       // FlashAttention-3's intra-warpgroup overlap: Q Kᵀ of block n+1 is in
       // flight during block n's softmax. (P V stays synchronous: an async
@@ -357,8 +377,8 @@ struct ConvertAttnToWSPass
                          << this->target << "' (expected sm_90a or sm_100a)";
       return signalPassFailure();
     }
-    ScheduleOptions knobs{*target, blockM,       blockN,      stages,
-                          producerRegs, consumerRegs, overlap};
+    ScheduleOptions knobs{*target,      blockM,       blockN,  stages,
+                          producerRegs, consumerRegs, overlap, pingpong};
     for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
                            {"block-n", int64_t(blockN)},
                            {"stages", int64_t(stages)},
@@ -384,6 +404,15 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
+      if ((opts.overlap || opts.pingpong) && *target != ws::Target::sm_90a) {
+        op.emitOpError() << "overlap and pingpong are sm_90a schedules";
+        return signalPassFailure();
+      }
+      if (opts.overlap && opts.pingpong) {
+        op.emitOpError() << "overlap=true and pingpong=true cannot be "
+                            "combined yet";
+        return signalPassFailure();
+      }
       if (opts.overlap && (*target != ws::Target::sm_90a || spec.headDim > 128)) {
         op.emitOpError()
             << "overlap=true is not available here: "

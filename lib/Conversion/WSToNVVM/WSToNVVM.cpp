@@ -286,6 +286,8 @@ private:
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
+  LogicalResult emitTurn(Operation *op, FlatSymbolRefAttr order, bool wait,
+                         RoleState &st);
   Value fenceRegisters(Value acc);
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
   void emitStatsFlush(RoleState &st);
@@ -320,6 +322,9 @@ private:
   int64_t nextBarrierId = 1; // 0 is __syncthreads.
   /// Pipes that carry one stage per KV block (acquired in a kv_loop).
   llvm::SmallDenseSet<Operation *> perBlockPipes;
+  /// Per "order/role": the named barrier the role waits on for its turn and
+  /// its thread count (the role's threads + the previous role's).
+  llvm::StringMap<std::pair<int64_t, int64_t>> turnBarriers;
 };
 
 } // namespace
@@ -378,6 +383,23 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
   emitPrologue();
+  // Turn barriers first: a role passes the turn to the next role's barrier.
+  for (auto order : kernel.getBody().getOps<OrderOp>()) {
+    ArrayAttr roles = order.getRoles();
+    for (auto [i, r] : llvm::enumerate(roles)) {
+      auto prev = cast<RoleOp>(SymbolTable::lookupSymbolIn(
+          kernel, cast<FlatSymbolRefAttr>(roles[(i + roles.size() - 1) %
+                                                roles.size()])
+                      .getAttr()));
+      auto self = cast<RoleOp>(SymbolTable::lookupSymbolIn(
+          kernel, cast<FlatSymbolRefAttr>(r).getAttr()));
+      int64_t id = nextBarrierId++;
+      if (id > 15)
+        return order.emitOpError() << "needs more than 15 named barriers";
+      turnBarriers[(order.getSymName() + "/" + self.getSymName()).str()] = {
+          id, 32 * (self.getNumWarps() + prev.getNumWarps())};
+    }
+  }
   for (auto role : kernel.getBody().getOps<RoleOp>())
     if (failed(emitRole(role)))
       return failure();
@@ -524,6 +546,12 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
       .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
       .Case([&](MmaWaitOp o) { return emitMmaWait(o, st); })
+      .Case([&](TurnWaitOp o) {
+        return emitTurn(o, o.getOrderAttr(), /*wait=*/true, st);
+      })
+      .Case([&](TurnPassOp o) {
+        return emitTurn(o, o.getOrderAttr(), /*wait=*/false, st);
+      })
       .Case([&](UnlessSkippedOp o) { return emitUnlessSkipped(o, st); })
       .Default([&](Operation *o) {
         return o->emitOpError() << "is not lowered on sm_90a";
@@ -1133,6 +1161,36 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
   // Values computed inside do not exist on the skip path.
   for (int i = 0; i < 2; ++i)
     st.corr[i] = st.mUse[i] = Value();
+  return success();
+}
+
+LogicalResult SM90Emitter::emitTurn(Operation *op, FlatSymbolRefAttr orderRef,
+                                    bool wait, RoleState &st) {
+  auto order =
+      cast<OrderOp>(SymbolTable::lookupSymbolIn(kernel, orderRef.getAttr()));
+  ArrayAttr roles = order.getRoles();
+  auto self = FlatSymbolRefAttr::get(st.role.getSymNameAttr());
+  size_t idx = llvm::find(roles, self) - roles.begin();
+  bool first = idx == 0, last = idx + 1 == roles.size();
+  if (wait) {
+    // The first role holds the turn before its first wait.
+    if (first && !st.inLoop && !st.afterLoop)
+      return success();
+    auto [id, count] =
+        turnBarriers.lookup((order.getSymName() + "/" + st.role.getSymName())
+                                .str());
+    NVVM::BarrierOp::create(b, loc, Type(), c32(id), c32(count), nullptr,
+                            Value());
+    return success();
+  }
+  // The last role's pass after its loop would have no matching wait.
+  if (last && st.afterLoop)
+    return success();
+  auto next = cast<FlatSymbolRefAttr>(roles[(idx + 1) % roles.size()]);
+  auto [id, count] = turnBarriers.lookup(
+      (order.getSymName() + "/" + next.getValue()).str());
+  NVVM::BarrierArriveOp::create(b, loc, c32(id), c32(count));
+  (void)op;
   return success();
 }
 

@@ -2,6 +2,7 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_100a | FileCheck %s --check-prefix=B200
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a block-n=64 stages=3" | FileCheck %s --check-prefix=KNOBS
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a overlap=true" | FileCheck %s --check-prefix=OVERLAP
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a pingpong=true" | FileCheck %s --check-prefix=PINGPONG
 // The default schedule of each target, the launch that replaces attn.attention,
 // and the schedule knobs.
 
@@ -106,6 +107,30 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 // OVERLAP: ws.mma pv @p, @v -> @o
 // OVERLAP-NEXT: ws.release @v_pipe
 func.func @overlap(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
+  return
+}
+
+// -----
+
+// Ping-pong (sm_90a): the consumers take turns for P V of block n and
+// Q Kᵀ of block n+1; one's softmax runs during the other's GEMMs.
+// PINGPONG-LABEL: ws.kernel @pingpong_kernel
+// PINGPONG: ws.order @gemm_turn roles [@consumer0, @consumer1]
+// PINGPONG: ws.role @consumer0
+// PINGPONG: ws.turn_wait @gemm_turn
+// PINGPONG-NEXT: ws.kv_loop {
+// PINGPONG-NEXT: ws.acquire @k_pipe
+// PINGPONG-NEXT: ws.mma qk @q, @k -> @s
+// PINGPONG-NEXT: ws.release @k_pipe
+// PINGPONG-NEXT: ws.turn_pass @gemm_turn
+// PINGPONG: ws.turn_wait @gemm_turn
+// PINGPONG-NEXT: ws.acquire @v_pipe
+// PINGPONG-NEXT: ws.mma pv @p, @v -> @o
+// PINGPONG-NEXT: ws.release @v_pipe
+// PINGPONG-NEXT: }
+// PINGPONG-NEXT: ws.turn_pass @gemm_turn
+func.func @pingpong(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
   return
 }

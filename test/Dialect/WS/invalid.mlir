@@ -871,3 +871,28 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
     }
   }
 }
+
+// -----
+
+// Order: turns need at least two roles.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{needs at least two roles to take turns}}
+  ws.order @t roles [@a]
+  ws.role @a load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Turn steps: only roles of the ring take turns.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.order @t roles [@a, @b]
+  ws.role @a load warps [0, 1) {
+  }
+  ws.role @b load warps [1, 2) {
+  }
+  ws.role @c load warps [2, 3) {
+    // expected-error @below {{role 'c' does not take part in @t}}
+    ws.turn_wait @t
+  }
+}

@@ -22,6 +22,8 @@ struct ScheduleOptions {
   int64_t consumerRegs = 0;
   /// sm_90a: issue block n+1's Q Kᵀ before block n's softmax.
   bool overlap = false;
+  /// sm_90a: the two consumer warpgroups take turns for their GEMMs.
+  bool pingpong = false;
 };
 
 /// Fills the zero knobs of `opts` with the target's defaults for `spec`.

@@ -312,6 +312,41 @@ LogicalResult PipeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// OrderOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OrderOp::verify() {
+  if (getRoles().size() < 2)
+    return emitOpError() << "needs at least two roles to take turns";
+  llvm::SmallDenseSet<Attribute> seen;
+  for (Attribute a : getRoles()) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(a);
+    if (!ref || !lookup<RoleOp>(*this, ref))
+      return emitOpError() << a << " is not a ws.role of the kernel";
+    if (!seen.insert(ref).second)
+      return emitOpError() << "role " << ref << " is listed twice";
+  }
+  return success();
+}
+
+/// A turn step's role must be in the order's ring.
+static LogicalResult verifyTurn(Operation *op, FlatSymbolRefAttr orderName) {
+  auto order = lookup<OrderOp>(op, orderName);
+  if (!order)
+    return op->emitOpError() << orderName
+                             << " does not name a ws.order of the kernel";
+  auto role = op->getParentOfType<RoleOp>();
+  if (!llvm::is_contained(order.getRoles(),
+                          FlatSymbolRefAttr::get(role.getSymNameAttr())))
+    return op->emitOpError() << "role '" << role.getSymName()
+                             << "' does not take part in " << orderName;
+  return success();
+}
+
+LogicalResult TurnWaitOp::verify() { return verifyTurn(*this, getOrderAttr()); }
+LogicalResult TurnPassOp::verify() { return verifyTurn(*this, getOrderAttr()); }
+
+//===----------------------------------------------------------------------===//
 // RoleOp
 //===----------------------------------------------------------------------===//
 
@@ -598,7 +633,8 @@ LogicalResult UnlessSkippedOp::verify() {
   if (!voted)
     return emitOpError() << "needs a preceding ws.vote in the same kv_loop";
   for (Operation &op : getBody().front())
-    if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp>(op))
+    if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp,
+            TurnWaitOp, TurnPassOp>(op))
       return op.emitOpError()
              << "cannot be skipped: pipe traffic and votes must run on both "
                 "paths";
@@ -655,4 +691,6 @@ DEFINE_GET_ROLE(CorrectOp)
 DEFINE_GET_ROLE(EpilogueOp)
 DEFINE_GET_ROLE(VoteOp)
 DEFINE_GET_ROLE(MmaWaitOp)
+DEFINE_GET_ROLE(TurnWaitOp)
+DEFINE_GET_ROLE(TurnPassOp)
 #undef DEFINE_GET_ROLE

@@ -149,6 +149,20 @@ def WS_PipeOp : WS_Op<"pipe", [Symbol, HasParent<"KernelOp">]> {
   let hasVerifier = 1;
 }
 
+def WS_OrderOp : WS_Op<"order", [Symbol, HasParent<"KernelOp">]> {
+  let summary = "Roles that take turns (ping-pong scheduling)";
+  let description = [{
+    The listed roles run the steps between their `ws.turn_wait` and
+    `ws.turn_pass` one at a time, in ring order, starting with the first:
+    on sm_90a, one consumer warpgroup's GEMMs run while the other does its
+    softmax. The first role holds the turn before its first wait; the last
+    role's pass after its kv_loop is dropped, so waits and passes balance.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, ArrayAttr:$roles);
+  let assemblyFormat = "$sym_name `roles` $roles attr-dict";
+  let hasVerifier = 1;
+}
+
 def WS_RoleOp : WS_Op<"role", [Symbol, HasParent<"KernelOp">, NoTerminator,
                                SingleBlock, NoRegionArguments]> {
   let summary = "A set of warps with one job and one register budget";
@@ -265,6 +279,20 @@ def WS_MmaWaitOp : WS_StepOp<"mma_wait"> {
   let summary = "Wait until at most `pending` async mma groups are in flight";
   let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$pending);
   let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_TurnWaitOp : WS_StepOp<"turn_wait"> {
+  let summary = "Wait until it is this role's turn in an order";
+  let arguments = (ins FlatSymbolRefAttr:$order);
+  let assemblyFormat = "$order attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_TurnPassOp : WS_StepOp<"turn_pass"> {
+  let summary = "Hand the turn to the next role of an order";
+  let arguments = (ins FlatSymbolRefAttr:$order);
+  let assemblyFormat = "$order attr-dict";
   let hasVerifier = 1;
 }
 
