@@ -88,6 +88,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.consumerRegs = opts.consumerRegs;
   passOpts.overlap = opts.overlap;
   passOpts.pingpong = opts.pingpong;
+  passOpts.pInRegisters = opts.pInRegisters;
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

@@ -78,6 +78,11 @@ static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
 static cl::opt<int64_t> stages("stages", cl::desc("K/V pipeline depth"),
                                cl::init(0), cl::cat(cat));
 static cl::opt<bool>
+    pInRegisters("p-in-registers",
+                 cl::desc("sm_90a: keep P in registers (wgmma with A from "
+                          "registers)"),
+                 cl::cat(cat));
+static cl::opt<bool>
     pingpong("pingpong",
              cl::desc("sm_90a: the consumer warpgroups take turns for their "
                       "GEMMs (one's softmax overlaps the other's GEMMs)"),
@@ -210,6 +215,7 @@ int main(int argc, char **argv) {
     opts.stages = stages;
     opts.overlap = overlap;
     opts.pingpong = pingpong;
+    opts.pInRegisters = pInRegisters;
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");

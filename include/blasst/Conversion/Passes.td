@@ -41,6 +41,9 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"pingpong", "pingpong", "bool", /*default=*/"false",
            "sm_90a: the consumer warpgroups take turns for their GEMMs "
            "(named barriers), so one's softmax overlaps the other's GEMMs">,
+    Option<"pInRegisters", "p-in-registers", "bool", /*default=*/"false",
+           "sm_90a: keep P in registers (wgmma with A from registers) "
+           "instead of a round trip through shared memory">,
   ];
 }
 

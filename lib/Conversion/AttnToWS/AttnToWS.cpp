@@ -144,8 +144,12 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   // runs: S is double-buffered in registers.
   kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, o.overlap ? 2 : 1);
   // P goes through shared memory (wgmma with A from smem) for both
-  // consumers; each uses its own rows.
-  kb.buffer("p", MemorySpace::smem, o.blockM, o.blockN, kb.et, 1);
+  // consumers, each using its own rows, or stays in each consumer's
+  // registers (wgmma with A from registers).
+  if (o.pInRegisters)
+    kb.buffer("p", MemorySpace::regs, half, o.blockN, kb.et, 1);
+  else
+    kb.buffer("p", MemorySpace::smem, o.blockM, o.blockN, kb.et, 1);
   kb.buffer("o", MemorySpace::regs, half, dv, kb.f32, 1);
   StringRef consumers[] = {"consumer0", "consumer1"};
   kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, o.blockM * d * bytes);
@@ -378,7 +382,8 @@ struct ConvertAttnToWSPass
       return signalPassFailure();
     }
     ScheduleOptions knobs{*target,      blockM,       blockN,  stages,
-                          producerRegs, consumerRegs, overlap, pingpong};
+                          producerRegs, consumerRegs, overlap, pingpong,
+                          pInRegisters};
     for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
                            {"block-n", int64_t(blockN)},
                            {"stages", int64_t(stages)},
@@ -404,8 +409,16 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
-      if ((opts.overlap || opts.pingpong) && *target != ws::Target::sm_90a) {
-        op.emitOpError() << "overlap and pingpong are sm_90a schedules";
+      if ((opts.overlap || opts.pingpong || opts.pInRegisters) &&
+          *target != ws::Target::sm_90a) {
+        op.emitOpError()
+            << "overlap, pingpong and p-in-registers are sm_90a schedules";
+        return signalPassFailure();
+      }
+      if (opts.pInRegisters && !spec.sparsity.isDense()) {
+        op.emitOpError() << "p-in-registers with a BLASST policy is not "
+                            "implemented yet (P would have to leave the "
+                            "skip region)";
         return signalPassFailure();
       }
       if (opts.overlap && opts.pingpong) {

@@ -105,6 +105,7 @@ struct RoleState {
   Value kvBlock;           // i32 KV block index inside the loop.
   Value numBlocks;         // i32 number of KV blocks the CTA visits.
   Value sNext;             // S of block n+1 (intra-warpgroup overlap).
+  SmallVector<Value> pRegs; // P packed for wgmma's A operand (P in regs).
   int64_t rowBegin = 0;    // First CTA query row the role owns.
   int64_t barrierId = 0;   // Named barrier of the role's warpgroup.
   Value threadInRole;      // i32 in [0, threads of the role).
@@ -286,6 +287,8 @@ private:
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
+  LogicalResult emitExp2ToRegisters(Exp2StoreOp op, RoleState &st, int64_t n);
+  Value wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB, int64_t n);
   LogicalResult emitTurn(Operation *op, FlatSymbolRefAttr order, bool wait,
                          RoleState &st);
   Value fenceRegisters(Value acc);
@@ -731,9 +734,11 @@ LogicalResult SM90Emitter::emitTmaLoad(TmaLoadOp op, RoleState &st) {
 LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   BufferOp a = bufferOf(op.getAAttr()), bb = bufferOf(op.getBAttr()),
            d = bufferOf(op.getDAttr());
-  if (a.getSpace() != MemorySpace::smem)
+  bool aInRegs = a.getSpace() == MemorySpace::regs;
+  if (aInRegs && (op.getKind() != MmaKind::pv || st.pRegs.empty()))
     return op.emitOpError()
-           << "operand a in registers is not lowered yet (use smem)";
+           << "operand a in registers needs P from a preceding "
+              "ws.exp2_store_p in the same block";
   if (!st.inLoop && (op.getKind() != MmaKind::qk || st.afterLoop ||
                      !st.numBlocks))
     return op.emitOpError()
@@ -784,6 +789,14 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
 
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < kTotal / 16; ++kk) {
+    if (aInRegs) {
+      int64_t bOff = kk * 16 * kSwizzleBytes;
+      Value descB = descriptor(smemAddr(add(bBase, c32(bOff))),
+                               bRows * kSwizzleBytes, kTileAlign);
+      accIn = wgmmaRegisterA(accIn, ArrayRef<Value>(st.pRegs).slice(4 * kk, 4),
+                             descB, n);
+      continue;
+    }
     // A: K-major, 128B swizzle; 64-column panels of aRows rows.
     int64_t aOff = aBase + (kk / 4) * aRows * kSwizzleBytes + (kk % 4) * 32;
     Value descA = descriptor(smemAddr(c32(aOff)), 16, kTileAlign);
@@ -969,9 +982,11 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   if (!st.mUse[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";
   BufferOp p = bufferOf(op.getPAttr());
-  if (p.getSpace() != MemorySpace::smem)
-    return op.emitOpError() << "P in registers is not lowered yet (use smem)";
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
+  if (p.getSpace() == MemorySpace::regs)
+    return emitExp2ToRegisters(op, st, n);
+  if (p.getSpace() != MemorySpace::smem)
+    return op.emitOpError() << "P must be in shared memory or registers";
   int64_t pRows = p.getShape()[0];
   Value t = st.threadInRole;
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));
@@ -1016,6 +1031,73 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   NVVM::BarrierOp::create(b, loc, Type(), c32(st.barrierId),
                           c32(st.role.getNumWarps() * 32), nullptr, Value());
   return success();
+}
+
+/// P stays in registers: the S accumulator fragment and wgmma's A-operand
+/// fragment put the same rows and columns in the same thread, so packing
+/// pairs is all it takes (packed index 2j + i for columns 8j.., row half i).
+LogicalResult SM90Emitter::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
+                                               int64_t n) {
+  auto pairTy = VectorType::get({2}, f32);
+  auto pairElemTy = VectorType::get({2}, elemTy);
+  st.pRegs.assign(n / 4, Value());
+  for (int i = 0; i < 2; ++i) {
+    Value sum = cf(0.0f);
+    for (int64_t j = 0; j < n / 8; ++j) {
+      Value pv[2];
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        pv[k] = exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx),
+                                         param(kScaleLog2),
+                                         arith::NegFOp::create(b, loc,
+                                                               st.mUse[i])));
+        sum = fadd(sum, pv[k]);
+      }
+      Value pair = LLVM::UndefOp::create(b, loc, pairTy);
+      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[0], c32(0));
+      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[1], c32(1));
+      Value packed = LLVM::FPTruncOp::create(b, loc, pairElemTy, pair);
+      st.pRegs[2 * j + i] = LLVM::BitcastOp::create(b, loc, i32, packed);
+    }
+    st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);
+  }
+  return success();
+}
+
+/// O += P V with P from registers: wgmma's register-A form, which NVVM has
+/// no op for; one inline PTX instruction (its predicate scoped in braces).
+Value SM90Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
+                                  int64_t n) {
+  auto type = cast<LLVM::LLVMStructType>(acc.getType());
+  unsigned nd = type.getBody().size();
+  const char *ty = spec.dtype == DType::BF16 ? "bf16" : "f16";
+  std::string str = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                    "wgmma.mma_async.sync.aligned.m64n" +
+                    std::to_string(n) + "k16.f32." + ty + "." + ty + " {";
+  for (unsigned i = 0; i < nd; ++i)
+    str += (i ? ", $" : "$") + std::to_string(i);
+  // Operands: outputs $0.., the tied accumulator inputs, then A and desc.
+  unsigned a0 = 2 * nd;
+  str += "}, {$" + std::to_string(a0) + ", $" + std::to_string(a0 + 1) +
+         ", $" + std::to_string(a0 + 2) + ", $" + std::to_string(a0 + 3) +
+         "}, $" + std::to_string(a0 + 4) + ", p, 1, 1, 1;\n}";
+  std::string constraints;
+  for (unsigned i = 0; i < nd; ++i)
+    constraints += (i ? ",=f" : "=f");
+  for (unsigned i = 0; i < nd; ++i)
+    constraints += "," + std::to_string(i);
+  constraints += ",r,r,r,r,l";
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < nd; ++i)
+    operands.push_back(extract(acc, i));
+  operands.append(a.begin(), a.end());
+  operands.push_back(descB);
+  return LLVM::InlineAsmOp::create(b, loc, type, operands, str, constraints,
+                                   /*has_side_effects=*/true,
+                                   /*is_align_stack=*/false,
+                                   LLVM::TailCallKind::None,
+                                   LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
 }
 
 LogicalResult SM90Emitter::emitCorrect(CorrectOp op, RoleState &st) {

@@ -42,7 +42,7 @@ ws.kernel @regs_p target = sm_90a, block_m = 128, block_n = 128, spec = <head_di
   ws.buffer @o regs [64, 64] f32 stages 1
   ws.role @c compute warps [0, 4) {
     ws.kv_loop {
-      // expected-error @below {{operand a in registers is not lowered yet (use smem)}}
+      // expected-error @below {{operand a in registers needs P from a preceding ws.exp2_store_p in the same block}}
       ws.mma pv @p, @v -> @o
     }
   }

@@ -24,6 +24,8 @@ struct ScheduleOptions {
   bool overlap = false;
   /// sm_90a: the two consumer warpgroups take turns for their GEMMs.
   bool pingpong = false;
+  /// sm_90a: keep P in registers (wgmma with A from registers).
+  bool pInRegisters = false;
 };
 
 /// Fills the zero knobs of `opts` with the target's defaults for `spec`.
