@@ -23,9 +23,8 @@ using namespace blasst;
 void blasst::registerAllBLASSTDialects(DialectRegistry &registry) {
   registry.insert<attn::AttnDialect, ws::WSDialect, arith::ArithDialect,
                   func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                  NVVM::NVVMDialect, memref::MemRefDialect,
-                  nvgpu::NVGPUDialect, scf::SCFDialect,
-                  vector::VectorDialect>();
+                  NVVM::NVVMDialect, memref::MemRefDialect, nvgpu::NVGPUDialect,
+                  scf::SCFDialect, vector::VectorDialect>();
 }
 
 std::string blasst::kernelBaseName(const AttentionSpec &spec) {
@@ -57,13 +56,11 @@ OwningOpRef<ModuleOp> blasst::buildAttnModule(MLIRContext *ctx,
                          bshd(spec.numKVHeads, spec.headDimV),
                          bshd(spec.numQHeads, spec.headDimV)};
   if (spec.lse)
-    args.push_back(
-        MemRefType::get({dyn, spec.numQHeads, dyn}, b.getF32Type()));
+    args.push_back(MemRefType::get({dyn, spec.numQHeads, dyn}, b.getF32Type()));
   if (spec.stats)
     args.push_back(
         MemRefType::get({dyn, spec.numQHeads, 2}, b.getIntegerType(64)));
-  auto func =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
+  auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value lse = spec.lse ? entry->getArgument(4) : Value();
@@ -122,7 +119,7 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
       if (!isa<ws::KVLoopOp>(op))
         ++steps;
     });
-    os << llvm::format("    %-12s %-10s warps [%2d, %2d)", 
+    os << llvm::format("    %-12s %-10s warps [%2d, %2d)",
                        role.getSymName().str().c_str(),
                        ws::stringifyRoleKind(role.getKind()).str().c_str(),
                        int(role.getWarpBegin()), int(role.getWarpEnd()));
@@ -139,11 +136,10 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     std::string type;
     llvm::raw_string_ostream ts(type);
     ts << buf.getElementType();
-    os << llvm::format("    %-8s %-4s %4dx%-4d %-4s x%d",
-                       buf.getSymName().str().c_str(),
-                       ws::stringifyMemorySpace(buf.getSpace()).str().c_str(),
-                       int(shape[0]), int(shape[1]), type.c_str(),
-                       int(buf.getStages()));
+    os << llvm::format(
+        "    %-8s %-4s %4dx%-4d %-4s x%d", buf.getSymName().str().c_str(),
+        ws::stringifyMemorySpace(buf.getSpace()).str().c_str(), int(shape[0]),
+        int(shape[1]), type.c_str(), int(buf.getStages()));
     if (buf.getAliases())
       os << "  aliases @" << *buf.getAliases();
     else if (buf.getSpace() == ws::MemorySpace::regs)

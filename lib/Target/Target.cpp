@@ -60,8 +60,8 @@ void blasst::registerBLASSTPipelines() {
       "blasst-ws-to-llvm",
       "Lower ws kernels to the LLVM dialect (NVVM intrinsics), device only",
       [](OpPassManager &pm, const PipelineOptions &o) {
-        buildWSToLLVMPipeline(pm, ws::symbolizeTarget(o.target)
-                                      .value_or(ws::Target::sm_90a));
+        buildWSToLLVMPipeline(
+            pm, ws::symbolizeTarget(o.target).value_or(ws::Target::sm_90a));
       });
   PassPipelineRegistration<PipelineOptions>(
       "blasst-attn-to-llvm",
@@ -71,8 +71,8 @@ void blasst::registerBLASSTPipelines() {
         a.target = o.target;
         pm.addPass(createConvertAttnToWS(a));
         pm.addPass(ws::createBLASSTInsertVote());
-        buildWSToLLVMPipeline(pm, ws::symbolizeTarget(o.target)
-                                      .value_or(ws::Target::sm_90a));
+        buildWSToLLVMPipeline(
+            pm, ws::symbolizeTarget(o.target).value_or(ws::Target::sm_90a));
       });
 }
 
@@ -225,8 +225,8 @@ static int run(const std::string &program, ArrayRef<std::string> args,
   std::optional<StringRef> redirects[] = {std::nullopt, outFile.str(),
                                           outFile.str()};
   std::string err;
-  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects,
-                                     0, 0, &err);
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0,
+                                     0, &err);
   if (auto buf = llvm::MemoryBuffer::getFile(outFile))
     output = (*buf)->getBuffer().str();
   if (!err.empty())
@@ -276,7 +276,9 @@ llvm::Expected<CubinResult> blasst::assembleCubin(const std::string &ptx,
   llvm::sys::fs::remove(in);
   llvm::sys::fs::remove(out);
   if (rc != 0 || result.cubin.empty())
-    return llvm::createStringError("ptxas (" + ptxas + ") failed with exit "
-                                   "code " + std::to_string(rc) + ":\n" + log);
+    return llvm::createStringError("ptxas (" + ptxas +
+                                   ") failed with exit "
+                                   "code " +
+                                   std::to_string(rc) + ":\n" + log);
   return result;
 }

@@ -87,8 +87,8 @@ const IntKey kIntKeys[] = {
      "dynamic shared memory per CTA"},
 };
 
-const char *const kKnownKeys[] = {"abi_version", "kernel",  "target",
-                                  "block_m",     "block_n", "threads",
+const char *const kKnownKeys[] = {"abi_version", "kernel",          "target",
+                                  "block_m",     "block_n",         "threads",
                                   "smem_bytes",  "compiler_version"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
@@ -195,7 +195,9 @@ Status blasst::rt::parseKernelInfo(const std::string &text,
     int line;
   };
   std::vector<Entry> entries;
-  auto at = [&](int line) { return sourceName + ":" + std::to_string(line) + ": "; };
+  auto at = [&](int line) {
+    return sourceName + ":" + std::to_string(line) + ": ";
+  };
 
   int lineNo = 0;
   size_t pos = 0;
@@ -221,8 +223,8 @@ Status blasst::rt::parseKernelInfo(const std::string &text,
                            quoted(entry.key));
     for (const Entry &previous : entries)
       if (previous.key == entry.key)
-        return Status::error(at(lineNo) + "duplicate key " +
-                             quoted(entry.key) + " (first given on line " +
+        return Status::error(at(lineNo) + "duplicate key " + quoted(entry.key) +
+                             " (first given on line " +
                              std::to_string(previous.line) + ")");
     entries.push_back(std::move(entry));
   }
@@ -477,29 +479,27 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
         std::to_string(dev.computeCapabilityMajor) +
         std::to_string(dev.computeCapabilityMinor));
 
-  if (Status s = Module::loadData(context, cubin, size, moduleName, module);
-      !s)
+  if (Status s = Module::loadData(context, cubin, size, moduleName, module); !s)
     return s;
   if (Status s = module->getFunction(info.kernelName, function); !s)
     return s;
   int maxThreads = 0;
-  if (Status s = function->getAttribute(
-          CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &maxThreads);
+  if (Status s = function->getAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                        &maxThreads);
       !s)
     return s;
   if (maxThreads < info.threads)
-    return Status::error(doing + "its metadata says threads = " +
-                         std::to_string(info.threads) +
-                         " but the kernel allows at most " +
-                         std::to_string(maxThreads) +
-                         " threads per block (registers or launch bounds)");
+    return Status::error(
+        doing + "its metadata says threads = " + std::to_string(info.threads) +
+        " but the kernel allows at most " + std::to_string(maxThreads) +
+        " threads per block (registers or launch bounds)");
   if (Status s = function->setMaxDynamicSharedMemory(size_t(info.smemBytes));
       !s)
-    return Status::error("cannot load attention kernel " +
-                         quoted(info.kernelName) + ": raising its dynamic "
-                         "shared memory limit to smem_bytes = " +
-                         std::to_string(info.smemBytes) + " failed: " +
-                         s.message());
+    return Status::error(
+        "cannot load attention kernel " + quoted(info.kernelName) +
+        ": raising its dynamic "
+        "shared memory limit to smem_bytes = " +
+        std::to_string(info.smemBytes) + " failed: " + s.message());
   return Status::success();
 }
 
@@ -511,9 +511,9 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   if (!out)
     return Status::error("AttentionKernel::load: the output pointer is null");
   AttentionKernel result;
-  if (Status s = loadImpl(context, cubin, size, "cubin '" + info.kernelName +
-                                                    "' (in memory)",
-                          info, spec, &result.module, &result.function);
+  if (Status s = loadImpl(context, cubin, size,
+                          "cubin '" + info.kernelName + "' (in memory)", info,
+                          spec, &result.module, &result.function);
       !s)
     return s;
   result.kernelInfo = info;
@@ -545,9 +545,9 @@ Status AttentionKernel::loadFiles(const Context &context,
                          " is empty");
 
   AttentionKernel result;
-  if (Status s = loadImpl(context, cubin.data(), cubin.size(),
-                          quoted(cubinPath), info, *spec.spec, &result.module,
-                          &result.function);
+  if (Status s =
+          loadImpl(context, cubin.data(), cubin.size(), quoted(cubinPath), info,
+                   *spec.spec, &result.module, &result.function);
       !s)
     return s;
   result.kernelInfo = std::move(info);
@@ -577,7 +577,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                                      ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   std::string doing = "preparing the launch of kernel " + quoted(name) + ": ";
-  auto blockM = uint32_t(kernelInfo.blockM), blockN = uint32_t(kernelInfo.blockN);
+  auto blockM = uint32_t(kernelInfo.blockM),
+       blockN = uint32_t(kernelInfo.blockN);
   AttentionLaunch launch;
   if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q, args.batch,
                                  args.seqQ, args.numQHeads, args.headDim,

@@ -209,10 +209,10 @@ TEST(KernelInfoTest, WriteRejectsInvalidInfo) {
   info.abiVersion = 7;
   EXPECT_TRUE(failsWith(writeKernelInfo(dir.file("k.meta"), info),
                         "kernel ABI version 7"));
-  EXPECT_TRUE(failsWith(writeKernelInfo("/nonexistent/dir/k.meta",
-                                        sampleInfo()),
-                        "cannot write kernel metadata "
-                        "'/nonexistent/dir/k.meta'"));
+  EXPECT_TRUE(
+      failsWith(writeKernelInfo("/nonexistent/dir/k.meta", sampleInfo()),
+                "cannot write kernel metadata "
+                "'/nonexistent/dir/k.meta'"));
 }
 
 //===----------------------------------------------------------------------===//
@@ -300,8 +300,9 @@ TEST(ArgsForKernelTest, LseAndStatsPresentIffTheSpecAsks) {
                                         "pointer was given"));
   spec.lse = false;
   a.lse = 0x50000000;
-  EXPECT_TRUE(failsWith(check(a, spec), "an LSE pointer was given but the "
-                                        "kernel was compiled with lse = false"));
+  EXPECT_TRUE(failsWith(check(a, spec),
+                        "an LSE pointer was given but the "
+                        "kernel was compiled with lse = false"));
   a.lse = 0;
   spec.sparsity = {SparsityKind::ScaleFactor, 4.0};
   spec.stats = true;
@@ -359,9 +360,9 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
   AttentionLaunch l;
   void *p[AttentionLaunch::kNumParams];
   l.fillParams(p);
-  void *expected[] = {&l.tmQ,      &l.tmK,      &l.tmV,      &l.o,
-                      &l.lse,      &l.stats,    &l.seqQ,     &l.seqKV,
-                      &l.oStrideB, &l.oStrideS, &l.oStrideH, &l.scaleLog2,
+  void *expected[] = {&l.tmQ,          &l.tmK,      &l.tmV,      &l.o,
+                      &l.lse,          &l.stats,    &l.seqQ,     &l.seqKV,
+                      &l.oStrideB,     &l.oStrideS, &l.oStrideH, &l.scaleLog2,
                       &l.log2Threshold};
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
@@ -380,10 +381,10 @@ TEST(AttentionKernelTest, UnloadedKernelAndContextAreReported) {
                         "attention kernel that is not loaded"));
   Context none;
   char image[16] = {};
-  EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
-                                              sampleInfo(), sampleSpec(),
-                                              &kernel),
-                        "the Context is not initialised"));
+  EXPECT_TRUE(
+      failsWith(AttentionKernel::load(none, image, sizeof(image), sampleInfo(),
+                                      sampleSpec(), &kernel),
+                "the Context is not initialised"));
   KernelInfo bad = sampleInfo();
   bad.target = "sm_75";
   EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image), bad,
@@ -396,9 +397,9 @@ TEST(AttentionKernelTest, LoadFilesNamesTheMissingFile) {
   Context none;
   AttentionKernel kernel;
   std::string stem = dir.file("attn");
-  EXPECT_TRUE(failsWith(AttentionKernel::loadFiles(none, stem, &kernel),
-                        "cannot open kernel metadata file '" + stem +
-                            ".meta'"));
+  EXPECT_TRUE(
+      failsWith(AttentionKernel::loadFiles(none, stem, &kernel),
+                "cannot open kernel metadata file '" + stem + ".meta'"));
   ASSERT_TRUE(succeeds(writeKernelInfo(stem + ".meta", sampleInfo())));
   EXPECT_TRUE(failsWith(AttentionKernel::loadFiles(none, stem, &kernel),
                         stem + ".spec"));
@@ -557,12 +558,16 @@ TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
   a.oStrides.seq = 4 * 64 + 16; // padded rows
   a.oStrides.batch = a.oStrides.seq * a.seqQ + 64;
   DeviceBuffer q, k, v, o, lse;
-  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 130 * 4 * 64 * 2, "Q", &q)));
-  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 77 * 2 * 64 * 2, "K", &k)));
-  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 77 * 2 * 64 * 2, "V", &v)));
-  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(
-      ctx, size_t(a.oStrides.batch) * 2 * 2, "O", &o)));
-  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 2 * 4 * 130 * 4, "LSE", &lse)));
+  ASSERT_TRUE(
+      succeeds(DeviceBuffer::allocate(ctx, 2 * 130 * 4 * 64 * 2, "Q", &q)));
+  ASSERT_TRUE(
+      succeeds(DeviceBuffer::allocate(ctx, 2 * 77 * 2 * 64 * 2, "K", &k)));
+  ASSERT_TRUE(
+      succeeds(DeviceBuffer::allocate(ctx, 2 * 77 * 2 * 64 * 2, "V", &v)));
+  ASSERT_TRUE(succeeds(
+      DeviceBuffer::allocate(ctx, size_t(a.oStrides.batch) * 2 * 2, "O", &o)));
+  ASSERT_TRUE(
+      succeeds(DeviceBuffer::allocate(ctx, 2 * 4 * 130 * 4, "LSE", &lse)));
   ASSERT_TRUE(succeeds(o.fill(0)));
   a.q = q.address();
   a.k = k.address();
@@ -661,12 +666,12 @@ TEST_F(AttentionKernelGpuTest, LoadChecksTargetThreadsAndSharedMemory) {
                         "threads = 256 but the kernel allows at most 128"));
   info = probeInfo();
   info.smemBytes = 300000;
-  EXPECT_TRUE(failsWith(loadProbe(info, probeSpec(), &kernel),
-                        "smem_bytes = 300000"));
+  EXPECT_TRUE(
+      failsWith(loadProbe(info, probeSpec(), &kernel), "smem_bytes = 300000"));
   info = probeInfo();
   info.kernelName = "attn_missing";
-  EXPECT_TRUE(failsWith(loadProbe(info, probeSpec(), &kernel),
-                        "'attn_missing'"));
+  EXPECT_TRUE(
+      failsWith(loadProbe(info, probeSpec(), &kernel), "'attn_missing'"));
 }
 
 } // namespace

@@ -365,9 +365,10 @@ TEST(SpecErrors, NotKeyValue) {
 }
 
 TEST(SpecParse, BlanksAroundEquals) {
-  SpecOrError r = parseSpec("dtype = f16  head_dim =64, q_heads= 8 kv_heads = 2\n"
-                            "sparsity = blasst:a = 32",
-                            "test.spec");
+  SpecOrError r =
+      parseSpec("dtype = f16  head_dim =64, q_heads= 8 kv_heads = 2\n"
+                "sparsity = blasst:a = 32",
+                "test.spec");
   ASSERT_TRUE(r) << r.error;
   EXPECT_EQ(r.spec->dtype, DType::F16);
   EXPECT_EQ(r.spec->headDim, 64);

@@ -51,9 +51,8 @@ uint16_t blasst::bench::floatToF16(float value) {
   uint16_t sign = uint16_t((x >> 16) & 0x8000u);
   x &= 0x7FFFFFFFu;
   if (x >= 0x7F800000u) // inf or NaN (quiet, keeping the top payload bits)
-    return x == 0x7F800000u
-               ? uint16_t(sign | 0x7C00u)
-               : uint16_t(sign | 0x7E00u | ((x >> 13) & 0x3FFu));
+    return x == 0x7F800000u ? uint16_t(sign | 0x7C00u)
+                            : uint16_t(sign | 0x7E00u | ((x >> 13) & 0x3FFu));
   // 65520 = 65504 + half an ulp: ties to even rounds it (and above) to inf.
   if (x >= 0x477FF000u)
     return uint16_t(sign | 0x7C00u);
@@ -156,8 +155,8 @@ double unit(uint64_t h) { return (double(h >> 11) + 0.5) * 0x1.0p-53; }
 } // namespace
 
 void blasst::bench::generateTensor(DType dtype, Distribution dist,
-                                   uint64_t seed, uint64_t stream,
-                                   size_t count, std::vector<uint16_t> &bits,
+                                   uint64_t seed, uint64_t stream, size_t count,
+                                   std::vector<uint16_t> &bits,
                                    std::vector<float> &values,
                                    unsigned threads) {
   bits.resize(count);
@@ -282,8 +281,8 @@ void blasst::bench::referenceAttention(const Shape &s, const float *q,
   const size_t pairs = size_t(s.batch * s.qHeads);
   size_t chunksPerPair = 1;
   if (pairs < threads * 2 && nRows > 32)
-    chunksPerPair = std::min<size_t>((threads * 2 + pairs - 1) / pairs,
-                                     (nRows + 31) / 32);
+    chunksPerPair =
+        std::min<size_t>((threads * 2 + pairs - 1) / pairs, (nRows + 31) / 32);
   const size_t rowsPerChunk = (nRows + chunksPerPair - 1) / chunksPerPair;
   const size_t tasks = pairs * chunksPerPair;
   const int64_t group = s.qHeads / s.kvHeads;
@@ -390,8 +389,8 @@ std::string fmt(const char *format, double value) {
 
 std::string at(int64_t b, int64_t h, int64_t i, int64_t d) {
   return "[b=" + std::to_string(b) + ", q=" + std::to_string(i) +
-         ", h=" + std::to_string(h) + (d >= 0 ? ", d=" + std::to_string(d) : "") +
-         "]";
+         ", h=" + std::to_string(h) +
+         (d >= 0 ? ", d=" + std::to_string(d) : "") + "]";
 }
 
 } // namespace
@@ -436,9 +435,9 @@ CheckResult blasst::bench::compareOutputs(const Shape &s, DType dtype,
         }
       }
   double errNorm = std::sqrt(errSq), refNorm = std::sqrt(refSq);
-  r.relL2 = refNorm > 0 ? errNorm / refNorm
-                        : (errNorm > 0 ? std::numeric_limits<double>::infinity()
-                                       : 0.0);
+  r.relL2 = refNorm > 0
+                ? errNorm / refNorm
+                : (errNorm > 0 ? std::numeric_limits<double>::infinity() : 0.0);
 
   if (r.nonFinite) {
     r.failures.push_back(
@@ -454,11 +453,11 @@ CheckResult blasst::bench::compareOutputs(const Shape &s, DType dtype,
   if (r.overBound)
     r.failures.push_back(
         std::to_string(r.overBound) + " O elements differ by more than " +
-        fmt("%g", tol.elementFactor) + "u(max|V| + |ref|) (u = " +
-        fmt("%.3g", u) + ", max|V| = " + fmt("%.3g", ref.maxAbsV) +
-        "); worst at " + at(r.worstB, r.worstH, r.worstRow, r.worstD) +
-        ": got " + fmt("%.6g", r.worstOut) + ", expected " +
-        fmt("%.6g", r.worstRef));
+        fmt("%g", tol.elementFactor) +
+        "u(max|V| + |ref|) (u = " + fmt("%.3g", u) +
+        ", max|V| = " + fmt("%.3g", ref.maxAbsV) + "); worst at " +
+        at(r.worstB, r.worstH, r.worstRow, r.worstD) + ": got " +
+        fmt("%.6g", r.worstOut) + ", expected " + fmt("%.6g", r.worstRef));
 
   if (lse) {
     r.lseChecked = true;

@@ -135,8 +135,8 @@ void referenceAttention(const Shape &shape, const float *q, const Strides &qs,
 //===----------------------------------------------------------------------===//
 
 struct Tolerances {
-  double relL2 = 1e-2;   ///< ||out - ref|| / ||ref||
-  double lseAbs = 1e-3;  ///< max |lse_out - lse_ref| over finite rows
+  double relL2 = 1e-2;  ///< ||out - ref|| / ||ref||
+  double lseAbs = 1e-3; ///< max |lse_out - lse_ref| over finite rows
   /// Element-wise: |out - ref| <= elementFactor * u * (max|V| + |ref|), with
   /// u the dtype's unit roundoff. Rounding P (relative u per term) and O
   /// (relative u) to the 16-bit type costs at most 2u(max|V| + |ref|) even
@@ -150,9 +150,9 @@ Tolerances tolerancesFor(DType dtype);
 
 struct CheckResult {
   uint64_t elementsChecked = 0;
-  uint64_t rowsChecked = 0;     ///< query rows per (batch, head)
-  uint64_t nonFinite = 0;       ///< NaN (incl. unwritten poison) or inf
-  uint64_t overBound = 0;       ///< elements beyond the element-wise bound
+  uint64_t rowsChecked = 0; ///< query rows per (batch, head)
+  uint64_t nonFinite = 0;   ///< NaN (incl. unwritten poison) or inf
+  uint64_t overBound = 0;   ///< elements beyond the element-wise bound
   double relL2 = 0;
   double maxAbs = 0;
   /// Where maxAbs happened, and the values there.
@@ -163,7 +163,7 @@ struct CheckResult {
 
   bool lseChecked = false;
   uint64_t lseCount = 0;
-  uint64_t lseNonFinite = 0;    ///< NaN/inf where the reference is finite
+  uint64_t lseNonFinite = 0;      ///< NaN/inf where the reference is finite
   uint64_t lseMaskedMismatch = 0; ///< rows with no key whose LSE isn't -inf
   double lseMaxAbs = 0;
   /// Whether the LSE would pass if the kernel wrote log2 instead of ln.

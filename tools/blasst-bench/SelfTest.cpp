@@ -64,7 +64,8 @@ void testConversions(Tally &t) {
       {DType::BF16, 1.0f + 0x1p-8f, 0x3F80, "bf16 tie 1+2^-8 -> even 1.0"},
       {DType::BF16, 1.0f + 3 * 0x1p-8f, 0x3F82, "bf16 tie 1+3*2^-8 -> even"},
       {DType::BF16, 1.0f + 0x1p-8f + 0x1p-20f, 0x3F81, "bf16 above tie"},
-      {DType::BF16, 0x1.ffp+127f, 0x7F80, "bf16 overflow tie (max + ulp/2) -> inf"},
+      {DType::BF16, 0x1.ffp+127f, 0x7F80,
+       "bf16 overflow tie (max + ulp/2) -> inf"},
       {DType::BF16, 0x1.fep+127f, 0x7F7F, "bf16 max"},
       {DType::BF16, 0x1p-133f, 0x0001, "bf16 smallest subnormal"},
       {DType::F16, 1.0f, 0x3C00, "f16 1.0"},
@@ -88,7 +89,8 @@ void testConversions(Tally &t) {
   }
   t.check(std::isnan(bf16ToFloat(floatToBF16(std::nanf("")))), "bf16 NaN");
   t.check(std::isnan(f16ToFloat(floatToF16(std::nanf("")))), "f16 NaN");
-  t.check(std::isnan(bf16ToFloat(kPoison16)) && std::isnan(f16ToFloat(kPoison16)),
+  t.check(std::isnan(bf16ToFloat(kPoison16)) &&
+              std::isnan(f16ToFloat(kPoison16)),
           "0xFFFF poison is NaN in bf16 and f16");
 
   // Every finite 16-bit value round-trips; every midpoint between
@@ -157,8 +159,8 @@ void naiveAttention(const Shape &s, const std::vector<float> &q,
           }
           long double dot = 0;
           for (int64_t d = 0; d < s.headDim; ++d)
-            dot += (long double)q[size_t(b * qs.batch + i * qs.seq +
-                                         h * qs.head + d)] *
+            dot += (long double)
+                       q[size_t(b * qs.batch + i * qs.seq + h * qs.head + d)] *
                    k[size_t(b * ks.batch + j * ks.seq + kh * ks.head + d)];
           score[size_t(j)] = dot * (long double)s.scale;
           if (score[size_t(j)] > m)
@@ -247,8 +249,8 @@ void testReference(Tally &t) {
        shape(1, 9, 4, 2, 2, 8, 8, true, 0.3), 0, Distribution::Uniform},
       {"causal decode seqQ = 1", shape(3, 1, 19, 4, 1, 16, 16, true, 0.25), 0,
        Distribution::Normal},
-      {"head_dim_v != head_dim, strided", shape(2, 7, 10, 2, 1, 8, 12, true, 0.3),
-       3, Distribution::Uniform},
+      {"head_dim_v != head_dim, strided",
+       shape(2, 7, 10, 2, 1, 8, 12, true, 0.3), 3, Distribution::Uniform},
       {"strided GQA causal", shape(2, 12, 12, 6, 3, 16, 16, true, 0.25), 5,
        Distribution::Normal},
       {"large scores (softmax overflow guard)",
@@ -275,19 +277,20 @@ void testReference(Tally &t) {
               size_t r = ref.index(s, b, h, size_t(i));
               for (int64_t d = 0; d < s.headDimV; ++d)
                 maxErr = std::max(
-                    maxErr, std::fabs(ref.o[r * size_t(s.headDimV) + size_t(d)] -
-                                      naiveO[row * size_t(s.headDimV) +
-                                             size_t(d)]));
+                    maxErr,
+                    std::fabs(ref.o[r * size_t(s.headDimV) + size_t(d)] -
+                              naiveO[row * size_t(s.headDimV) + size_t(d)]));
               double a = ref.lse[r], e = naiveLse[row];
               if (std::isinf(e)) {
                 ++masked;
                 lseBad += !(std::isinf(a) && a < 0);
               } else {
-                lseBad += !(std::fabs(a - e) <= 1e-12 * std::max(1.0, std::fabs(e)));
+                lseBad +=
+                    !(std::fabs(a - e) <= 1e-12 * std::max(1.0, std::fabs(e)));
               }
             }
-        std::string what = std::string(c.what) + " [" + toString(dtype) +
-                           ", " + std::to_string(threads) + " thread(s)]";
+        std::string what = std::string(c.what) + " [" + toString(dtype) + ", " +
+                           std::to_string(threads) + " thread(s)]";
         if (masked)
           what += " (" + std::to_string(masked) + " masked rows)";
         char detail[128];
@@ -299,11 +302,10 @@ void testReference(Tally &t) {
       // A row subset gives the same values as the full computation.
       std::vector<int64_t> rows = selectRows(s.seqQ, 3);
       Reference sub, full;
-      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, rows, 2, &sub);
-      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, selectRows(s.seqQ, s.seqQ), 2,
-                         &full);
+      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, rows, 2, &sub);
+      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, selectRows(s.seqQ, s.seqQ), 2, &full);
       bool same = true;
       for (int64_t b = 0; b < s.batch; ++b)
         for (int64_t h = 0; h < s.qHeads; ++h)
@@ -326,7 +328,8 @@ void testReference(Tally &t) {
   t.check(rows == std::vector<int64_t>{0, 250, 500, 749, 999} ||
               rows == std::vector<int64_t>{0, 250, 500, 750, 999},
           "rows:5 of 1000 are evenly spaced with first and last");
-  t.check(selectRows(4, 10).size() == 4, "rows:K with K > seqQ checks all rows");
+  t.check(selectRows(4, 10).size() == 4,
+          "rows:K with K > seqQ checks all rows");
   bool pairsOk = true;
   for (int64_t sq : {1, 2, 7, 64, 100})
     for (int64_t skv : {1, 3, 7, 64, 150})
@@ -340,7 +343,8 @@ void testReference(Tally &t) {
       }
   t.check(pairsOk, "visiblePairs closed form == sum of visible keys");
   Shape s;
-  s.batch = 2, s.qHeads = 32, s.seqQ = s.seqKV = 4096, s.headDim = s.headDimV = 128;
+  s.batch = 2, s.qHeads = 32, s.seqQ = s.seqKV = 4096,
+  s.headDim = s.headDimV = 128;
   s.causal = true;
   t.check(s.flops() == 4.0 * 2 * 32 * 4096 * (4097.0 / 2) * 128,
           "causal FLOPs = 4*B*H*S*(S+1)/2*D");
@@ -379,11 +383,13 @@ void testComparison(Tally &t) {
           size_t r = ref.index(s, b, h, size_t(i));
           for (int64_t d = 0; d < s.headDimV; ++d)
             good[size_t(b * os.batch + i * os.seq + h * os.head + d)] =
-                floatToHalf(dtype, float(ref.o[r * size_t(s.headDimV) + size_t(d)]));
+                floatToHalf(dtype,
+                            float(ref.o[r * size_t(s.headDimV) + size_t(d)]));
           lse[size_t((b * s.qHeads + h) * s.seqQ + i)] = float(ref.lse[r]);
         }
     Tolerances tol = tolerancesFor(dtype);
-    CheckResult ok = compareOutputs(s, dtype, ref, good.data(), os, lse.data(), tol);
+    CheckResult ok =
+        compareOutputs(s, dtype, ref, good.data(), os, lse.data(), tol);
     char detail[160];
     std::snprintf(detail, sizeof(detail), "rel L2 %.3e, max abs %.3e, %s",
                   ok.relL2, ok.maxAbs,
@@ -397,7 +403,8 @@ void testComparison(Tally &t) {
     auto expectFail = [&](const std::vector<uint16_t> &o,
                           const std::vector<float> &l, const std::string &what,
                           const std::string &needle) {
-      CheckResult r = compareOutputs(s, dtype, ref, o.data(), os, l.data(), tol);
+      CheckResult r =
+          compareOutputs(s, dtype, ref, o.data(), os, l.data(), tol);
       std::string all;
       for (const std::string &f : r.failures)
         all += f + "; ";
@@ -421,7 +428,8 @@ void testComparison(Tally &t) {
       for (int64_t i = 0; i < s.seqQ; ++i)
         for (int64_t h = 0; h < s.qHeads; ++h)
           for (int64_t d = 0; d < s.headDimV; ++d) {
-            uint16_t &e = bad[size_t(b * os.batch + i * os.seq + h * os.head + d)];
+            uint16_t &e =
+                bad[size_t(b * os.batch + i * os.seq + h * os.head + d)];
             e = floatToHalf(dtype, halfToFloat(dtype, e) * 1.03f);
           }
     expectFail(bad, lse, "output scaled by 1.03 is flagged", "relative L2");
@@ -483,7 +491,8 @@ void testComparison(Tally &t) {
         badLse[i] = std::numeric_limits<float>::infinity();
         break;
       }
-    t.check(anyMasked, "the causal shape with seqQ > seqKV has masked rows" + tag);
+    t.check(anyMasked,
+            "the causal shape with seqQ > seqKV has masked rows" + tag);
     if (anyMasked)
       expectFail(good, badLse, "a masked row with LSE +inf is flagged",
                  "have LSE != -inf");
@@ -576,7 +585,8 @@ BruteSkip bruteSkip(const Shape &s, const Inputs &in, int64_t blockM,
                 kept[size_t(voters[v])][size_t(n)] = true;
               }
             size_t at = size_t(
-                (((b * s.qHeads + h) * mBlocks + m) * groups + g) * kvBlocks + n);
+                (((b * s.qHeads + h) * mBlocks + m) * groups + g) * kvBlocks +
+                n);
             r.decisions[at] = skip ? kSkipped : kKept;
             r.visited[size_t(b * s.qHeads + h)] += 1;
             r.skipped[size_t(b * s.qHeads + h)] += skip;
@@ -604,7 +614,8 @@ BruteSkip bruteSkip(const Shape &s, const Inputs &in, int64_t blockM,
         }
         size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
         for (int64_t d = 0; d < s.headDimV; ++d)
-          r.o[row * size_t(s.headDimV) + size_t(d)] = double(acc[size_t(d)] / l);
+          r.o[row * size_t(s.headDimV) + size_t(d)] =
+              double(acc[size_t(d)] / l);
         r.lse[row] = double((mx + std::log2(l)) / log2e);
       }
     }
@@ -670,28 +681,64 @@ void testSkipModel(Tally &t) {
        shape(2, 37, 37, 2, 2, 16, false, 1.0), 8, 4, 5, lnl2,
        Distribution::Normal, 0, -1},
       {"causal GQA 4/2, seqQ < seqKV, tails, a=4",
-       shape(1, 29, 41, 4, 2, 16, true, 0.8), 8, 4, 6,
-       {SparsityKind::ScaleFactor, 4.0}, Distribution::Normal, 2, -1},
+       shape(1, 29, 41, 4, 2, 16, true, 0.8),
+       8,
+       4,
+       6,
+       {SparsityKind::ScaleFactor, 4.0},
+       Distribution::Normal,
+       2,
+       -1},
       {"causal seqQ > seqKV (masked rows, CTAs without blocks)",
-       shape(1, 30, 12, 2, 1, 8, true, 1.0), 8, 4, 4,
-       {SparsityKind::LnLambda, -1.5}, Distribution::Normal, 0, -1},
+       shape(1, 30, 12, 2, 1, 8, true, 1.0),
+       8,
+       4,
+       4,
+       {SparsityKind::LnLambda, -1.5},
+       Distribution::Normal,
+       0,
+       -1},
       {"kernel geometry 128/64, causal, seqQ 200 (CTA 1 partly votes)",
        shape(1, 200, 300, 2, 1, 16, true, 1.0), 128, 64, 64, lnl3,
        Distribution::Normal, 0, -1},
       {"kernel geometry 128/64, non-causal MQA 3/1, seqQ 200",
-       shape(1, 200, 300, 3, 1, 16, false, 1.0), 128, 64, 32,
-       {SparsityKind::ScaleFactor, 8.0}, Distribution::Normal, 0, -1},
+       shape(1, 200, 300, 3, 1, 16, false, 1.0),
+       128,
+       64,
+       32,
+       {SparsityKind::ScaleFactor, 8.0},
+       Distribution::Normal,
+       0,
+       -1},
       {"seqQ 150: group 1 of CTA 1 has no voting row (vacuous skip)",
-       shape(1, 150, 160, 2, 2, 8, false, 1.0), 128, 64, 32,
-       {SparsityKind::ScaleFactor, 2.0}, Distribution::Normal, 0, -1},
+       shape(1, 150, 160, 2, 2, 8, false, 1.0),
+       128,
+       64,
+       32,
+       {SparsityKind::ScaleFactor, 2.0},
+       Distribution::Normal,
+       0,
+       -1},
       {"T > 0 (a = 64 > seqKV): running max over kept blocks only",
-       shape(1, 24, 20, 2, 2, 8, false, 1.0), 8, 4, 4,
-       {SparsityKind::ScaleFactor, 64.0}, Distribution::Normal, 0, -1},
+       shape(1, 24, 20, 2, 2, 8, false, 1.0),
+       8,
+       4,
+       4,
+       {SparsityKind::ScaleFactor, 64.0},
+       Distribution::Normal,
+       0,
+       -1},
       {"seqQ = 1 causal GQA", shape(2, 1, 50, 4, 1, 16, true, 1.0), 128, 64, 8,
        lnl2, Distribution::Normal, 0, -1},
       {"uniform inputs, a = 1 (few skips)",
-       shape(1, 40, 64, 2, 1, 16, false, 0.25), 8, 4, 8,
-       {SparsityKind::ScaleFactor, 1.0}, Distribution::Uniform, 0, -1},
+       shape(1, 40, 64, 2, 1, 16, false, 0.25),
+       8,
+       4,
+       8,
+       {SparsityKind::ScaleFactor, 1.0},
+       Distribution::Uniform,
+       0,
+       -1},
       {"dial F=0.5 causal, 16-row CTAs, blockN 16",
        shape(1, 100, 160, 2, 1, 16, true, 1.0), 16, 8, 16, lnl2,
        Distribution::Uniform, 0, 0.5},
@@ -726,11 +773,12 @@ void testSkipModel(Tally &t) {
       std::vector<int64_t> all = selectRows(s.seqQ, s.seqQ);
       SkipModel model, model3;
       Reference dense;
-      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, all, cfg, 1, &model, &dense);
-      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, all, cfg, 3, &model3);
-      BruteSkip brute = bruteSkip(s, in, c.blockM, c.groupRows, c.blockN, Tbrute);
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, all, cfg, 1, &model, &dense);
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, all, cfg, 3, &model3);
+      BruteSkip brute =
+          bruteSkip(s, in, c.blockM, c.groupRows, c.blockN, Tbrute);
 
       std::string tag = std::string(c.what) + " [" + toString(dtype) + "]";
       // Decisions.
@@ -780,7 +828,8 @@ void testSkipModel(Tally &t) {
             if (std::isinf(e) || std::isinf(a))
               lseBad += !(a == e);
             else
-              lseBad += !(std::fabs(a - e) <= 1e-10 * std::max(1.0, std::fabs(e)));
+              lseBad +=
+                  !(std::fabs(a - e) <= 1e-10 * std::max(1.0, std::fabs(e)));
           }
       if (mismatchBorder == 0)
         t.check(maxErr <= 1e-10 && lseBad == 0,
@@ -790,12 +839,13 @@ void testSkipModel(Tally &t) {
       // Thread independence.
       t.check(model3.decisions == model.decisions &&
                   model3.skipped == model.skipped &&
-                  model3.out.o == model.out.o && model3.out.lse == model.out.lse,
+                  model3.out.o == model.out.o &&
+                  model3.out.lse == model.out.lse,
               tag + ": 1 and 3 threads give identical results");
       // The dense output computed alongside equals referenceAttention.
       Reference ref;
-      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, all, 2, &ref);
+      referenceAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, all, 2, &ref);
       double denseErr = 0;
       bool denseLse = true;
       for (size_t i = 0; i < ref.o.size(); ++i)
@@ -809,8 +859,8 @@ void testSkipModel(Tally &t) {
       // A row subset gives the same rows and the same decisions.
       std::vector<int64_t> sub = selectRows(s.seqQ, 4);
       SkipModel subModel;
-      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, sub, cfg, 2, &subModel);
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, sub, cfg, 2, &subModel);
       bool same = subModel.decisions == model.decisions;
       for (int64_t b = 0; b < s.batch; ++b)
         for (int64_t h = 0; h < s.qHeads; ++h)
@@ -829,9 +879,9 @@ void testSkipModel(Tally &t) {
         // CTA 1, group 1: rows 192..255, none < 150: every block skipped.
         bool allSkipped = true;
         for (int64_t n = 0; n < model.nBlocksMax; ++n)
-          allSkipped &= (model.decisions[model.decisionIndex(
-                             s.qHeads, 0, 0, 1, 1, n)] &
-                         ~kBorderline) == kSkipped;
+          allSkipped &=
+              (model.decisions[model.decisionIndex(s.qHeads, 0, 0, 1, 1, n)] &
+               ~kBorderline) == kSkipped;
         t.check(allSkipped, tag + ": the group without voters skips all");
       }
     }
@@ -905,14 +955,15 @@ void testSkipEdges(Tally &t) {
                 std::to_string(wantVisited));
     t.check(err <= 1e-12 && lseOk, tag + ": model == dense reference",
             "max diff " + fmtD("%.3e", err));
-    for (auto e : {SkipConfig::EmptyGroup::Keep, SkipConfig::EmptyGroup::Idle}) {
+    for (auto e :
+         {SkipConfig::EmptyGroup::Keep, SkipConfig::EmptyGroup::Idle}) {
       SkipConfig c2 = cfg;
       c2.emptyGroup = e;
       SkipModel m2;
-      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, all, c2, 2, &m2);
-      int64_t wantV = wantVisited -
-                      (e == SkipConfig::EmptyGroup::Idle ? emptyWalks : 0);
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, all, c2, 2, &m2);
+      int64_t wantV =
+          wantVisited - (e == SkipConfig::EmptyGroup::Idle ? emptyWalks : 0);
       t.check(m2.totalSkipped == 0 && m2.totalVisited == wantV &&
                   m2.out.o == model.out.o,
               tag + ": empty groups '" + toString(e) +
@@ -975,9 +1026,10 @@ void testSkipEdges(Tally &t) {
             "a=256, seqKV 4096: T = log2(256/4096) = -4");
     t.check(std::fabs(benchThreshold(l, 4096) + 8.0 / std::log(2.0)) < 1e-5,
             "ln_lambda=-8: T = -8 log2(e), independent of seqKV");
-    t.check(std::fabs(kernelLog2Threshold(a, 1.5, 1024) - (1.5 - 10)) < 1e-12 &&
-                kernelLog2Threshold(l, 1.5, 1024) == 1.5,
-            "--log2-threshold X: a-policy subtracts log2(seqKV), ln_lambda not");
+    t.check(
+        std::fabs(kernelLog2Threshold(a, 1.5, 1024) - (1.5 - 10)) < 1e-12 &&
+            kernelLog2Threshold(l, 1.5, 1024) == 1.5,
+        "--log2-threshold X: a-policy subtracts log2(seqKV), ln_lambda not");
     t.check(std::fabs(kernelLog2Threshold(
                           a, paramForKernelLog2Threshold(a, -7.0, 3000), 3000) +
                       7.0) < 1e-12,
@@ -1079,56 +1131,56 @@ void testDial(Tally &t) {
       cfg.blockN = 64;
       cfg.log2Threshold = info.defaultLog2Threshold();
       SkipModel model;
-      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks,
-                         in.v.data(), in.vs, {}, cfg, 2, &model);
+      skipModelAttention(s, in.q.data(), in.qs, in.k.data(), in.ks, in.v.data(),
+                         in.vs, {}, cfg, 2, &model);
       uint64_t wrong = 0, coldSkipped = 0, windowKept = 0;
       int64_t scoreSkips = 0;
       std::string first;
       for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t h = 0; h < s.qHeads; ++h)
-        for (int64_t m = 0; m < model.mBlocks; ++m)
-          for (int64_t g = 0; g < model.groups; ++g) {
-            int64_t g0 = m * 128 + g * 64, g1 = std::min(g0 + 64, s.seqQ);
-            for (int64_t n = 0; n < ctaKVBlocks(s, cfg, m); ++n) {
-              bool touched = false;
-              for (int64_t r = g0; r < g1 && !touched; ++r) {
-                int64_t vis = s.visibleKeys(r);
-                for (int64_t j = n * 64; j < std::min(vis, n * 64 + 64); ++j)
-                  if (info.windowFactor(r + s.seqKV - s.seqQ, j) == 1) {
-                    touched = true;
-                    break;
-                  }
+        for (int64_t h = 0; h < s.qHeads; ++h)
+          for (int64_t m = 0; m < model.mBlocks; ++m)
+            for (int64_t g = 0; g < model.groups; ++g) {
+              int64_t g0 = m * 128 + g * 64, g1 = std::min(g0 + 64, s.seqQ);
+              for (int64_t n = 0; n < ctaKVBlocks(s, cfg, m); ++n) {
+                bool touched = false;
+                for (int64_t r = g0; r < g1 && !touched; ++r) {
+                  int64_t vis = s.visibleKeys(r);
+                  for (int64_t j = n * 64; j < std::min(vis, n * 64 + 64); ++j)
+                    if (info.windowFactor(r + s.seqKV - s.seqQ, j) == 1) {
+                      touched = true;
+                      break;
+                    }
+                }
+                bool anyVisible = false;
+                for (int64_t r = g0; r < g1; ++r)
+                  anyVisible |= s.visibleKeys(r) > n * 64;
+                bool cold = info.isCold(b, h / 2, n);
+                // Groups without voters and blocks no voter sees a key of
+                // skip whatever the scores.
+                bool expectSkip = g1 <= g0 || !anyVisible || (cold && !touched);
+                bool scoreSkip = g1 > g0 && anyVisible && cold && !touched;
+                scoreSkips += scoreSkip;
+                uint8_t d = model.decisions[model.decisionIndex(s.qHeads, b, h,
+                                                                m, g, n)];
+                bool skip = (d & ~kBorderline) == kSkipped;
+                coldSkipped += cold && skip;
+                windowKept += cold && touched && !skip;
+                if (skip != expectSkip && wrong++ == 0)
+                  first = "b " + std::to_string(b) + " h " + std::to_string(h) +
+                          " cta " + std::to_string(m) + " group " +
+                          std::to_string(g) + " block " + std::to_string(n) +
+                          (cold ? " cold" : " warm") +
+                          (touched ? " in window" : "");
               }
-              bool anyVisible = false;
-              for (int64_t r = g0; r < g1; ++r)
-                anyVisible |= s.visibleKeys(r) > n * 64;
-              bool cold = info.isCold(b, h / 2, n);
-              // Groups without voters and blocks no voter sees a key of
-              // skip whatever the scores.
-              bool expectSkip = g1 <= g0 || !anyVisible || (cold && !touched);
-              bool scoreSkip = g1 > g0 && anyVisible && cold && !touched;
-              scoreSkips += scoreSkip;
-              uint8_t d = model.decisions[model.decisionIndex(s.qHeads, b, h, m,
-                                                              g, n)];
-              bool skip = (d & ~kBorderline) == kSkipped;
-              coldSkipped += cold && skip;
-              windowKept += cold && touched && !skip;
-              if (skip != expectSkip && wrong++ == 0)
-                first = "b " + std::to_string(b) + " h " + std::to_string(h) + " cta " + std::to_string(m) +
-                        " group " + std::to_string(g) + " block " +
-                        std::to_string(n) + (cold ? " cold" : " warm") +
-                        (touched ? " in window" : "");
             }
-          }
       double walkedCold = dialWalkedColdFraction(s, cfg, info);
-      std::string tag = std::string("dial F=0.5 ") +
-                        (causal ? "causal" : "non-causal") + " seqQ " +
-                        std::to_string(sq) + ", " +
-                        std::to_string(info.coldBlocks) + "/" +
-                        std::to_string(info.eligibleBlocks) +
-                        " blocks cold: skip rate " +
-                        fmtD("%.3f", model.skipRate()) + " (walked cold " +
-                        fmtD("%.3f", walkedCold) + ")";
+      std::string tag =
+          std::string("dial F=0.5 ") + (causal ? "causal" : "non-causal") +
+          " seqQ " + std::to_string(sq) + ", " +
+          std::to_string(info.coldBlocks) + "/" +
+          std::to_string(info.eligibleBlocks) + " blocks cold: skip rate " +
+          fmtD("%.3f", model.skipRate()) + " (walked cold " +
+          fmtD("%.3f", walkedCold) + ")";
       t.check(wrong == 0 && model.totalBorderline == 0 && coldSkipped > 0 &&
                   windowKept > 0,
               tag + ": exactly the cold blocks outside the local window are "

@@ -88,11 +88,13 @@ int64_t blasst::bench::ctaKVBlocks(const Shape &s, const SkipConfig &c,
   return n;
 }
 
-void blasst::bench::skipModelAttention(
-    const Shape &s, const float *q, const Strides &qs, const float *k,
-    const Strides &ks, const float *v, const Strides &vs,
-    const std::vector<int64_t> &rows, const SkipConfig &c, unsigned threads,
-    SkipModel *out, Reference *dense) {
+void blasst::bench::skipModelAttention(const Shape &s, const float *q,
+                                       const Strides &qs, const float *k,
+                                       const Strides &ks, const float *v,
+                                       const Strides &vs,
+                                       const std::vector<int64_t> &rows,
+                                       const SkipConfig &c, unsigned threads,
+                                       SkipModel *out, Reference *dense) {
   if (threads == 0)
     threads = defaultThreads();
   const int64_t D = s.headDim, Dv = s.headDimV;
@@ -101,9 +103,8 @@ void blasst::bench::skipModelAttention(
   out->groups = ceilDiv(c.blockM, c.groupRows);
   out->nBlocksMax = ceilDiv(s.seqKV, c.blockN);
   const size_t pairs = size_t(s.batch * s.qHeads);
-  out->decisions.assign(pairs * size_t(out->mBlocks * out->groups *
-                                       out->nBlocksMax),
-                        kNotWalked);
+  out->decisions.assign(
+      pairs * size_t(out->mBlocks * out->groups * out->nBlocksMax), kNotWalked);
   const size_t nRows = rows.size();
   double maxAbsV = 0;
   for (int64_t b = 0; b < s.batch; ++b)
@@ -361,8 +362,8 @@ StatsCheck blasst::bench::compareStats(const Shape &s, const SkipModel &model,
       std::string where =
           "[b=" + std::to_string(b) + ", h=" + std::to_string(h) + "]";
       if (kv != model.visited[i] && r.visitedMismatch++ == 0)
-        firstVisited = where + " visited " + std::to_string(kv) +
-                       ", model " + std::to_string(model.visited[i]);
+        firstVisited = where + " visited " + std::to_string(kv) + ", model " +
+                       std::to_string(model.visited[i]);
       int64_t diff = std::llabs(ksk - model.skipped[i]);
       r.maxSkippedDiff = std::max(r.maxSkippedDiff, diff);
       if (diff > model.borderline[i]) {
@@ -490,7 +491,8 @@ void blasst::bench::generateDialInputs(
   };
   auto noise = [&](uint64_t stream, uint64_t index) {
     uint64_t base = mix(key, stream);
-    uint64_t h1 = splitmix64(base + 2 * index), h2 = splitmix64(base + 2 * index + 1);
+    uint64_t h1 = splitmix64(base + 2 * index),
+             h2 = splitmix64(base + 2 * index + 1);
     return std::sqrt(-2.0 * std::log(unit(h1))) *
            std::cos(6.283185307179586 * unit(h2));
   };
@@ -504,7 +506,8 @@ void blasst::bench::generateDialInputs(
   parallelFor(size_t(s.batch * s.seqQ), threads, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       int64_t b = int64_t(t) / s.seqQ, i = int64_t(t) % s.seqQ;
-      int64_t p = i + s.seqKV - s.seqQ, bq = window ? floorDiv(p, config.window) : 0;
+      int64_t p = i + s.seqKV - s.seqQ,
+              bq = window ? floorDiv(p, config.window) : 0;
       for (int64_t h = 0; h < s.qHeads; ++h) {
         int64_t kh = h / gqa;
         const double *sg = &sign[size_t((b * s.kvHeads + kh) * P)];
@@ -527,32 +530,35 @@ void blasst::bench::generateDialInputs(
     }
   });
   // K: one task per (b, j).
-  parallelFor(size_t(s.batch * s.seqKV), threads, [&](size_t begin, size_t end) {
-    for (size_t t = begin; t < end; ++t) {
-      int64_t b = int64_t(t) / s.seqKV, j = int64_t(t) % s.seqKV;
-      int64_t bj = window ? floorDiv(j, config.window) : 0;
-      for (int64_t kh = 0; kh < s.kvHeads; ++kh) {
-        bool cold = j >= config.sinkKeys && I.isCold(b, kh, j / config.blockN);
-        const double *sg = &sign[size_t((b * s.kvHeads + kh) * P)];
-        size_t at = size_t(b * ks.batch + j * ks.seq + kh * ks.head);
-        uint64_t logical = uint64_t(((b * s.seqKV + j) * s.kvHeads + kh) * D);
-        for (int64_t d = 0; d < D; ++d) {
-          double x = 0;
-          if (d < P) {
-            x = (cold ? -I.beta : I.beta) * hadamard(0, d);
-            if (cold && window)
-              for (int64_t delta = -1; delta <= 1; ++delta)
-                x += I.gamma * windowDir(bj + delta, d);
-            x *= sg[d] * invSqrtP;
+  parallelFor(
+      size_t(s.batch * s.seqKV), threads, [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) {
+          int64_t b = int64_t(t) / s.seqKV, j = int64_t(t) % s.seqKV;
+          int64_t bj = window ? floorDiv(j, config.window) : 0;
+          for (int64_t kh = 0; kh < s.kvHeads; ++kh) {
+            bool cold =
+                j >= config.sinkKeys && I.isCold(b, kh, j / config.blockN);
+            const double *sg = &sign[size_t((b * s.kvHeads + kh) * P)];
+            size_t at = size_t(b * ks.batch + j * ks.seq + kh * ks.head);
+            uint64_t logical =
+                uint64_t(((b * s.seqKV + j) * s.kvHeads + kh) * D);
+            for (int64_t d = 0; d < D; ++d) {
+              double x = 0;
+              if (d < P) {
+                x = (cold ? -I.beta : I.beta) * hadamard(0, d);
+                if (cold && window)
+                  for (int64_t delta = -1; delta <= 1; ++delta)
+                    x += I.gamma * windowDir(bj + delta, d);
+                x *= sg[d] * invSqrtP;
+              }
+              x += I.sigma * noise(12, logical + uint64_t(d));
+              uint16_t bits = floatToHalf(dtype, float(x));
+              kBits[at + size_t(d)] = bits;
+              k[at + size_t(d)] = halfToFloat(dtype, bits);
+            }
           }
-          x += I.sigma * noise(12, logical + uint64_t(d));
-          uint16_t bits = floatToHalf(dtype, float(x));
-          kBits[at + size_t(d)] = bits;
-          k[at + size_t(d)] = halfToFloat(dtype, bits);
         }
-      }
-    }
-  });
+      });
   for (float x : q)
     I.maxAbsQ = std::max(I.maxAbsQ, double(std::fabs(x)));
   for (float x : k)
@@ -577,7 +583,8 @@ double blasst::bench::dialWalkedColdFraction(const Shape &s,
         int64_t nB = std::min(ctaKVBlocks(s, c, m), dial.kvBlocks);
         int64_t walking = groups;
         if (c.emptyGroup == SkipConfig::EmptyGroup::Idle)
-          walking = std::min(groups, ceilDiv(s.seqQ - m * c.blockM, c.groupRows));
+          walking =
+              std::min(groups, ceilDiv(s.seqQ - m * c.blockM, c.groupRows));
         walked += double(gqa * walking * nB);
         cold += double(gqa * walking * prefix[size_t(nB)]);
       }

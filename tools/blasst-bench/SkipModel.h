@@ -87,10 +87,10 @@ const char *toString(SkipConfig::EmptyGroup e);
 
 /// Decision codes (uint8 per (b, h, mBlock, group, n)).
 enum : uint8_t {
-  kNotWalked = 0,   ///< n >= nBlocks of this CTA
+  kNotWalked = 0, ///< n >= nBlocks of this CTA
   kKept = 1,
   kSkipped = 2,
-  kBorderline = 4,  ///< or'ed into kKept/kSkipped
+  kBorderline = 4, ///< or'ed into kKept/kSkipped
 };
 
 struct SkipModel {
@@ -144,11 +144,11 @@ void skipModelAttention(const Shape &shape, const float *q, const Strides &qs,
 
 struct StatsCheck {
   int64_t kernelVisited = 0, kernelSkipped = 0; ///< sums over (b, h)
-  uint64_t pairs = 0;               ///< (b, h) entries compared
-  uint64_t visitedMismatch = 0;     ///< (b, h) with visited != model
-  uint64_t skippedBeyond = 0;       ///< |skipped - model| > borderline
-  uint64_t skippedWithin = 0;       ///< differs, but within borderline
-  int64_t maxSkippedDiff = 0;       ///< max |kernel - model| skipped
+  uint64_t pairs = 0;                           ///< (b, h) entries compared
+  uint64_t visitedMismatch = 0; ///< (b, h) with visited != model
+  uint64_t skippedBeyond = 0;   ///< |skipped - model| > borderline
+  uint64_t skippedWithin = 0;   ///< differs, but within borderline
+  int64_t maxSkippedDiff = 0;   ///< max |kernel - model| skipped
   bool pass = true;
   std::vector<std::string> failures;
   double kernelSkipRate() const {
@@ -169,20 +169,20 @@ StatsCheck compareStats(const Shape &shape, const SkipModel &model,
 struct DialConfig {
   double coldFraction = 0; ///< F: probability a non-sink block is cold
   int64_t blockN = 128;    ///< the kernel's KV block (cold is per block)
-  double hot = 12;         ///< H: sink/warm keys score ~+H (log2 units), cold ~-H
-  double noise = 1;        ///< std of the score noise, log2 units (approx.)
-  int64_t sinkKeys = 64;   ///< keys [0, sinkKeys) are hot for every query
-  int64_t window = 64;     ///< local window bin width (keys)
-  double maxEntry = 6;     ///< H is lowered if signal entries would exceed it
+  double hot = 12;       ///< H: sink/warm keys score ~+H (log2 units), cold ~-H
+  double noise = 1;      ///< std of the score noise, log2 units (approx.)
+  int64_t sinkKeys = 64; ///< keys [0, sinkKeys) are hot for every query
+  int64_t window = 64;   ///< local window bin width (keys)
+  double maxEntry = 6;   ///< H is lowered if signal entries would exceed it
 };
 
 struct DialInfo {
   DialConfig config;
-  double hot = 0;          ///< H actually used (<= config.hot)
+  double hot = 0; ///< H actually used (<= config.hot)
   double alpha = 0, beta = 0, gamma = 0, sigma = 0;
-  int64_t hadamard = 0;    ///< P: signal lives in the first P dims (power of 2)
-  int64_t bins = 0;        ///< M = P - 1 window directions (0: no window)
-  int64_t kvBlocks = 0;    ///< ceil(seqKV / blockN)
+  int64_t hadamard = 0; ///< P: signal lives in the first P dims (power of 2)
+  int64_t bins = 0;     ///< M = P - 1 window directions (0: no window)
+  int64_t kvBlocks = 0; ///< ceil(seqKV / blockN)
   int64_t kvHeads = 0;
   std::vector<uint8_t> cold; ///< [b][kvHead][n]
   int64_t eligibleBlocks = 0, coldBlocks = 0;

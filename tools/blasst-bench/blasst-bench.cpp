@@ -49,7 +49,8 @@ constexpr size_t kGuardElements = 4096;
 /// blockM / kVotingGroups rows.
 constexpr int kVotingGroups = 2;
 
-const char *kUsage = R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
+const char *kUsage =
+    R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
        blasst-bench --self-test [--verbose]
 
 Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile),
@@ -235,7 +236,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         } else if (v == "none") {
           o->check = CheckMode::None;
         } else if (v.rfind("rows:", 0) == 0 &&
-                   parseInt64(v.substr(5), &o->checkRows) && o->checkRows >= 1) {
+                   parseInt64(v.substr(5), &o->checkRows) &&
+                   o->checkRows >= 1) {
           o->check = CheckMode::Rows;
         } else {
           err = "option --check: '" + v +
@@ -362,10 +364,10 @@ struct KernelResult {
   std::vector<int64_t> stats; ///< visited, skipped summed over (b, h)
 
   // BLASST (sparse kernels).
-  double kernelT = 0;        ///< T the kernel compares with (log2 units)
+  double kernelT = 0; ///< T the kernel compares with (log2 units)
   double borderlineEps = 0;
   std::string emptyGroups;
-  bool modelRun = false;     ///< the skipping model ran
+  bool modelRun = false; ///< the skipping model ran
   int64_t modelVisited = 0, modelSkipped = 0, modelBorderline = 0;
   int64_t modelMaskedSkips = 0, modelEmptySkips = 0;
   double modelSkipRate = 0;
@@ -509,13 +511,13 @@ void recheckWithoutBorderline(const Shape &s, DType dtype,
       for (int64_t m = 0; m < model.mBlocks; ++m)
         for (int64_t g = 0; g < model.groups; ++g)
           for (int64_t n = 0; n < model.nBlocksMax; ++n) {
-            if (!(model.decisions[model.decisionIndex(s.qHeads, b, h, m, g,
-                                                      n)] &
+            if (!(model
+                      .decisions[model.decisionIndex(s.qHeads, b, h, m, g, n)] &
                   kBorderline))
               continue;
             int64_t r0 = m * c.blockM + g * c.groupRows;
-            int64_t r1 = std::min({r0 + c.groupRows, (m + 1) * c.blockM,
-                                   s.seqQ});
+            int64_t r1 =
+                std::min({r0 + c.groupRows, (m + 1) * c.blockM, s.seqQ});
             for (int64_t i = r0; i < r1; ++i)
               touched[size_t((b * s.qHeads + h) * s.seqQ + i)] = 1;
           }
@@ -570,11 +572,9 @@ void printSparseReport(const KernelResult &r) {
   if (r.statsChecked) {
     const StatsCheck &c = r.statsCheck;
     std::printf("    counters: kernel %" PRId64 " visited, %" PRId64
-                " skipped (%.2f%%) vs model %" PRId64 ", %" PRId64
-                ": %s",
+                " skipped (%.2f%%) vs model %" PRId64 ", %" PRId64 ": %s",
                 c.kernelVisited, c.kernelSkipped, 100.0 * c.kernelSkipRate(),
-                r.modelVisited, r.modelSkipped,
-                c.pass ? "match" : "MISMATCH");
+                r.modelVisited, r.modelSkipped, c.pass ? "match" : "MISMATCH");
     if (c.skippedWithin)
       std::printf(" (%" PRIu64 " (batch, head)s differ by at most their "
                   "borderline count, max %" PRId64 ")",
@@ -618,7 +618,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   Shape &s = r.shape;
   s.batch = opt.batch;
   bool decode = spec.phase == Phase::Decode;
-  s.seqQ = opt.seqQ ? *opt.seqQ : (decode ? 1 : (opt.seqKV ? *opt.seqKV : 1024));
+  s.seqQ =
+      opt.seqQ ? *opt.seqQ : (decode ? 1 : (opt.seqKV ? *opt.seqKV : 1024));
   s.seqKV = opt.seqKV ? *opt.seqKV : (opt.seqQ && !decode ? *opt.seqQ : 1024);
   s.qHeads = spec.numQHeads;
   s.kvHeads = spec.numKVHeads;
@@ -707,15 +708,14 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     AttentionSpec overridden = spec;
     overridden.sparsity = *opt.sparsity;
     r.log2Threshold = log2ThresholdForSpec(overridden);
-  }
-  else if (opt.dial && r.sparse)
+  } else if (opt.dial && r.sparse)
     r.log2Threshold = float(paramForKernelLog2Threshold(
         spec.sparsity, dial.defaultLog2Threshold(), s.seqKV));
   else
     r.log2Threshold = kernel.specLog2Threshold();
   if (r.sparse) {
-    r.kernelT = kernelLog2Threshold(spec.sparsity, double(r.log2Threshold),
-                                    s.seqKV);
+    r.kernelT =
+        kernelLog2Threshold(spec.sparsity, double(r.log2Threshold), s.seqKV);
     skipCfg.log2Threshold = r.kernelT;
     r.borderlineEps = skipCfg.borderlineEps;
     r.emptyGroups = toString(skipCfg.emptyGroup);
@@ -727,9 +727,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                 opt.log2Threshold ? "--log2-threshold"
                 : opt.dial        ? "--dial default"
                                   : "from the spec",
-                r.kernelT, std::exp2(r.kernelT),
-                r.kernelT * 0.6931471805599453, skipCfg.groupRows,
-                skipCfg.blockN);
+                r.kernelT, std::exp2(r.kernelT), r.kernelT * 0.6931471805599453,
+                skipCfg.groupRows, skipCfg.blockN);
   }
 
   // Device buffers. O and LSE get a poisoned guard after their end.
@@ -819,8 +818,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   std::vector<int64_t> statsRaw;
   // The counters are read after this run, so it happens with stats even
   // under --check none.
-  bool needFirstRun = opt.check != CheckMode::None ||
-                      opt.repeatLaunches > 0 || spec.stats;
+  bool needFirstRun =
+      opt.check != CheckMode::None || opt.repeatLaunches > 0 || spec.stats;
   if (needFirstRun) {
     if (Status st = poisonLaunchAndRead(1, "running it once (checked run)");
         !st)
@@ -844,9 +843,9 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
 
   if (opt.check != CheckMode::None) {
     r.checked = true;
-    std::vector<int64_t> rows =
-        opt.check == CheckMode::Full ? selectRows(s.seqQ, s.seqQ)
-                                     : selectRows(s.seqQ, opt.checkRows);
+    std::vector<int64_t> rows = opt.check == CheckMode::Full
+                                    ? selectRows(s.seqQ, s.seqQ)
+                                    : selectRows(s.seqQ, opt.checkRows);
     r.checkMode = opt.check == CheckMode::Full
                       ? "full"
                       : "rows:" + std::to_string(opt.checkRows);
@@ -871,9 +870,9 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                          opt.threads, &ref);
     }
     const Reference &want = r.sparse ? model.out : ref;
-    r.referenceSeconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count();
+    r.referenceSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     r.check = compareOutputs(s, dtype, want, outO.data(), os,
                              spec.lse ? outLse.data() : nullptr,
                              tolerancesFor(dtype));
@@ -903,11 +902,9 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     int64_t maskedRows = 0;
     for (int64_t row : rows)
       maskedRows += s.visibleKeys(row) == 0;
-    uint64_t totalElements =
-        uint64_t(s.batch * s.qHeads * s.seqQ * s.headDimV);
-    std::printf("  check (%s): %" PRIu64 " of %" PRIu64
-                " O elements (%" PRIu64 " of %" PRId64
-                " query rows x %" PRId64 " batch x %" PRId64
+    uint64_t totalElements = uint64_t(s.batch * s.qHeads * s.seqQ * s.headDimV);
+    std::printf("  check (%s): %" PRIu64 " of %" PRIu64 " O elements (%" PRIu64
+                " of %" PRId64 " query rows x %" PRId64 " batch x %" PRId64
                 " heads x %" PRId64 " dims) against %s, %.2f s on %u "
                 "threads\n",
                 r.checkMode.c_str(), c.elementsChecked, totalElements,
@@ -915,7 +912,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                 r.sparse ? "the skipping model (reference over the kept "
                            "blocks; every row's scores for the vote)"
                          : "the reference",
-                r.referenceSeconds, opt.threads ? opt.threads : defaultThreads());
+                r.referenceSeconds,
+                opt.threads ? opt.threads : defaultThreads());
     if (maskedRows)
       std::printf("    %" PRId64 " checked rows see no key (causal, seq_q > "
                   "seq_kv): expected O = 0 and LSE = -inf there\n",
@@ -923,8 +921,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     std::printf("    rel L2 %.3e (limit %.0e), max abs %.3e", c.relL2,
                 tolerancesFor(dtype).relL2, c.maxAbs);
     if (c.worstRow >= 0)
-      std::printf(" at [b=%" PRId64 ", q=%" PRId64 ", h=%" PRId64
-                  ", d=%" PRId64 "] (got %.6g, expected %.6g)",
+      std::printf(" at [b=%" PRId64 ", q=%" PRId64 ", h=%" PRId64 ", d=%" PRId64
+                  "] (got %.6g, expected %.6g)",
                   c.worstB, c.worstRow, c.worstH, c.worstD, c.worstOut,
                   c.worstRef);
     std::printf("\n    NaN/inf (incl. unwritten) %" PRIu64
@@ -935,8 +933,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
       std::printf("    LSE: %" PRIu64 " values, max abs error %.3e (limit "
                   "1e-3), NaN/inf %" PRIu64 ", masked-row mismatches %" PRIu64
                   ", writes past the end %" PRIu64 "\n",
-                  c.lseCount, c.lseMaxAbs, c.lseNonFinite,
-                  c.lseMaskedMismatch, r.writesOutsideLse);
+                  c.lseCount, c.lseMaxAbs, c.lseNonFinite, c.lseMaskedMismatch,
+                  r.writesOutsideLse);
     for (const std::string &f : c.failures)
       std::printf("    FAIL: %s\n", f.c_str());
     if (r.writesOutsideO)
@@ -974,20 +972,18 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     r.repeatLaunches = opt.repeatLaunches;
     std::vector<uint16_t> firstO = outO;
     std::vector<float> firstLse = outLse;
-    if (Status st = poisonLaunchAndRead(opt.repeatLaunches,
-                                        "repeating launches");
+    if (Status st =
+            poisonLaunchAndRead(opt.repeatLaunches, "repeating launches");
         !st)
       return fail(r, st.message());
     for (size_t i = 0; i < outO.size(); ++i)
       r.repeatDifferingO += outO[i] != firstO[i];
-    r.repeatDifferingLse =
-        uint64_t(std::memcmp(outLse.data(), firstLse.data(),
-                             outLse.size() * 4) != 0);
+    r.repeatDifferingLse = uint64_t(
+        std::memcmp(outLse.data(), firstLse.data(), outLse.size() * 4) != 0);
     if (r.repeatDifferingLse) {
       r.repeatDifferingLse = 0;
       for (size_t i = 0; i < outLse.size(); ++i)
-        r.repeatDifferingLse +=
-            std::memcmp(&outLse[i], &firstLse[i], 4) != 0;
+        r.repeatDifferingLse += std::memcmp(&outLse[i], &firstLse[i], 4) != 0;
     }
     r.repeatIdentical = r.repeatDifferingO == 0 && r.repeatDifferingLse == 0;
     std::printf("  determinism: %" PRId64 " back-to-back launches: %s",
@@ -1039,12 +1035,12 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     for (float t : sorted)
       sum += t;
     r.meanMs = sum / double(n);
-    std::printf("  time: median %.4f ms, min %.4f ms, mean %.4f ms over %" PRId64
-                " launches (%" PRId64 " warm-up); %.1f TFLOP/s at the median "
-                "(%.4g FLOP, %.1f keys per query on average)\n",
-                r.medianMs, r.minMs, r.meanMs, opt.iters, opt.warmup,
-                r.flops / (r.medianMs * 1e-3) / 1e12, r.flops,
-                s.effectiveSeqKV());
+    std::printf(
+        "  time: median %.4f ms, min %.4f ms, mean %.4f ms over %" PRId64
+        " launches (%" PRId64 " warm-up); %.1f TFLOP/s at the median "
+        "(%.4g FLOP, %.1f keys per query on average)\n",
+        r.medianMs, r.minMs, r.meanMs, opt.iters, opt.warmup,
+        r.flops / (r.medianMs * 1e-3) / 1e12, r.flops, s.effectiveSeqKV());
   }
   return true;
 }
@@ -1069,8 +1065,8 @@ void printTable(const std::vector<KernelResult> &results) {
     row.cells[4] = r.checked ? fmt("%.2e", r.check.maxAbs) : "-";
     bool measured = false;
     double rate = r.skipRate(&measured);
-    row.cells[5] = rate < 0 ? "-" : (measured ? "" : "~") +
-                                        fmt("%.1f%%", 100.0 * rate);
+    row.cells[5] =
+        rate < 0 ? "-" : (measured ? "" : "~") + fmt("%.1f%%", 100.0 * rate);
     bool timed = !r.timesMs.empty();
     row.cells[6] = timed ? fmt("%.4f", r.medianMs) : "-";
     row.cells[7] = timed ? fmt("%.4f", r.minMs) : "-";
@@ -1111,11 +1107,12 @@ bool writeJson(const std::string &path, const Options &opt,
   std::ostringstream j;
   j << "{\n  \"tool\": \"blasst-bench\",\n  \"abi_version\": "
     << kKernelABIVersion << ",\n  \"device\": " << jsonString(device)
-    << ",\n  \"seed\": " << opt.seed << ",\n  \"distribution\": "
-    << jsonString(toString(opt.dist)) << ",\n  \"dial\": "
-    << (opt.dial ? jsonNumber(*opt.dial) : "null") << ",\n  \"warmup\": " << opt.warmup
-    << ",\n  \"iters\": " << opt.iters << ",\n  \"all_passed\": "
-    << (allPassed ? "true" : "false") << ",\n  \"kernels\": [";
+    << ",\n  \"seed\": " << opt.seed
+    << ",\n  \"distribution\": " << jsonString(toString(opt.dist))
+    << ",\n  \"dial\": " << (opt.dial ? jsonNumber(*opt.dial) : "null")
+    << ",\n  \"warmup\": " << opt.warmup << ",\n  \"iters\": " << opt.iters
+    << ",\n  \"all_passed\": " << (allPassed ? "true" : "false")
+    << ",\n  \"kernels\": [";
   for (size_t i = 0; i < results.size(); ++i) {
     const KernelResult &r = results[i];
     const Shape &s = r.shape;
@@ -1175,10 +1172,11 @@ bool writeJson(const std::string &path, const Options &opt,
       bool measured = false;
       double rate = r.skipRate(&measured);
       j << ",\n      \"blasst\": {\"log2_threshold_T\": "
-        << jsonNumber(r.kernelT) << ", \"borderline_eps\": "
-        << jsonNumber(r.borderlineEps) << ", \"empty_groups\": "
-        << jsonString(r.emptyGroups) << ", \"skip_rate\": "
-        << (rate < 0 ? "null" : jsonNumber(rate)) << ", \"skip_rate_source\": "
+        << jsonNumber(r.kernelT)
+        << ", \"borderline_eps\": " << jsonNumber(r.borderlineEps)
+        << ", \"empty_groups\": " << jsonString(r.emptyGroups)
+        << ", \"skip_rate\": " << (rate < 0 ? "null" : jsonNumber(rate))
+        << ", \"skip_rate_source\": "
         << (rate < 0 ? "null" : jsonString(measured ? "kernel" : "model"));
       if (r.modelRun)
         j << ", \"model\": {\"visited\": " << r.modelVisited
@@ -1224,11 +1222,10 @@ bool writeJson(const std::string &path, const Options &opt,
         << ", \"median_ms\": " << jsonNumber(r.medianMs)
         << ", \"min_ms\": " << jsonNumber(r.minMs)
         << ", \"mean_ms\": " << jsonNumber(r.meanMs)
-        << ", \"flops\": " << jsonNumber(r.flops)
-        << ", \"tflops_median\": "
+        << ", \"flops\": " << jsonNumber(r.flops) << ", \"tflops_median\": "
         << jsonNumber(r.flops / (r.medianMs * 1e-3) / 1e12)
-        << ", \"tflops_best\": " << jsonNumber(r.flops / (r.minMs * 1e-3) / 1e12)
-        << ", \"times_ms\": [";
+        << ", \"tflops_best\": "
+        << jsonNumber(r.flops / (r.minMs * 1e-3) / 1e12) << ", \"times_ms\": [";
       for (size_t t = 0; t < r.timesMs.size(); ++t)
         j << (t ? ", " : "") << jsonNumber(r.timesMs[t]);
       j << "]}";
@@ -1280,8 +1277,8 @@ int main(int argc, char **argv) {
       std::fclose(f);
       continue;
     } else {
-      results[i].error = "cannot open cubin '" + stem + ".cubin': " +
-                         std::strerror(errno);
+      results[i].error =
+          "cannot open cubin '" + stem + ".cubin': " + std::strerror(errno);
     }
     fileErrors = true;
     std::printf("blasst-bench: %s: %s\n", stem.c_str(),
@@ -1319,7 +1316,8 @@ int main(int argc, char **argv) {
   for (const KernelResult &r : results)
     allPassed &= r.passed();
   printTable(results);
-  if (!opt.json.empty() && !writeJson(opt.json, opt, device, results, allPassed))
+  if (!opt.json.empty() &&
+      !writeJson(opt.json, opt, device, results, allPassed))
     allPassed = false;
   std::printf("%s\n", allPassed ? "all kernels passed" : "FAILED");
   return allPassed ? kExitPass : kExitFail;

@@ -15,8 +15,8 @@
 #include "blasst/Runtime/AttentionKernel.h"
 #include "blasst/Target/Target.h"
 
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -39,9 +39,9 @@ static cl::opt<std::string> specFile("spec", cl::desc("spec file (key=value)"),
                                      cl::value_desc("file"), cl::cat(cat));
 static cl::opt<std::string> presetName("preset", cl::desc("named preset"),
                                        cl::value_desc("name"), cl::cat(cat));
-static cl::list<std::string>
-    targets("target", cl::desc("sm_90a or sm_100a (repeatable)"),
-            cl::value_desc("target"), cl::cat(cat));
+static cl::list<std::string> targets("target",
+                                     cl::desc("sm_90a or sm_100a (repeatable)"),
+                                     cl::value_desc("target"), cl::cat(cat));
 static cl::opt<std::string>
     emit("emit",
          cl::desc("what to emit: attn | ws | llvm-dialect | llvm | ptx | "
@@ -141,8 +141,7 @@ int main(int argc, char **argv) {
       std::string known;
       for (const std::string &n : presetNames())
         known += (known.empty() ? "" : ", ") + n;
-      return fail("unknown preset '" + presetName + "' (known: " + known +
-                  ")");
+      return fail("unknown preset '" + presetName + "' (known: " + known + ")");
     }
     spec = *preset;
   }
@@ -161,8 +160,8 @@ int main(int argc, char **argv) {
     if (!reason.empty())
       return fail("--sparsity/--stats make the spec invalid: " + reason);
   }
-  static const char *kStages[] = {"attn", "ws", "llvm-dialect", "llvm",
-                                 "ptx", "cubin"};
+  static const char *kStages[] = {"attn", "ws",  "llvm-dialect",
+                                  "llvm", "ptx", "cubin"};
   if (!llvm::is_contained(kStages, emit))
     return fail("unknown --emit '" + emit +
                 "' (expected attn, ws, llvm-dialect, llvm, ptx or cubin)");

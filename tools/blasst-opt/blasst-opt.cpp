@@ -11,6 +11,7 @@
 #include "blasst/Dialect/WS/Transforms/Passes.h"
 #include "blasst/Target/Target.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -22,7 +23,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Conversion/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {

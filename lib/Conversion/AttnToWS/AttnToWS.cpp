@@ -12,8 +12,8 @@
 #include "blasst/Conversion/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace blasst {
 #define GEN_PASS_DEF_CONVERTATTNTOWS
@@ -45,7 +45,7 @@ namespace {
 struct KernelBuilder {
   OpBuilder &b;
   Location loc;
-  Type et;  // Q/K/V element type.
+  Type et; // Q/K/V element type.
   Type f32;
 
   FlatSymbolRefAttr sym(StringRef name) {
@@ -112,12 +112,8 @@ struct KernelBuilder {
                   sym(bb), sym(d), async ? b.getUnitAttr() : UnitAttr(),
                   aheadAttr(ahead));
   }
-  void turnWait(StringRef order) {
-    TurnWaitOp::create(b, loc, sym(order));
-  }
-  void turnPass(StringRef order) {
-    TurnPassOp::create(b, loc, sym(order));
-  }
+  void turnWait(StringRef order) { TurnWaitOp::create(b, loc, sym(order)); }
+  void turnPass(StringRef order) { TurnPassOp::create(b, loc, sym(order)); }
   void mmaWait(int64_t pending = 0) {
     MmaWaitOp::create(b, loc, b.getI64IntegerAttr(pending));
   }
@@ -229,8 +225,8 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
 /// sm_100a: load warp, MMA warp, two softmax warpgroups of 128 rows, a
 /// correction warpgroup and an epilogue warp; S/P/O in tensor memory.
 static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
-                           const AttentionSpec &spec,
-                           const ScheduleOptions &o, bool lse) {
+                           const AttentionSpec &spec, const ScheduleOptions &o,
+                           bool lse) {
   int64_t d = spec.headDim, dv = spec.headDimV, tile = o.blockM / 2;
   int64_t bytes = dtypeBytes(spec.dtype);
   kb.buffer("q0", MemorySpace::smem, tile, d, kb.et, 1);
@@ -258,8 +254,7 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   kb.pipe("o0_pipe", 1, "mma", {"correction"}, {"o0"}, std::nullopt);
   kb.pipe("o1_pipe", 1, "mma", {"correction"}, {"o1"}, std::nullopt);
   // The normalised output tile in smem, for the epilogue's TMA store.
-  kb.pipe("epi_pipe", 1, "correction", {"epilogue"}, {"o_stage"},
-          std::nullopt);
+  kb.pipe("epi_pipe", 1, "correction", {"epilogue"}, {"o_stage"}, std::nullopt);
 
   int64_t miscRegs = o.producerRegs;
   int64_t correctionRegs = std::min<int64_t>(
@@ -270,8 +265,8 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   StringRef softmaxRoles[] = {"softmax0", "softmax1"};
   StringRef sBufs[] = {"s0", "s1"}, pBufs[] = {"p0", "p1"};
   StringRef oBufs[] = {"o0", "o1"}, qBufs[] = {"q0", "q1"};
-  StringRef sPipes[] = {"s0_pipe", "s1_pipe"}, pPipes[] = {"p0_pipe",
-                                                         "p1_pipe"};
+  StringRef sPipes[] = {"s0_pipe", "s1_pipe"},
+            pPipes[] = {"p0_pipe", "p1_pipe"};
   StringRef oPipes[] = {"o0_pipe", "o1_pipe"};
   for (int i = 0; i < 2; ++i) {
     kb.role(softmaxRoles[i], RoleKind::softmax, 4 * i, 4 * i + 4,
@@ -381,9 +376,9 @@ struct ConvertAttnToWSPass
                          << this->target << "' (expected sm_90a or sm_100a)";
       return signalPassFailure();
     }
-    ScheduleOptions knobs{*target,      blockM,       blockN,  stages,
-                          producerRegs, consumerRegs, overlap, pingpong,
-                          pInRegisters};
+    ScheduleOptions knobs{*target, blockM,       blockN,
+                          stages,  producerRegs, consumerRegs,
+                          overlap, pingpong,     pInRegisters};
     for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
                            {"block-n", int64_t(blockN)},
                            {"stages", int64_t(stages)},
@@ -400,9 +395,9 @@ struct ConvertAttnToWSPass
     module.walk([&](attn::AttentionOp op) { ops.push_back(op); });
     for (attn::AttentionOp op : ops) {
       AttentionSpec spec = op.getSpec().toSpec();
-      std::string reason = checkSupported(
-          spec, *target == ws::Target::sm_90a ? blasst::Target::SM90a
-                                              : blasst::Target::SM100a);
+      std::string reason = checkSupported(spec, *target == ws::Target::sm_90a
+                                                    ? blasst::Target::SM90a
+                                                    : blasst::Target::SM100a);
       if (!reason.empty()) {
         op.emitOpError() << "cannot be compiled for "
                          << stringifyTarget(*target) << ": " << reason;
@@ -426,7 +421,8 @@ struct ConvertAttnToWSPass
                             "combined yet";
         return signalPassFailure();
       }
-      if (opts.overlap && (*target != ws::Target::sm_90a || spec.headDim > 128)) {
+      if (opts.overlap &&
+          (*target != ws::Target::sm_90a || spec.headDim > 128)) {
         op.emitOpError()
             << "overlap=true is not available here: "
             << (*target != ws::Target::sm_90a
@@ -461,8 +457,7 @@ struct ConvertAttnToWSPass
         args.push_back(op.getLse());
       if (op.getStats())
         args.push_back(op.getStats());
-      LaunchOp::create(b, op.getLoc(), FlatSymbolRefAttr::get(kernel),
-                       args);
+      LaunchOp::create(b, op.getLoc(), FlatSymbolRefAttr::get(kernel), args);
       op.erase();
     }
   }

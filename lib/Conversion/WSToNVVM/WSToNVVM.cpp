@@ -57,10 +57,10 @@ enum Param : unsigned {
   kNumParams
 };
 
-constexpr int64_t kSwizzleBytes = 128;    // One swizzle span (64 x 16-bit).
-constexpr int64_t kPanelElems = 64;       // Elements of a row in one span.
-constexpr int64_t kTileAlign = 1024;      // 8 rows of 128 B: swizzle atom.
-constexpr int64_t kWaitTicks = 0x989680;  // try_wait suspend-time hint.
+constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
+constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.
+constexpr int64_t kTileAlign = 1024;     // 8 rows of 128 B: swizzle atom.
+constexpr int64_t kWaitTicks = 0x989680; // try_wait suspend-time hint.
 
 /// Where every buffer and mbarrier lives in dynamic shared memory.
 struct SmemLayout {
@@ -101,25 +101,25 @@ FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
 struct RoleState {
   RoleOp role;
   bool inLoop = false;
-  bool afterLoop = false;  // Past the role's kv_loop (epilogue).
-  Value kvBlock;           // i32 KV block index inside the loop.
-  Value numBlocks;         // i32 number of KV blocks the CTA visits.
-  Value sNext;             // S of block n+1 (intra-warpgroup overlap).
+  bool afterLoop = false;   // Past the role's kv_loop (epilogue).
+  Value kvBlock;            // i32 KV block index inside the loop.
+  Value numBlocks;          // i32 number of KV blocks the CTA visits.
+  Value sNext;              // S of block n+1 (intra-warpgroup overlap).
   SmallVector<Value> pRegs; // P packed for wgmma's A operand (P in regs).
-  int64_t rowBegin = 0;    // First CTA query row the role owns.
-  int64_t barrierId = 0;   // Named barrier of the role's warpgroup.
-  Value threadInRole;      // i32 in [0, threads of the role).
+  int64_t rowBegin = 0;     // First CTA query row the role owns.
+  int64_t barrierId = 0;    // Named barrier of the role's warpgroup.
+  Value threadInRole;       // i32 in [0, threads of the role).
   // Register tiles and row statistics (compute roles).
-  Value s;                 // S accumulator struct.
-  Value o;                 // O accumulator struct (loop-carried).
-  Value m[2], l[2];        // Running max (log2 domain) and partial sums.
+  Value s;          // S accumulator struct.
+  Value o;          // O accumulator struct (loop-carried).
+  Value m[2], l[2]; // Running max (log2 domain) and partial sums.
   Value mBlock[2], mUse[2], corr[2];
-  Value rowIdx[2];          // Global query row of each fragment row.
+  Value rowIdx[2]; // Global query row of each fragment row.
   // BLASST.
-  Value threshold;          // log2(lambda) for this sequence.
-  Value skip;               // i1: this block is skipped (warpgroup-uniform).
+  Value threshold; // log2(lambda) for this sequence.
+  Value skip;      // i1: this block is skipped (warpgroup-uniform).
   bool stats = false;
-  Value visited, skipped;   // i32 block counters (loop-carried).
+  Value visited, skipped; // i32 block counters (loop-carried).
 
   /// The values a skipped block must leave untouched.
   SmallVector<Value> carried() { return {o, m[0], m[1], l[0], l[1]}; }
@@ -185,7 +185,9 @@ private:
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
   Value exp2(Value x) { return LLVM::Exp2Op::create(b, loc, f32, x); }
   Value extract(Value s, int64_t i) {
     return LLVM::ExtractValueOp::create(b, loc, s, ArrayRef<int64_t>{i});
@@ -194,8 +196,7 @@ private:
     return LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
   }
   Type accType(int64_t n) {
-    return LLVM::LLVMStructType::getLiteral(ctx,
-                                            SmallVector<Type>(n / 2, f32));
+    return LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n / 2, f32));
   }
   Value param(Param p) { return func.getArgument(p); }
 
@@ -222,8 +223,7 @@ private:
     return st.afterLoop ? sub(st.numBlocks, c32(1)) : c32(0);
   }
   /// Whether `block` exists (0 <= block < numBlocks); null when always.
-  Value blockExists(RoleState &st, PipeOp pipe,
-                    std::optional<uint64_t> ahead) {
+  Value blockExists(RoleState &st, PipeOp pipe, std::optional<uint64_t> ahead) {
     if (st.inLoop && !(ahead && *ahead != 0))
       return Value();
     if (!st.inLoop && !perBlockPipes.contains(pipe))
@@ -252,8 +252,8 @@ private:
   /// A wgmma shared memory descriptor: 128B swizzle, byte offsets lbo/sbo.
   Value descriptor(Value addr, int64_t lbo, int64_t sbo) {
     Value a = arith::ExtUIOp::create(b, loc, i64, addr);
-    a = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, a, c64(4)), c64(0x3FFF));
+    a = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, a, c64(4)),
+                              c64(0x3FFF));
     int64_t hi = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 |
                  int64_t(1) << 62;
     return arith::OrIOp::create(b, loc, a, c64(hi));
@@ -351,8 +351,8 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   params[kSeqQ] = params[kSeqKV] = i32;
   params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
   params[kScaleLog2] = params[kLog2Threshold] = f32;
-  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                            params);
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   func = LLVM::LLVMFuncOp::create(b, loc, kernel.getSymName(), fnType);
   func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int32_t threads = kernel.getNumWarps() * 32;
@@ -391,9 +391,9 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
     ArrayAttr roles = order.getRoles();
     for (auto [i, r] : llvm::enumerate(roles)) {
       auto prev = cast<RoleOp>(SymbolTable::lookupSymbolIn(
-          kernel, cast<FlatSymbolRefAttr>(roles[(i + roles.size() - 1) %
-                                                roles.size()])
-                      .getAttr()));
+          kernel,
+          cast<FlatSymbolRefAttr>(roles[(i + roles.size() - 1) % roles.size()])
+              .getAttr()));
       auto self = cast<RoleOp>(SymbolTable::lookupSymbolIn(
           kernel, cast<FlatSymbolRefAttr>(r).getAttr()));
       int64_t id = nextBarrierId++;
@@ -455,8 +455,8 @@ Value SM90Emitter::numKVBlocks() {
   Value n = divu(add(seqKV, c32(blockN - 1)), c32(blockN));
   if (!spec.causal)
     return n;
-  Value lastKey = sub(add(mul(add(mBlock, c32(1)), c32(blockM)), seqKV),
-                      param(kSeqQ));
+  Value lastKey =
+      sub(add(mul(add(mBlock, c32(1)), c32(blockM)), seqKV), param(kSeqQ));
   lastKey = arith::MaxSIOp::create(b, loc, lastKey, c32(0));
   Value nCausal = divu(add(lastKey, c32(blockN - 1)), c32(blockN));
   return arith::MinUIOp::create(b, loc, n, nCausal);
@@ -507,11 +507,11 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
       st.threshold = param(kLog2Threshold);
       if (spec.sparsity.kind == SparsityKind::ScaleFactor) {
         Value lkv = arith::UIToFPOp::create(b, loc, f32, param(kSeqKV));
-        Value log2L = LLVM::CallIntrinsicOp::create(
-                          b, loc, f32,
-                          b.getStringAttr("llvm.nvvm.lg2.approx.f"),
-                          ValueRange{lkv})
-                          .getResult(0);
+        Value log2L =
+            LLVM::CallIntrinsicOp::create(
+                b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                ValueRange{lkv})
+                .getResult(0);
         st.threshold = fsub(st.threshold, log2L);
       }
       st.stats = vote.getStats();
@@ -585,8 +585,7 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     init.append({st.visited, st.skipped});
   if (carryS)
     init.push_back(st.s);
-  auto forOp =
-      scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
+  auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
   st.inLoop = true;
@@ -650,9 +649,9 @@ LogicalResult SM90Emitter::emitAcquire(AcquireOp op, RoleState &st) {
   // previous round (parity flipped: a fresh barrier passes at once).
   Value parity =
       producer ? arith::XOrIOp::create(b, loc, phase, c32(1)) : phase;
-  NVVM::MBarrierTryWaitParityOp::create(b, loc,
-                                        barrier(pipe, /*full=*/!producer, stage),
-                                        parity, c32(kWaitTicks));
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, loc, barrier(pipe, /*full=*/!producer, stage), parity,
+      c32(kWaitTicks));
   return success();
 }
 
@@ -666,10 +665,9 @@ LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
   if (isProducer(pipe, st)) {
     Value full = barrier(pipe, true, stage);
     if (std::optional<uint64_t> tx = pipe.getTxBytes())
-      NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), full,
-                                             c32(int64_t(*tx)),
-                                             NVVM::MemScopeKind::CTA,
-                                             /*relaxed=*/false, Value());
+      NVVM::MBarrierArriveExpectTxOp::create(
+          b, loc, Type(), full, c32(int64_t(*tx)), NVVM::MemScopeKind::CTA,
+          /*relaxed=*/false, Value());
     else
       NVVM::MBarrierArriveOp::create(b, loc, Type(), full, Value(),
                                      NVVM::MemScopeKind::CTA,
@@ -739,8 +737,8 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     return op.emitOpError()
            << "operand a in registers needs P from a preceding "
               "ws.exp2_store_p in the same block";
-  if (!st.inLoop && (op.getKind() != MmaKind::qk || st.afterLoop ||
-                     !st.numBlocks))
+  if (!st.inLoop &&
+      (op.getKind() != MmaKind::qk || st.afterLoop || !st.numBlocks))
     return op.emitOpError()
            << "outside the kv_loop only a Q Kᵀ before the loop is lowered";
   int64_t m = d.getShape()[0], n = d.getShape()[1];
@@ -752,8 +750,8 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     if (llvm::is_contained(pipe.getBuffers(), op.getBAttr()))
       bPipe = pipe;
   if (!bPipe)
-    return op.emitOpError() << "operand b " << op.getBAttr()
-                            << " is not guarded by a pipe";
+    return op.emitOpError()
+           << "operand b " << op.getBAttr() << " is not guarded by a pipe";
 
   // A step on a block that may not exist runs under a guard; the
   // accumulator keeps its value otherwise.
@@ -762,8 +760,7 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   // A Q Kᵀ that does not run leaves scores nobody reads (the loop ends):
   // undef, so no instruction defines accumulator registers in the wgmma
   // pipeline stage (ptxas would serialise the wgmmas, C7515).
-  Value previous =
-      qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
+  Value previous = qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
   Value exists = blockExists(st, bPipe, op.getAhead());
   scf::IfOp guardIf;
   OpBuilder::InsertionGuard guard(b);
@@ -775,8 +772,7 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     b.setInsertionPointToStart(guardIf.thenBlock());
   }
   Value bStage = stagePhase(st, bPipe, op.getAhead()).first;
-  Value bBase =
-      add(c32(offsetOf(bb)), mul(bStage, c32(bb.getStageBytes())));
+  Value bBase = add(c32(offsetOf(bb)), mul(bStage, c32(bb.getStageBytes())));
   int64_t aRows = a.getShape()[0];
   int64_t aBase = offsetOf(a) + st.rowBegin * kSwizzleBytes;
   int64_t kTotal = a.getShape()[1];
@@ -811,8 +807,8 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
       // B = V tile [keys, Dv] is MN-major (Dv contiguous): 16 keys per
       // k-step; LBO steps to the next 64-column panel, SBO to the next 8 keys.
       int64_t bOff = kk * 16 * kSwizzleBytes;
-      descB = descriptor(smemAddr(add(bBase, c32(bOff))),
-                         bRows * kSwizzleBytes, kTileAlign);
+      descB = descriptor(smemAddr(add(bBase, c32(bOff))), bRows * kSwizzleBytes,
+                         kTileAlign);
       layoutB = NVVM::MMALayout::row;
     }
     bool zero = qk && kk == 0;
@@ -884,9 +880,9 @@ LogicalResult SM90Emitter::emitMmaWait(MmaWaitOp op, RoleState &st) {
 
 Value SM90Emitter::quadReduce(Value v, bool isMax) {
   for (int64_t offset : {1, 2}) {
-    Value other = NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset),
-                                       c32(31), NVVM::ShflKind::bfly,
-                                       UnitAttr());
+    Value other =
+        NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(31),
+                             NVVM::ShflKind::bfly, UnitAttr());
     v = isMax ? fmax(v, other) : fadd(v, other);
   }
   return v;
@@ -938,8 +934,8 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
           int64_t idx = 4 * j + 2 * i + k;
           Value key = add(keyBase, c32(8 * j + k));
           Value visible = cmp(arith::CmpIPredicate::slt, key, limit);
-          masked = insert(masked, select(visible, extract(st.s, idx), negInf),
-                          idx);
+          masked =
+              insert(masked, select(visible, extract(st.s, idx), negInf), idx);
         }
     }
     scf::YieldOp::create(b, loc, masked);
@@ -969,8 +965,8 @@ LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
     Value mNew = fmax(st.m[i], st.mBlock[i]);
     // A row with no visible key yet keeps m = -inf; subtract 0 instead so
     // exp2 gives 0 rather than NaN.
-    Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        mNew, cf(-INFINITY));
+    Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
+                                        cf(-INFINITY));
     st.mUse[i] = select(isInf, cf(0.0f), mNew);
     st.corr[i] = exp2(fsub(st.m[i], st.mUse[i]));
     st.m[i] = mNew;
@@ -990,24 +986,23 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   int64_t pRows = p.getShape()[0];
   Value t = st.threadInRole;
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));
-  Value quadRow = divu(ln, c32(4));               // l / 4, also row % 8
-  Value inChunk = mul(remu(ln, c32(4)), c32(4));  // byte within 16-B chunk
+  Value quadRow = divu(ln, c32(4));              // l / 4, also row % 8
+  Value inChunk = mul(remu(ln, c32(4)), c32(4)); // byte within 16-B chunk
   auto pairTy = VectorType::get({2}, f32);
   auto pairElemTy = VectorType::get({2}, elemTy);
   for (int i = 0; i < 2; ++i) {
     Value sum = cf(0.0f);
     // Row within the P tile and its byte offset in a panel.
-    Value row = add(c32(st.rowBegin), add(mul(w, c32(16)),
-                                          add(quadRow, c32(8 * i))));
+    Value row =
+        add(c32(st.rowBegin), add(mul(w, c32(16)), add(quadRow, c32(8 * i))));
     Value rowBase = add(c32(offsetOf(p)), mul(row, c32(kSwizzleBytes)));
     for (int64_t j = 0; j < n / 8; ++j) {
       Value pv[2];
       for (int k = 0; k < 2; ++k) {
         int64_t idx = 4 * j + 2 * i + k;
-        pv[k] = exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx),
-                                         param(kScaleLog2),
-                                         arith::NegFOp::create(b, loc,
-                                                               st.mUse[i])));
+        pv[k] = exp2(
+            LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
+                                arith::NegFOp::create(b, loc, st.mUse[i])));
         sum = fadd(sum, pv[k]);
       }
       Value pair = LLVM::UndefOp::create(b, loc, pairTy);
@@ -1047,10 +1042,9 @@ LogicalResult SM90Emitter::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
       Value pv[2];
       for (int k = 0; k < 2; ++k) {
         int64_t idx = 4 * j + 2 * i + k;
-        pv[k] = exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx),
-                                         param(kScaleLog2),
-                                         arith::NegFOp::create(b, loc,
-                                                               st.mUse[i])));
+        pv[k] = exp2(
+            LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
+                                arith::NegFOp::create(b, loc, st.mUse[i])));
         sum = fadd(sum, pv[k]);
       }
       Value pair = LLVM::UndefOp::create(b, loc, pairTy);
@@ -1078,9 +1072,9 @@ Value SM90Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
     str += (i ? ", $" : "$") + std::to_string(i);
   // Operands: outputs $0.., the tied accumulator inputs, then A and desc.
   unsigned a0 = 2 * nd;
-  str += "}, {$" + std::to_string(a0) + ", $" + std::to_string(a0 + 1) +
-         ", $" + std::to_string(a0 + 2) + ", $" + std::to_string(a0 + 3) +
-         "}, $" + std::to_string(a0 + 4) + ", p, 1, 1, 1;\n}";
+  str += "}, {$" + std::to_string(a0) + ", $" + std::to_string(a0 + 1) + ", $" +
+         std::to_string(a0 + 2) + ", $" + std::to_string(a0 + 3) + "}, $" +
+         std::to_string(a0 + 4) + ", p, 1, 1, 1;\n}";
   std::string constraints;
   for (unsigned i = 0; i < nd; ++i)
     constraints += (i ? ",=f" : "=f");
@@ -1120,8 +1114,7 @@ LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
   Value t = st.threadInRole;
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));
   Value rowInTile = add(mul(w, c32(16)), divu(ln, c32(4)));
-  Value qRow0 = add(mul(mBlock, c32(blockM)),
-                    add(c32(st.rowBegin), rowInTile));
+  Value qRow0 = add(mul(mBlock, c32(blockM)), add(c32(st.rowBegin), rowInTile));
   Value col0 = mul(remu(ln, c32(4)), c32(2));
   Value seqQ = param(kSeqQ);
   auto pairTy = VectorType::get({2}, f32);
@@ -1133,17 +1126,17 @@ LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
   for (int i = 0; i < 2; ++i) {
     Value l = quadReduce(st.l[i], /*isMax=*/false);
     // Rows that saw no key (causal, seqQ > seqKV) output 0 and LSE -inf.
-    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
-                                        cf(0.0f));
-    Value inv = select(empty, cf(0.0f),
-                       arith::DivFOp::create(b, loc, cf(1.0f), l));
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, cf(0.0f));
+    Value inv =
+        select(empty, cf(0.0f), arith::DivFOp::create(b, loc, cf(1.0f), l));
     Value row = add(qRow0, c32(8 * i));
     Value inBounds = cmp(arith::CmpIPredicate::slt, row, seqQ);
     OpBuilder::InsertionGuard guard(b);
     openIf(inBounds);
-    Value rowPtr = LLVM::GEPOp::create(
-        b, loc, ptrGen, elemTy, base,
-        ValueRange{mul64(ext64(row), param(kOStrideS))});
+    Value rowPtr =
+        LLVM::GEPOp::create(b, loc, ptrGen, elemTy, base,
+                            ValueRange{mul64(ext64(row), param(kOStrideS))});
     for (int64_t j = 0; j < n / 8; ++j) {
       Value pair = LLVM::UndefOp::create(b, loc, pairTy);
       for (int k = 0; k < 2; ++k) {
@@ -1160,11 +1153,10 @@ LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
       // lse = ln(sum exp(s * scale)) = (m + log2 l) * ln 2.
       openIf(cmp(arith::CmpIPredicate::eq, remu(ln, c32(4)), c32(0)));
       // NVPTX has no native llvm.log2; lg2.approx is the instruction.
-      Value log2l =
-          LLVM::CallIntrinsicOp::create(b, loc, f32,
-                                        b.getStringAttr("llvm.nvvm.lg2.approx.f"),
-                                        ValueRange{l})
-              .getResult(0);
+      Value log2l = LLVM::CallIntrinsicOp::create(
+                        b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                        ValueRange{l})
+                        .getResult(0);
       Value lse = fmul(fadd(st.m[i], log2l), cf(float(M_LN2)));
       lse = select(empty, cf(-INFINITY), lse);
       Value idx = add64(
@@ -1190,11 +1182,10 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
   // NaN (-inf - -inf) compares false: no skip.
   Value pred;
   for (int i = 0; i < 2; ++i) {
-    Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                        fsub(st.mBlock[i], st.m[i]),
-                                        st.threshold);
-    Value abstain =
-        cmp(arith::CmpIPredicate::sge, st.rowIdx[i], param(kSeqQ));
+    Value small =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                              fsub(st.mBlock[i], st.m[i]), st.threshold);
+    Value abstain = cmp(arith::CmpIPredicate::sge, st.rowIdx[i], param(kSeqQ));
     Value rowPred = arith::OrIOp::create(b, loc, small, abstain);
     pred = i == 0 ? rowPred : arith::AndIOp::create(b, loc, pred, rowPred);
   }
@@ -1207,13 +1198,12 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
   st.skip = LLVM::CallIntrinsicOp::create(
                 b, loc, i1,
                 b.getStringAttr("llvm.nvvm.barrier.cta.red.and.aligned.count"),
-                ValueRange{c32(st.barrierId),
-                           c32(st.role.getNumWarps() * 32), warpAll})
+                ValueRange{c32(st.barrierId), c32(st.role.getNumWarps() * 32),
+                           warpAll})
                 .getResult(0);
   if (st.stats) {
     st.visited = add(st.visited, c32(1));
-    st.skipped =
-        add(st.skipped, arith::ExtUIOp::create(b, loc, i32, st.skip));
+    st.skipped = add(st.skipped, arith::ExtUIOp::create(b, loc, i32, st.skip));
   }
   return success();
 }
@@ -1258,9 +1248,8 @@ LogicalResult SM90Emitter::emitTurn(Operation *op, FlatSymbolRefAttr orderRef,
     // The first role holds the turn before its first wait.
     if (first && !st.inLoop && !st.afterLoop)
       return success();
-    auto [id, count] =
-        turnBarriers.lookup((order.getSymName() + "/" + st.role.getSymName())
-                                .str());
+    auto [id, count] = turnBarriers.lookup(
+        (order.getSymName() + "/" + st.role.getSymName()).str());
     NVVM::BarrierOp::create(b, loc, Type(), c32(id), c32(count), nullptr,
                             Value());
     return success();
@@ -1269,8 +1258,8 @@ LogicalResult SM90Emitter::emitTurn(Operation *op, FlatSymbolRefAttr orderRef,
   if (last && st.afterLoop)
     return success();
   auto next = cast<FlatSymbolRefAttr>(roles[(idx + 1) % roles.size()]);
-  auto [id, count] = turnBarriers.lookup(
-      (order.getSymName() + "/" + next.getValue()).str());
+  auto [id, count] =
+      turnBarriers.lookup((order.getSymName() + "/" + next.getValue()).str());
   NVVM::BarrierArriveOp::create(b, loc, c32(id), c32(count));
   (void)op;
   return success();
@@ -1280,9 +1269,8 @@ void SM90Emitter::emitStatsFlush(RoleState &st) {
   // One thread per role adds its counts to stats[b][h] = {visited, skipped}.
   OpBuilder::InsertionGuard guard(b);
   openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
-  Value base = mul64(add64(mul64(ext64(batch), c64(spec.numQHeads)),
-                           ext64(head)),
-                     c64(2));
+  Value base = mul64(
+      add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)), c64(2));
   SmallVector<Value> counts = {st.visited, st.skipped};
   for (auto [k, v] : llvm::enumerate(counts)) {
     Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),

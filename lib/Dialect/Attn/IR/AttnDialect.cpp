@@ -10,8 +10,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace blasst;
@@ -67,21 +67,19 @@ SpecAttr SpecAttr::fromSpec(MLIRContext *ctx, const AttentionSpec &s) {
   Builder b(ctx);
   FloatAttr scale =
       s.softmaxScale ? b.getF64FloatAttr(*s.softmaxScale) : FloatAttr();
-  FloatAttr sparsityValue = s.sparsity.isDense()
-                                ? FloatAttr()
-                                : b.getF64FloatAttr(s.sparsity.value);
-  return SpecAttr::get(ctx, getElementType(ctx, s.dtype), s.headDim,
-                       s.headDimV, s.numQHeads, s.numKVHeads, s.causal,
-                       s.phase, scale, s.sparsity.kind, sparsityValue, s.lse,
-                       s.stats);
+  FloatAttr sparsityValue =
+      s.sparsity.isDense() ? FloatAttr() : b.getF64FloatAttr(s.sparsity.value);
+  return SpecAttr::get(ctx, getElementType(ctx, s.dtype), s.headDim, s.headDimV,
+                       s.numQHeads, s.numKVHeads, s.causal, s.phase, scale,
+                       s.sparsity.kind, sparsityValue, s.lse, s.stats);
 }
 
-LogicalResult
-SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError, Type dtype,
-                 int64_t headDim, int64_t headDimV, int64_t qHeads,
-                 int64_t kvHeads, bool causal, Phase phase,
-                 FloatAttr softmaxScale, SparsityKind sparsity,
-                 FloatAttr sparsityValue, bool lse, bool stats) {
+LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               Type dtype, int64_t headDim, int64_t headDimV,
+                               int64_t qHeads, int64_t kvHeads, bool causal,
+                               Phase phase, FloatAttr softmaxScale,
+                               SparsityKind sparsity, FloatAttr sparsityValue,
+                               bool lse, bool stats) {
   if (!isa<BFloat16Type, Float16Type>(dtype))
     return emitError() << "attention dtype must be bf16 or f16, got " << dtype;
   auto fits = [](int64_t v) { return v > 0 && v <= (1 << 20); };
@@ -323,25 +321,23 @@ void SpecAttr::print(AsmPrinter &p) const {
 /// Checks `type` against an expected shape where -1 means "any size". Dynamic
 /// dims are accepted anywhere; the runtime checks them before launch.
 static LogicalResult checkShape(Operation *op, StringRef name, Type type,
-                                Type elementType,
-                                ArrayRef<int64_t> expected,
+                                Type elementType, ArrayRef<int64_t> expected,
                                 ArrayRef<StringRef> dimNames) {
   auto memref = cast<MemRefType>(type);
   if (memref.getRank() != static_cast<int64_t>(expected.size()))
-    return op->emitOpError() << name << " must have rank " << expected.size()
-                             << " [" << llvm::join(dimNames, ", ")
-                             << "], got " << type;
+    return op->emitOpError()
+           << name << " must have rank " << expected.size() << " ["
+           << llvm::join(dimNames, ", ") << "], got " << type;
   if (memref.getElementType() != elementType)
-    return op->emitOpError() << name << " element type must be "
-                             << elementType << " (from the spec), got "
-                             << memref.getElementType();
+    return op->emitOpError()
+           << name << " element type must be " << elementType
+           << " (from the spec), got " << memref.getElementType();
   for (auto [i, want] : llvm::enumerate(expected)) {
     int64_t got = memref.getDimSize(i);
     if (want < 0 || ShapedType::isDynamic(got) || got == want)
       continue;
     return op->emitOpError() << name << " dim " << i << " (" << dimNames[i]
-                             << ") is " << got << " but the spec says "
-                             << want;
+                             << ") is " << got << " but the spec says " << want;
   }
   return success();
 }
@@ -354,8 +350,8 @@ static LogicalResult checkSameDim(Operation *op, Value a, StringRef aName,
   int64_t y = cast<MemRefType>(b.getType()).getDimSize(dimB);
   if (ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y)
     return success();
-  return op->emitOpError() << what << " of " << aName << " (" << x
-                           << ") and " << bName << " (" << y << ") differ";
+  return op->emitOpError() << what << " of " << aName << " (" << x << ") and "
+                           << bName << " (" << y << ") differ";
 }
 
 LogicalResult AttentionOp::verify() {

@@ -50,12 +50,12 @@ static OpTy lookup(Operation *from, FlatSymbolRefAttr name) {
 
 /// Resolves a buffer operand of a step or emits an error naming the operand.
 static FailureOr<BufferOp> lookupBuffer(Operation *op, FlatSymbolRefAttr name,
-                                     StringRef what) {
+                                        StringRef what) {
   if (auto buffer = lookup<BufferOp>(op, name)) {
     // Steps may be verified before a buffer declared after them.
     if (buffer.getShape().size() != 2 || int64_t(buffer.getStages()) < 1)
-      return op->emitOpError() << what << " " << name
-                               << " is a malformed ws.buffer";
+      return op->emitOpError()
+             << what << " " << name << " is a malformed ws.buffer";
     return buffer;
   }
   return op->emitOpError() << what << " " << name
@@ -125,9 +125,8 @@ LogicalResult KernelOp::verifyRegions() {
           b.getWarpBegin() < a.getWarpEnd())
         return emitOpError()
                << "roles '" << a.getSymName() << "' [" << a.getWarpBegin()
-               << ", " << a.getWarpEnd() << ") and '" << b.getSymName()
-               << "' [" << b.getWarpBegin() << ", " << b.getWarpEnd()
-               << ") overlap";
+               << ", " << a.getWarpEnd() << ") and '" << b.getSymName() << "' ["
+               << b.getWarpBegin() << ", " << b.getWarpEnd() << ") overlap";
 
   int64_t numWarps = getNumWarps();
   if (numWarps > kMaxWarpsPerCTA)
@@ -152,8 +151,8 @@ LogicalResult KernelOp::verifyRegions() {
       if (budget && *budget != int64_t(*r.getRegs()))
         return emitOpError()
                << "warpgroup " << wg << " has roles with different register "
-               << "budgets ('" << first.getSymName() << "' " << *budget
-               << ", '" << r.getSymName() << "' " << *r.getRegs()
+               << "budgets ('" << first.getSymName() << "' " << *budget << ", '"
+               << r.getSymName() << "' " << *r.getRegs()
                << "); setmaxnreg applies to a whole warpgroup";
       budget = r.getRegs();
       first = r;
@@ -170,9 +169,9 @@ LogicalResult KernelOp::verifyRegions() {
 
   int64_t smem = getSharedMemoryBytes();
   if (smem > kSharedMemoryBytes)
-    return emitOpError() << "shared memory buffers need " << smem
-                         << " bytes, " << stringifyTarget(getTarget())
-                         << " allows at most " << kSharedMemoryBytes;
+    return emitOpError() << "shared memory buffers need " << smem << " bytes, "
+                         << stringifyTarget(getTarget()) << " allows at most "
+                         << kSharedMemoryBytes;
 
   for (auto buffer : getBody().getOps<BufferOp>())
     if (buffer.getSpace() == MemorySpace::tmem &&
@@ -213,8 +212,8 @@ int64_t BufferOp::getTensorMemoryColumns() {
 LogicalResult BufferOp::verify() {
   ArrayRef<int64_t> shape = getShape();
   if (shape.size() != 2)
-    return emitOpError() << "shape must be [rows, columns], got " << shape.size()
-                         << " dims";
+    return emitOpError() << "shape must be [rows, columns], got "
+                         << shape.size() << " dims";
   if (llvm::any_of(shape, [](int64_t d) { return d <= 0; }))
     return emitOpError() << "shape dims must be positive";
   if (int64_t(getStages()) < 1)
@@ -222,8 +221,7 @@ LogicalResult BufferOp::verify() {
                          << int64_t(getStages());
   Type et = getElementType();
   if (!isa<BFloat16Type, Float16Type, Float32Type>(et))
-    return emitOpError() << "element type must be bf16, f16 or f32, got "
-                         << et;
+    return emitOpError() << "element type must be bf16, f16 or f32, got " << et;
   if (getSpace() == MemorySpace::tmem) {
     if (shape[0] > kTensorMemoryLanes)
       return emitOpError() << "a tensor memory tile has at most "
@@ -333,8 +331,8 @@ LogicalResult OrderOp::verify() {
 static LogicalResult verifyTurn(Operation *op, FlatSymbolRefAttr orderName) {
   auto order = lookup<OrderOp>(op, orderName);
   if (!order)
-    return op->emitOpError() << orderName
-                             << " does not name a ws.order of the kernel";
+    return op->emitOpError()
+           << orderName << " does not name a ws.order of the kernel";
   auto role = op->getParentOfType<RoleOp>();
   if (!llvm::is_contained(order.getRoles(),
                           FlatSymbolRefAttr::get(role.getSymNameAttr())))
@@ -369,12 +367,12 @@ LogicalResult RoleOp::verify() {
                            << kernel.getBlockM() << " query rows";
   }
   // wgmma is issued by a whole warpgroup.
-  bool issuesWgmma = getTarget(*this) == ws::Target::sm_90a &&
-                     (getKind() == RoleKind::compute ||
-                      !getBody().getOps<MmaOp>().empty() ||
-                      llvm::any_of(getBody().getOps<KVLoopOp>(), [](KVLoopOp l) {
-                        return !l.getBody().getOps<MmaOp>().empty();
-                      }));
+  bool issuesWgmma =
+      getTarget(*this) == ws::Target::sm_90a &&
+      (getKind() == RoleKind::compute || !getBody().getOps<MmaOp>().empty() ||
+       llvm::any_of(getBody().getOps<KVLoopOp>(), [](KVLoopOp l) {
+         return !l.getBody().getOps<MmaOp>().empty();
+       }));
   if (issuesWgmma && (getWarpBegin() % 4 || getWarpEnd() % 4))
     return emitOpError() << "issues wgmma and must span whole warpgroups "
                             "(warps [4k, 4j)), got ["
@@ -393,14 +391,13 @@ LogicalResult RoleOp::verify() {
         auto buffer = lookup<BufferOp>(op, ref);
         if (buffer && buffer.getSpace() == MemorySpace::regs &&
             used.insert(buffer).second)
-          perThread += buffer.getStageBytes() * buffer.getStages() / 4 /
-                       threads;
+          perThread +=
+              buffer.getStageBytes() * buffer.getStages() / 4 / threads;
       }
     });
     if (perThread > int64_t(*regs))
       return emitOpError() << "register buffers need " << perThread
-                           << " registers per thread, the budget is "
-                           << *regs;
+                           << " registers per thread, the budget is " << *regs;
   }
   return success();
 }
@@ -469,8 +466,8 @@ LogicalResult TmaLoadOp::verify() {
                          << " must be in smem";
   if (pipe->getProducer() != getRole().getSymName())
     return emitOpError() << "is issued by role '" << getRole().getSymName()
-                         << "' but pipe " << getPipeAttr()
-                         << " is produced by " << pipe->getProducerAttr();
+                         << "' but pipe " << getPipeAttr() << " is produced by "
+                         << pipe->getProducerAttr();
   if (!llvm::is_contained(pipe->getBuffers(), getDstAttr()))
     return emitOpError() << "destination " << getDstAttr()
                          << " is not guarded by pipe " << getPipeAttr();
@@ -505,8 +502,7 @@ LogicalResult MmaOp::verify() {
       target == ws::Target::sm_90a ? MemorySpace::regs : MemorySpace::tmem;
   MemorySpace aAlt = accSpace;
   if (b->getSpace() != MemorySpace::smem)
-    return emitOpError() << "operand b " << getBAttr()
-                         << " must be in smem";
+    return emitOpError() << "operand b " << getBAttr() << " must be in smem";
   if (d->getSpace() != accSpace)
     return emitOpError() << "accumulator " << getDAttr() << " must be in "
                          << stringifyMemorySpace(accSpace) << " on "
@@ -521,19 +517,16 @@ LogicalResult MmaOp::verify() {
     return emitOpError() << "operands a and b have different element types";
 
   // qk: d[M,N] = a[M,D] b[N,D]^T;  pv: d[M,Dv] += a[M,N] b[N,Dv].
-  ArrayRef<int64_t> as = a->getShape(), bs = b->getShape(),
-                    ds = d->getShape();
+  ArrayRef<int64_t> as = a->getShape(), bs = b->getShape(), ds = d->getShape();
   int64_t m = ds[0], n = ds[1];
   int64_t k = getKind() == MmaKind::qk ? bs[1] : bs[0];
   int64_t bN = getKind() == MmaKind::qk ? bs[0] : bs[1];
   if (as[1] != k || bN != n || as[0] % m)
-    return emitOpError() << "shapes do not compose: a " << as[0] << "x"
-                         << as[1] << ", b " << bs[0] << "x" << bs[1]
-                         << ", d " << m << "x" << n << " for "
-                         << stringifyMmaKind(getKind());
+    return emitOpError() << "shapes do not compose: a " << as[0] << "x" << as[1]
+                         << ", b " << bs[0] << "x" << bs[1] << ", d " << m
+                         << "x" << n << " for " << stringifyMmaKind(getKind());
   if (target == ws::Target::sm_90a && m % 64)
-    return emitOpError() << "wgmma tiles have a multiple of 64 rows, got "
-                         << m;
+    return emitOpError() << "wgmma tiles have a multiple of 64 rows, got " << m;
   return success();
 }
 
@@ -552,7 +545,9 @@ static LogicalResult verifyScores(Operation *op, FlatSymbolRefAttr name) {
 LogicalResult ReadScoresOp::verify() {
   return verifyScores(*this, getScoresAttr());
 }
-LogicalResult RowMaxOp::verify() { return verifyScores(*this, getScoresAttr()); }
+LogicalResult RowMaxOp::verify() {
+  return verifyScores(*this, getScoresAttr());
+}
 LogicalResult SoftmaxUpdateOp::verify() {
   return verifyScores(*this, getScoresAttr());
 }
@@ -666,9 +661,8 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
   for (auto [i, arg] : llvm::enumerate(getArgs().take_front(4))) {
     auto type = cast<MemRefType>(arg.getType());
     if (type.getRank() != 4 || type.getElementType() != et)
-      return emitOpError() << "argument " << i
-                           << " must be a rank-4 memref of " << et
-                           << " ([batch, seq, heads, dim]), got " << type;
+      return emitOpError() << "argument " << i << " must be a rank-4 memref of "
+                           << et << " ([batch, seq, heads, dim]), got " << type;
   }
   return success();
 }

@@ -12,9 +12,10 @@
 // Status whose message says what was being done.
 //
 //   Context ctx;             Context::create(0, &ctx);
-//   AttentionKernel kernel;  AttentionKernel::loadFiles(ctx, "out/attn", &kernel);
-//   AttentionArgs args = ...;              // device pointers, shapes, strides
-//   Status s = kernel.run(args, stream, kernel.specLog2Threshold());
+//   AttentionKernel kernel;  AttentionKernel::loadFiles(ctx, "out/attn",
+//   &kernel); AttentionArgs args = ...;              // device pointers,
+//   shapes, strides Status s = kernel.run(args, stream,
+//   kernel.specLog2Threshold());
 //
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_RUNTIME_ATTENTIONKERNEL_H
@@ -100,17 +101,17 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 struct AttentionLaunch {
   static constexpr int kNumParams = 13;
 
-  CUtensorMap tmQ;   // 0
-  CUtensorMap tmK;   // 1
-  CUtensorMap tmV;   // 2
-  uint64_t o = 0;     // 3  device pointer
-  uint64_t lse = 0;   // 4  device pointer or 0
-  uint64_t stats = 0; // 5  device pointer or 0
-  int32_t seqQ = 0;   // 6
-  int32_t seqKV = 0;  // 7
+  CUtensorMap tmQ;                                  // 0
+  CUtensorMap tmK;                                  // 1
+  CUtensorMap tmV;                                  // 2
+  uint64_t o = 0;                                   // 3  device pointer
+  uint64_t lse = 0;                                 // 4  device pointer or 0
+  uint64_t stats = 0;                               // 5  device pointer or 0
+  int32_t seqQ = 0;                                 // 6
+  int32_t seqKV = 0;                                // 7
   int64_t oStrideB = 0, oStrideS = 0, oStrideH = 0; // 8, 9, 10 (elements)
-  float scaleLog2 = 0;     // 11
-  float log2Threshold = 0; // 12
+  float scaleLog2 = 0;                              // 11
+  float log2Threshold = 0;                          // 12
 
   Dim3 grid;
   Dim3 block;
