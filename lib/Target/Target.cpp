@@ -143,36 +143,48 @@ toLLVM(ModuleOp module, llvm::LLVMContext &llvmCtx, llvm::TargetMachine &tm) {
   return llvmModule;
 }
 
-FailureOr<std::string> blasst::translateToLLVMIR(ModuleOp module,
-                                                 ws::Target target) {
+namespace {
+/// The target machine and the optimised LLVM module for `module`.
+struct Translated {
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::Module> module;
+};
+} // namespace
+
+static FailureOr<Translated> translate(ModuleOp module, ws::Target target) {
+  Translated t;
   std::string error;
-  auto tm = createTM(target, error);
-  if (!tm) {
+  t.tm = createTM(target, error);
+  if (!t.tm) {
     module.emitError() << "NVPTX target unavailable: " << error;
     return failure();
   }
-  llvm::LLVMContext llvmCtx;
-  auto llvmModule = toLLVM(module, llvmCtx, *tm);
-  if (!llvmModule)
+  t.ctx = std::make_unique<llvm::LLVMContext>();
+  t.module = toLLVM(module, *t.ctx, *t.tm);
+  if (!t.module)
+    return failure();
+  return t;
+}
+
+FailureOr<std::string> blasst::translateToLLVMIR(ModuleOp module,
+                                                 ws::Target target) {
+  FailureOr<Translated> t = translate(module, target);
+  if (failed(t))
     return failure();
   std::string ir;
   llvm::raw_string_ostream os(ir);
-  llvmModule->print(os, nullptr);
+  t->module->print(os, nullptr);
   return ir;
 }
 
 FailureOr<std::string> blasst::translateToPTX(ModuleOp module,
                                               ws::Target target) {
-  std::string error;
-  auto tm = createTM(target, error);
-  if (!tm) {
-    module.emitError() << "NVPTX target unavailable: " << error;
+  FailureOr<Translated> t = translate(module, target);
+  if (failed(t))
     return failure();
-  }
-  llvm::LLVMContext llvmCtx;
-  auto llvmModule = toLLVM(module, llvmCtx, *tm);
-  if (!llvmModule)
-    return failure();
+  llvm::TargetMachine *tm = t->tm.get();
+  llvm::Module *llvmModule = t->module.get();
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager pm;

@@ -288,6 +288,7 @@ private:
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
   LogicalResult emitExp2ToRegisters(Exp2StoreOp op, RoleState &st, int64_t n);
+  Value expPair(RoleState &st, int i, int64_t j, Value &sum);
   Value wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB, int64_t n);
   LogicalResult emitTurn(Operation *op, FlatSymbolRefAttr order, bool wait,
                          RoleState &st);
@@ -988,8 +989,6 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));
   Value quadRow = divu(ln, c32(4));              // l / 4, also row % 8
   Value inChunk = mul(remu(ln, c32(4)), c32(4)); // byte within 16-B chunk
-  auto pairTy = VectorType::get({2}, f32);
-  auto pairElemTy = VectorType::get({2}, elemTy);
   for (int i = 0; i < 2; ++i) {
     Value sum = cf(0.0f);
     // Row within the P tile and its byte offset in a panel.
@@ -997,18 +996,7 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
         add(c32(st.rowBegin), add(mul(w, c32(16)), add(quadRow, c32(8 * i))));
     Value rowBase = add(c32(offsetOf(p)), mul(row, c32(kSwizzleBytes)));
     for (int64_t j = 0; j < n / 8; ++j) {
-      Value pv[2];
-      for (int k = 0; k < 2; ++k) {
-        int64_t idx = 4 * j + 2 * i + k;
-        pv[k] = exp2(
-            LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
-                                arith::NegFOp::create(b, loc, st.mUse[i])));
-        sum = fadd(sum, pv[k]);
-      }
-      Value pair = LLVM::UndefOp::create(b, loc, pairTy);
-      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[0], c32(0));
-      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[1], c32(1));
-      Value packed = LLVM::FPTruncOp::create(b, loc, pairElemTy, pair);
+      Value packed = expPair(st, i, j, sum);
       // 128B swizzle: the 16-byte chunk index XOR (row % 8).
       int64_t panel = (8 * j) / kPanelElems, chunk = j % 8;
       Value swz = arith::XOrIOp::create(b, loc, c32(chunk), quadRow);
@@ -1028,29 +1016,33 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   return success();
 }
 
+/// exp2(s·scale - m) of the fragment pair (row half i, columns 8j..), added
+/// to `sum` and packed to the P element type.
+Value SM90Emitter::expPair(RoleState &st, int i, int64_t j, Value &sum) {
+  Value pv[2];
+  for (int k = 0; k < 2; ++k) {
+    int64_t idx = 4 * j + 2 * i + k;
+    pv[k] =
+        exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
+                                 arith::NegFOp::create(b, loc, st.mUse[i])));
+    sum = fadd(sum, pv[k]);
+  }
+  Value pair = LLVM::UndefOp::create(b, loc, VectorType::get({2}, f32));
+  pair = LLVM::InsertElementOp::create(b, loc, pair, pv[0], c32(0));
+  pair = LLVM::InsertElementOp::create(b, loc, pair, pv[1], c32(1));
+  return LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, elemTy), pair);
+}
+
 /// P stays in registers: the S accumulator fragment and wgmma's A-operand
 /// fragment put the same rows and columns in the same thread, so packing
 /// pairs is all it takes (packed index 2j + i for columns 8j.., row half i).
 LogicalResult SM90Emitter::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
                                                int64_t n) {
-  auto pairTy = VectorType::get({2}, f32);
-  auto pairElemTy = VectorType::get({2}, elemTy);
   st.pRegs.assign(n / 4, Value());
   for (int i = 0; i < 2; ++i) {
     Value sum = cf(0.0f);
     for (int64_t j = 0; j < n / 8; ++j) {
-      Value pv[2];
-      for (int k = 0; k < 2; ++k) {
-        int64_t idx = 4 * j + 2 * i + k;
-        pv[k] = exp2(
-            LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
-                                arith::NegFOp::create(b, loc, st.mUse[i])));
-        sum = fadd(sum, pv[k]);
-      }
-      Value pair = LLVM::UndefOp::create(b, loc, pairTy);
-      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[0], c32(0));
-      pair = LLVM::InsertElementOp::create(b, loc, pair, pv[1], c32(1));
-      Value packed = LLVM::FPTruncOp::create(b, loc, pairElemTy, pair);
+      Value packed = expPair(st, i, j, sum);
       st.pRegs[2 * j + i] = LLVM::BitcastOp::create(b, loc, i32, packed);
     }
     st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);

@@ -564,23 +564,24 @@ LogicalResult Exp2StoreOp::verify() {
   return success();
 }
 
-LogicalResult CorrectOp::verify() {
-  FailureOr<BufferOp> acc = lookupBuffer(*this, getAccAttr(), "accumulator");
+/// The O accumulator lives in registers (sm_90a) or tensor memory (sm_100a).
+static LogicalResult verifyAccumulator(Operation *op, FlatSymbolRefAttr name) {
+  FailureOr<BufferOp> acc = lookupBuffer(op, name, "accumulator");
   if (failed(acc))
     return failure();
   if (acc->getSpace() == MemorySpace::smem)
-    return emitOpError() << "accumulator " << getAccAttr()
-                         << " must be in registers or tensor memory";
+    return op->emitOpError() << "accumulator " << name
+                             << " must be in registers or tensor memory";
   return success();
 }
 
+LogicalResult CorrectOp::verify() {
+  return verifyAccumulator(*this, getAccAttr());
+}
+
 LogicalResult EpilogueOp::verify() {
-  FailureOr<BufferOp> acc = lookupBuffer(*this, getAccAttr(), "accumulator");
-  if (failed(acc))
+  if (failed(verifyAccumulator(*this, getAccAttr())))
     return failure();
-  if (acc->getSpace() == MemorySpace::smem)
-    return emitOpError() << "accumulator " << getAccAttr()
-                         << " must be in registers or tensor memory";
   if (FlatSymbolRefAttr staging = getStagingAttr()) {
     FailureOr<BufferOp> st = lookupBuffer(*this, staging, "staging");
     if (failed(st))
