@@ -1,0 +1,142 @@
+"""Peer sweep on the H200: our kernels (through blasst-bench) and PyTorch's
+SDPA with its cuDNN and FlashAttention-2 backends, plus FlexAttention on a
+subset, on the same shapes in one run. Writes results.json and, when
+matplotlib is importable, plot.png.
+
+usage: python3 tools/bench/harness.py KERNEL_DIR BLASST_BENCH OUT_DIR [--quick]
+Shapes: seq 1K..64K with 32K tokens per batch (batch = max(1, 32K / seq)).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+SEQS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+
+
+def time_ms(fn, warmup=5, iters=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def flops(batch, qh, seq, dim, causal):
+    return 4.0 * batch * qh * seq * seq * dim * (0.5 if causal else 1.0)
+
+
+def blasst(bench, stem, batch, seq):
+    out = stem + f".b{batch}s{seq}.json"
+    cmd = [bench, "--kernel", stem, "--batch", str(batch), "--seq", str(seq),
+           "--check", "rows:8", "--warmup", "5", "--iters", "20", "--json", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": (r.stdout + r.stderr)[-400:]}
+    with open(out) as f:
+        k = json.load(f)["kernels"][0]
+    return {"ms": k["timing"]["median_ms"], "passed": k.get("passed")}
+
+
+def peers(batch, qh, kvh, seq, dim, causal, with_flex):
+    q = torch.randn(batch, qh, seq, dim, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(batch, kvh, seq, dim, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(batch, kvh, seq, dim, device="cuda", dtype=torch.bfloat16)
+    res = {}
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                          ("fa2", SDPBackend.FLASH_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                res[name] = time_ms(lambda: torch.nn.functional
+                                    .scaled_dot_product_attention(
+                                        q, k, v, is_causal=causal,
+                                        enable_gqa=qh != kvh))
+        except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+            res[name] = None
+            res[name + "_error"] = str(exc)[:200]
+    if with_flex:
+        try:
+            from torch.nn.attention.flex_attention import (create_block_mask,
+                                                           flex_attention)
+            flex = torch.compile(flex_attention)
+            mask = None
+            if causal:
+                mask = create_block_mask(lambda b, h, qi, ki: qi >= ki,
+                                         None, None, seq, seq)
+            res["flex"] = time_ms(lambda: flex(q, k, v, block_mask=mask,
+                                               enable_gqa=qh != kvh))
+        except Exception as exc:  # noqa: BLE001
+            res["flex"] = None
+            res["flex_error"] = str(exc)[:200]
+    return res
+
+
+def main():
+    kdir, bench, out = sys.argv[1:4]
+    quick = "--quick" in sys.argv
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for name in sorted(os.listdir(kdir)):
+        if not name.endswith(".meta"):
+            continue
+        stem = os.path.join(kdir, name[:-5])
+        spec = dict(kv.split("=", 1) for kv in
+                    open(stem + ".spec").read().split() if "=" in kv)
+        dim, qh, kvh = int(spec["head_dim"]), int(spec["q_heads"]), int(spec["kv_heads"])
+        causal = spec["causal"] == "true"
+        for seq in (SEQS[2::2] if quick else SEQS):
+            batch = max(1, 32768 // seq)
+            row = {"kernel": os.path.basename(stem), "dim": dim, "q_heads": qh,
+                   "kv_heads": kvh, "causal": causal, "seq": seq, "batch": batch}
+            row["blasst"] = blasst(bench, stem, batch, seq)
+            row.update(peers(batch, qh, kvh, seq, dim, causal,
+                             with_flex=dim == 128 and seq in (4096, 16384)))
+            f = flops(batch, qh, seq, dim, causal)
+            for key in ("cudnn", "fa2", "flex"):
+                if row.get(key):
+                    row[key + "_tflops"] = f / row[key] / 1e9
+            if row["blasst"].get("ms"):
+                row["blasst_tflops"] = f / row["blasst"]["ms"] / 1e9
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not available: no plot (results.json has the numbers)")
+        return
+    groups = sorted({(r["dim"], r["q_heads"], r["kv_heads"], r["causal"]) for r in rows})
+    fig, axes = plt.subplots(len(groups) // 2 + len(groups) % 2, 2,
+                             figsize=(12, 3 * ((len(groups) + 1) // 2)), squeeze=False)
+    for ax, g in zip(axes.flat, groups):
+        sel = [r for r in rows if (r["dim"], r["q_heads"], r["kv_heads"], r["causal"]) == g]
+        for key, label in (("blasst_tflops", "blasst"), ("cudnn_tflops", "cuDNN"),
+                           ("fa2_tflops", "FA2"), ("flex_tflops", "Flex")):
+            pts = [(r["seq"], r[key]) for r in sel if r.get(key)]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"hd{g[0]} {g[1]}/{g[2]} heads {'causal' if g[3] else 'non-causal'}")
+        ax.set_ylabel("TFLOP/s")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "plot.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
