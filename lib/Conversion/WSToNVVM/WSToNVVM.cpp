@@ -537,6 +537,19 @@ LogicalResult SM90Emitter::emitSteps(Block &block, RoleState &st) {
 }
 
 LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
+  // On sm_90a the warpgroups that hold S, P and O (compute roles) run the
+  // math; one elected thread of a load role issues the copies.
+  bool compute = st.role.getKind() == RoleKind::compute;
+  if (!compute &&
+      isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, CorrectOp, EpilogueOp,
+          VoteOp, UnlessSkippedOp, MmaWaitOp>(op))
+    return op->emitOpError()
+           << "runs in a '" << stringifyRoleKind(st.role.getKind())
+           << "' role; on sm_90a it is lowered in compute roles only";
+  if (compute && isa<TmaLoadOp>(op))
+    return op->emitOpError()
+           << "runs in a compute role; on sm_90a TMA loads are issued by a "
+              "load role";
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](KVLoopOp o) { return emitLoop(o, st); })
       .Case([&](AcquireOp o) { return emitAcquire(o, st); })
@@ -1100,6 +1113,8 @@ LogicalResult SM90Emitter::emitCorrect(CorrectOp op, RoleState &st) {
 }
 
 LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
+  if (st.inLoop)
+    return op.emitOpError() << "inside the kv_loop is not lowered";
   if (op.getStaging())
     return op.emitOpError() << "staging through smem is not lowered on sm_90a";
   int64_t n = bufferOf(op.getAccAttr()).getShape()[1];

@@ -47,3 +47,26 @@ ws.kernel @regs_p target = sm_90a, block_m = 128, block_n = 128, spec = <head_di
     }
   }
 }
+
+// -----
+
+ws.kernel @math_in_load target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @r load warps [0, 4) {
+    // expected-error @below {{runs in a 'load' role; on sm_90a it is lowered in compute roles only}}
+    ws.epilogue @o
+  }
+}
+
+// -----
+
+ws.kernel @tma_in_compute target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @q smem [128, 64] bf16 stages 1
+  ws.pipe @q_pipe depth 1 producer @c consumers [@d] buffers [@q] tx_bytes 16384
+  ws.role @c compute warps [0, 4) {
+    // expected-error @below {{runs in a compute role; on sm_90a TMA loads are issued by a load role}}
+    ws.tma_load q -> @q via @q_pipe
+  }
+  ws.role @d compute warps [4, 8) {
+  }
+}
