@@ -297,6 +297,26 @@ private:
   void emitStatsFlush(RoleState &st);
 
   Value quadReduce(Value v, bool isMax);
+  /// The register tile `buf` names must be the fragment `frag` holds
+  /// (64 rows; n columns are n / 2 values per thread).
+  LogicalResult checkFragment(Operation *op, FlatSymbolRefAttr buf, Value frag,
+                              StringRef what) {
+    if (!frag)
+      return op->emitOpError() << "needs " << what << " computed earlier in "
+                               << "the same role";
+    BufferOp b = bufferOf(buf);
+    int64_t held = cast<LLVM::LLVMStructType>(frag.getType()).getBody().size();
+    if (b.getShape()[0] != 64 || b.getShape()[1] != 2 * held)
+      return op->emitOpError()
+             << buf << " is " << b.getShape()[0] << "x" << b.getShape()[1]
+             << " but the " << what << " it names is 64x" << 2 * held;
+    return success();
+  }
+  LogicalResult requireLoop(Operation *op, RoleState &st) {
+    if (!st.inLoop)
+      return op->emitOpError() << "is lowered inside the kv_loop only";
+    return success();
+  }
   bool isProducer(PipeOp pipe, RoleState &st) {
     return pipe.getProducer() == st.role.getSymName();
   }
@@ -540,9 +560,8 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
   // On sm_90a the warpgroups that hold S, P and O (compute roles) run the
   // math; one elected thread of a load role issues the copies.
   bool compute = st.role.getKind() == RoleKind::compute;
-  if (!compute &&
-      isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, CorrectOp, EpilogueOp,
-          VoteOp, UnlessSkippedOp, MmaWaitOp>(op))
+  if (!compute && isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, CorrectOp,
+                      EpilogueOp, VoteOp, UnlessSkippedOp, MmaWaitOp>(op))
     return op->emitOpError()
            << "runs in a '" << stringifyRoleKind(st.role.getKind())
            << "' role; on sm_90a it is lowered in compute roles only";
@@ -751,6 +770,13 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     return op.emitOpError()
            << "operand a in registers needs P from a preceding "
               "ws.exp2_store_p in the same block";
+  if (aInRegs && int64_t(st.pRegs.size()) * 4 != a.getShape()[1])
+    return op.emitOpError()
+           << "P in registers holds " << st.pRegs.size() * 4 << " columns but "
+           << op.getAAttr() << " has " << a.getShape()[1];
+  if (op.getKind() == MmaKind::pv &&
+      failed(checkFragment(op, op.getDAttr(), st.o, "O accumulator")))
+    return failure();
   if (!st.inLoop &&
       (op.getKind() != MmaKind::qk || st.afterLoop || !st.numBlocks))
     return op.emitOpError()
@@ -903,8 +929,10 @@ Value SM90Emitter::quadReduce(Value v, bool isMax) {
 }
 
 LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
-  if (!st.s)
-    return op.emitOpError() << "needs the scores of a preceding ws.mma qk";
+  if (failed(requireLoop(op, st)) ||
+      failed(checkFragment(op, op.getScoresAttr(), st.s,
+                           "scores of a preceding ws.mma qk")))
+    return failure();
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
   // Thread coordinates in the fragment.
   Value t = st.threadInRole;
@@ -973,6 +1001,8 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
 
 LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
                                              RoleState &st) {
+  if (failed(requireLoop(op, st)))
+    return failure();
   if (!st.mBlock[0])
     return op.emitOpError() << "needs a preceding ws.row_max";
   for (int i = 0; i < 2; ++i) {
@@ -989,12 +1019,23 @@ LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
 }
 
 LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
+  if (failed(requireLoop(op, st)))
+    return failure();
   if (!st.mUse[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";
+  if (failed(checkFragment(op, op.getScoresAttr(), st.s, "scores")))
+    return failure();
   BufferOp p = bufferOf(op.getPAttr());
+  if (p.getShape()[1] != bufferOf(op.getScoresAttr()).getShape()[1])
+    return op.emitOpError() << "P " << op.getPAttr() << " and the scores "
+                            << op.getScoresAttr() << " differ in width";
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
-  if (p.getSpace() == MemorySpace::regs)
+  if (p.getSpace() == MemorySpace::regs) {
+    if (op->getParentOfType<UnlessSkippedOp>())
+      return op.emitOpError() << "P in registers cannot leave a skip region "
+                                 "yet (keep P in shared memory with BLASST)";
     return emitExp2ToRegisters(op, st, n);
+  }
   if (p.getSpace() != MemorySpace::smem)
     return op.emitOpError() << "P must be in shared memory or registers";
   int64_t pRows = p.getShape()[0];
@@ -1100,8 +1141,12 @@ Value SM90Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
 }
 
 LogicalResult SM90Emitter::emitCorrect(CorrectOp op, RoleState &st) {
+  if (failed(requireLoop(op, st)))
+    return failure();
   if (!st.corr[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";
+  if (failed(checkFragment(op, op.getAccAttr(), st.o, "O accumulator")))
+    return failure();
   int64_t n = bufferOf(op.getAccAttr()).getShape()[1];
   for (int64_t j = 0; j < n / 8; ++j)
     for (int i = 0; i < 2; ++i)
@@ -1115,6 +1160,8 @@ LogicalResult SM90Emitter::emitCorrect(CorrectOp op, RoleState &st) {
 LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
   if (st.inLoop)
     return op.emitOpError() << "inside the kv_loop is not lowered";
+  if (failed(checkFragment(op, op.getAccAttr(), st.o, "O accumulator")))
+    return failure();
   if (op.getStaging())
     return op.emitOpError() << "staging through smem is not lowered on sm_90a";
   int64_t n = bufferOf(op.getAccAttr()).getShape()[1];

@@ -70,3 +70,140 @@ ws.kernel @tma_in_compute target = sm_90a, block_m = 128, block_n = 128, spec = 
   ws.role @d compute warps [4, 8) {
   }
 }
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+// row_max before the kv_loop (after a prologue Q K^T): st.kvBlock is null.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 8, kv_heads = 8> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 1 producer @ld consumers [@c] buffers [@kb] tx_bytes 8192
+  ws.role @ld load warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @kb via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.mma qk @q, @kb -> @s
+    // expected-error @below {{is lowered inside the kv_loop only}}
+    ws.row_max @s
+  }
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+// spec head_dim_v = 1 but the O accumulator buffer is [64, 64]: st.o is an
+// empty struct, emitCorrect extracts field 0 -> ExtractValueOp with no type.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, head_dim_v = 1, q_heads = 8, kv_heads = 8> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 1 producer @ld consumers [@c] buffers [@kb] tx_bytes 8192
+  ws.role @ld load warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @kb via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @kb -> @s
+      ws.release @k_pipe
+      ws.row_max @s
+      ws.softmax_update @s
+      // expected-error @below {{is 64x64 but the O accumulator it names is 64x0}}
+      ws.correct @o
+    }
+  }
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+// row_max on a scores buffer wider than the mma's accumulator (no register
+// budget, so the role verifier does not notice): extract past the S struct.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 8, kv_heads = 8> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @wide regs [64, 128] f32 stages 1
+  ws.pipe @k_pipe depth 1 producer @ld consumers [@c] buffers [@kb] tx_bytes 8192
+  ws.role @ld load warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @kb via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @kb -> @s
+      ws.release @k_pipe
+      // expected-error @below {{@wide is 64x128 but the scores of a preceding ws.mma qk it names is 64x64}}
+      ws.row_max @wide
+    }
+  }
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+// epilogue of an accumulator wider than spec.head_dim_v (no register budget).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 8, kv_heads = 8> {
+  ws.buffer @o regs [64, 256] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    // expected-error @below {{@o is 64x256 but the O accumulator it names is 64x64}}
+    ws.epilogue @o
+  }
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+// P in registers filled from a 64-column scores buffer, consumed by a
+// P.V over 128 keys: wgmmaRegisterA slices st.pRegs out of range.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64, q_heads = 8, kv_heads = 8> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @kb smem [128, 64] bf16 stages 1
+  ws.buffer @vb smem [128, 64] bf16 stages 1
+  ws.buffer @s regs [64, 128] f32 stages 1
+  ws.buffer @s2 regs [64, 64] f32 stages 1
+  ws.buffer @p regs [64, 128] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 1 producer @ld consumers [@c] buffers [@kb] tx_bytes 16384
+  ws.pipe @v_pipe depth 1 producer @ld consumers [@c] buffers [@vb] tx_bytes 16384
+  ws.role @ld load warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @kb via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @vb via @v_pipe
+      ws.release @v_pipe
+    }
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @kb -> @s
+      ws.release @k_pipe
+      ws.row_max @s
+      ws.softmax_update @s
+      // expected-error @below {{@s2 is 64x64 but the scores it names is 64x128}}
+      ws.exp2_store_p @s2 -> @p
+      ws.acquire @v_pipe
+      ws.mma pv @p, @vb -> @o
+      ws.release @v_pipe
+    }
+    ws.epilogue @o
+  }
+}

@@ -30,9 +30,9 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // -----
 
-// Kernel: at most 32 warps (roles rounded up to warpgroups).
-// expected-error @below {{needs 36 warps, a CTA has at most 32}}
+// Role: at most the 32 warps of a CTA.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{warp range [0, 33) exceeds the 32 warps of a CTA}}
   ws.role @r load warps [0, 33) {
   }
 }
@@ -116,7 +116,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // Buffer: dims are positive.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
-  // expected-error @below {{shape dims must be positive}}
+  // expected-error @below {{shape dims must be in [1, 65536]}}
   ws.buffer @q smem [0, 64] bf16 stages 1
   ws.role @r load warps [0, 1) {
   }
@@ -126,7 +126,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // Buffer: at least one stage.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
-  // expected-error @below {{stages must be at least 1, got 0}}
+  // expected-error @below {{stages must be in [1, 16], got 0}}
   ws.buffer @q smem [64, 64] bf16 stages 0
   ws.role @r load warps [0, 1) {
   }
@@ -200,7 +200,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // Pipe: depth at least 1.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
-  // expected-error @below {{depth must be at least 1, got 0}}
+  // expected-error @below {{depth must be in [1, 16], got 0}}
   ws.pipe @p depth 0 producer @a consumers [@b]
   ws.role @a load warps [0, 1) {
   }
@@ -894,5 +894,43 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
   ws.role @c load warps [2, 3) {
     // expected-error @below {{role 'c' does not take part in @t}}
     ws.turn_wait @t
+  }
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+ws.kernel @tiny target = sm_90a, block_m = 64, block_n = 64, spec = <dtype = f16, head_dim = 64, q_heads = 8, kv_heads = 8, causal = false> {
+  ws.buffer @q smem [64, 64] f16 stages 1
+  ws.buffer @k smem [64, 64] f16 stages 1
+  ws.role @compute compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{is a malformed ws.buffer}}
+      ws.mma qk @q, @k -> @s
+    }
+  }
+  ws.buffer @s regs [0, 64] f32 stages 1
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+ws.kernel @big target = sm_90a, block_m = 64, block_n = 64, spec = <dtype = f16, head_dim = 64, q_heads = 8, kv_heads = 8, causal = false> {
+  // expected-error @below {{exceeds the 32 warps of a CTA}}
+  ws.role @ld load warps [0, 9223372036854775807) regs 24 {
+  }
+}
+
+// -----
+
+// Regression (found by fuzzing): a clean error, not a crash.
+// A pipe of depth 2^60 with no buffers: 16 * depth overflows to 0, so the
+// smem check passes, and the prologue loops 2^60 times (hang / OOM).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 8, kv_heads = 8> {
+  // expected-error @below {{depth must be in [1, 16]}}
+  ws.pipe @x depth 1152921504606846976 producer @a consumers [@b]
+  ws.role @a load warps [0, 4) {
+  }
+  ws.role @b load warps [4, 8) {
   }
 }

@@ -53,7 +53,8 @@ static FailureOr<BufferOp> lookupBuffer(Operation *op, FlatSymbolRefAttr name,
                                         StringRef what) {
   if (auto buffer = lookup<BufferOp>(op, name)) {
     // Steps may be verified before a buffer declared after them.
-    if (buffer.getShape().size() != 2 || int64_t(buffer.getStages()) < 1)
+    if (buffer.getShape().size() != 2 || int64_t(buffer.getStages()) < 1 ||
+        llvm::any_of(buffer.getShape(), [](int64_t d) { return d <= 0; }))
       return op->emitOpError()
              << what << " " << name << " is a malformed ws.buffer";
     return buffer;
@@ -214,10 +215,10 @@ LogicalResult BufferOp::verify() {
   if (shape.size() != 2)
     return emitOpError() << "shape must be [rows, columns], got "
                          << shape.size() << " dims";
-  if (llvm::any_of(shape, [](int64_t d) { return d <= 0; }))
-    return emitOpError() << "shape dims must be positive";
-  if (int64_t(getStages()) < 1)
-    return emitOpError() << "stages must be at least 1, got "
+  if (llvm::any_of(shape, [](int64_t d) { return d <= 0 || d > 65536; }))
+    return emitOpError() << "shape dims must be in [1, 65536]";
+  if (int64_t(getStages()) < 1 || int64_t(getStages()) > 16)
+    return emitOpError() << "stages must be in [1, 16], got "
                          << int64_t(getStages());
   Type et = getElementType();
   if (!isa<BFloat16Type, Float16Type, Float32Type>(et))
@@ -251,8 +252,8 @@ LogicalResult BufferOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PipeOp::verify() {
-  if (int64_t(getDepth()) < 1)
-    return emitOpError() << "depth must be at least 1, got "
+  if (int64_t(getDepth()) < 1 || int64_t(getDepth()) > 16)
+    return emitOpError() << "depth must be in [1, 16], got "
                          << int64_t(getDepth());
   if (!lookup<RoleOp>(*this, getProducerAttr()))
     return emitOpError() << "producer " << getProducerAttr()
@@ -353,6 +354,10 @@ LogicalResult RoleOp::verify() {
   if (begin < 0 || end <= begin)
     return emitOpError() << "warp range [" << begin << ", " << end
                          << ") is empty or negative";
+  if (end > kMaxWarpsPerCTA)
+    return emitOpError() << "warp range [" << begin << ", " << end
+                         << ") exceeds the " << kMaxWarpsPerCTA
+                         << " warps of a CTA";
   if (std::optional<int64_t> regs = getRegs())
     if (*regs < 24 || *regs > 256 || *regs % 8)
       return emitOpError() << "register budget must be a multiple of 8 in "
