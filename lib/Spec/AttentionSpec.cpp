@@ -589,13 +589,24 @@ SpecOrError blasst::parseSpecFile(const std::string &path) {
         "cannot open spec file '" + path + "': " + std::strerror(errno);
     return result;
   }
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
+  // A spec is a few lines: read at most 1 MiB so a device or a pipe (say
+  // /dev/zero) cannot make us read forever.
+  constexpr std::streamsize kMaxBytes = 1 << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  file.read(&text[0], kMaxBytes + 1);
   if (file.bad()) {
     result.error =
         "cannot read spec file '" + path + "': " + std::strerror(errno);
     return result;
   }
+  text.resize(static_cast<size_t>(file.gcount()));
+  if (static_cast<std::streamsize>(text.size()) > kMaxBytes) {
+    result.error = "spec file '" + path + "' is larger than 1 MiB";
+    return result;
+  }
+  std::istringstream bufferIn(text);
+  std::ostringstream buffer;
+  buffer << bufferIn.rdbuf();
 
   int numKeys = 0;
   result = parseSpecImpl(buffer.str(), path, numKeys);

@@ -277,25 +277,46 @@ int main(int argc, char **argv) {
     if (StringRef(stem).ends_with(".cubin"))
       stem.resize(stem.size() - 6);
     std::error_code ec;
-    {
-      llvm::raw_fd_ostream os(stem + ".cubin", ec, llvm::sys::fs::OF_None);
+    // A full disk or an unwritable target is an error, not a crash in the
+    // stream's destructor.
+    auto writeFile = [&](const std::string &path, StringRef bytes,
+                         llvm::sys::fs::OpenFlags flags) -> std::string {
+      llvm::raw_fd_ostream os(path, ec, flags);
       if (ec)
-        return fail("cannot write " + stem + ".cubin: " + ec.message());
-      os.write(cubin->cubin.data(), cubin->cubin.size());
-    }
-    {
-      llvm::raw_fd_ostream os(stem + ".spec", ec, llvm::sys::fs::OF_Text);
-      if (ec)
-        return fail("cannot write " + stem + ".spec: " + ec.message());
-      os << spec.toString();
-    }
+        return "cannot write " + path + ": " + ec.message();
+      os << bytes;
+      os.close();
+      if (os.has_error()) {
+        std::string why = os.error().message();
+        os.clear_error();
+        return "cannot write " + path + ": " + why;
+      }
+      return "";
+    };
+    if (std::string e =
+            writeFile(stem + ".cubin",
+                      StringRef(cubin->cubin.data(), cubin->cubin.size()),
+                      llvm::sys::fs::OF_None);
+        !e.empty())
+      return fail(e);
+    if (std::string e =
+            writeFile(stem + ".spec", spec.toString(), llvm::sys::fs::OF_Text);
+        !e.empty())
+      return fail(e);
     if (rt::Status st = rt::writeKernelInfo(stem + ".meta", info); !st)
       return fail(st.message());
     llvm::errs() << "blasst-compile: wrote " << stem << ".{cubin,meta,spec} ("
                  << cubin->cubin.size() << " bytes, " << info.threads
                  << " threads, " << info.smemBytes << " B shared memory)\n";
   }
-  if (out)
+  if (out) {
+    out->os().flush();
+    if (out->os().has_error()) {
+      std::string why = out->os().error().message();
+      out->os().clear_error();
+      return fail("cannot write " + output + ": " + why);
+    }
     out->keep();
+  }
   return 0;
 }
