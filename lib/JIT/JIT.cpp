@@ -483,31 +483,17 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
   done("cubin", ck.timings.cubinMs);
 
   // The launch parameters, exactly as blasst-compile writes them.
-  LLVM::LLVMFuncOp kernelFunc;
-  for (auto f : module->getOps<LLVM::LLVMFuncOp>())
-    if (f->hasAttr("blasst.block_m")) {
-      kernelFunc = f;
-      break;
-    }
-  if (!kernelFunc)
-    return llvm::createStringError(
-        "blasst-jit: cannot compile " + whatText +
-        ": the lowered module has no kernel with blasst.block_m");
+  llvm::Expected<LoweredKernel> lowered = findLoweredKernel(*module);
+  if (!lowered)
+    return llvm::createStringError("blasst-jit: cannot compile " + whatText +
+                                   ": " + llvm::toString(lowered.takeError()));
   rt::KernelInfo info;
-  info.kernelName = kernelFunc.getName().str();
+  info.kernelName = lowered->name;
   info.target = targetName(ck.target);
-  for (auto [attr, slot] :
-       {std::pair<const char *, int *>{"blasst.block_m", &info.blockM},
-        {"blasst.block_n", &info.blockN},
-        {"blasst.threads", &info.threads},
-        {"blasst.smem_bytes", &info.smemBytes}}) {
-    auto value = dyn_cast_or_null<IntegerAttr>(kernelFunc->getAttr(attr));
-    if (!value)
-      return llvm::createStringError("blasst-jit: cannot compile " + whatText +
-                                     ": kernel '" + info.kernelName +
-                                     "' lacks the integer attribute " + attr);
-    *slot = int(value.getInt());
-  }
+  info.blockM = lowered->blockM;
+  info.blockN = lowered->blockN;
+  info.threads = lowered->threads;
+  info.smemBytes = lowered->smemBytes;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return llvm::createStringError("blasst-jit: cannot compile " + whatText +

@@ -4,6 +4,7 @@
 #include "blasst/Dialect/WS/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -195,6 +196,32 @@ FailureOr<std::string> blasst::translateToPTX(ModuleOp module,
   }
   pm.run(*llvmModule);
   return std::string(ptx.str());
+}
+
+llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
+  LLVM::LLVMFuncOp kernelFunc;
+  for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+    if (f->hasAttr("blasst.block_m")) {
+      kernelFunc = f;
+      break;
+    }
+  if (!kernelFunc)
+    return llvm::createStringError(
+        "the lowered module has no kernel with blasst.block_m");
+  LoweredKernel k;
+  k.name = kernelFunc.getName().str();
+  for (auto [attr, slot] :
+       {std::pair<const char *, int *>{"blasst.block_m", &k.blockM},
+        {"blasst.block_n", &k.blockN},
+        {"blasst.threads", &k.threads},
+        {"blasst.smem_bytes", &k.smemBytes}}) {
+    auto value = dyn_cast_or_null<IntegerAttr>(kernelFunc->getAttr(attr));
+    if (!value)
+      return llvm::createStringError("kernel '" + k.name +
+                                     "' lacks the integer attribute " + attr);
+    *slot = int(value.getInt());
+  }
+  return k;
 }
 
 std::string blasst::findPtxas(std::string *why) {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "blasst/Runtime/AttentionKernel.h"
+#include "TestStatus.h"
 
 #include <gtest/gtest.h>
 
@@ -25,22 +26,8 @@ using namespace blasst::rt;
 
 namespace {
 
-::testing::AssertionResult succeeds(const Status &status) {
-  if (status.ok())
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << status.message();
-}
-
-::testing::AssertionResult failsWith(const Status &status,
-                                     const std::string &substring) {
-  if (status.ok())
-    return ::testing::AssertionFailure()
-           << "succeeded; expected an error containing \"" << substring << "\"";
-  if (status.message().find(substring) == std::string::npos)
-    return ::testing::AssertionFailure() << "message \"" << status.message()
-                                         << "\" lacks \"" << substring << "\"";
-  return ::testing::AssertionSuccess();
-}
+using blasst::rt::testing::failsWith;
+using blasst::rt::testing::succeeds;
 
 KernelInfo sampleInfo() {
   KernelInfo info;

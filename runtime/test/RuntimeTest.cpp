@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "blasst/Runtime/Runtime.h"
+#include "TestStatus.h"
 
 #include "../lib/Driver.h"
 
@@ -24,23 +25,8 @@ using namespace blasst::rt;
 
 namespace {
 
-::testing::AssertionResult succeeds(const Status &status) {
-  if (status.ok())
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << status.message();
-}
-
-/// The status is an error whose message contains `substring`.
-::testing::AssertionResult failsWith(const Status &status,
-                                     const std::string &substring) {
-  if (status.ok())
-    return ::testing::AssertionFailure()
-           << "succeeded; expected an error containing \"" << substring << "\"";
-  if (status.message().find(substring) == std::string::npos)
-    return ::testing::AssertionFailure() << "message \"" << status.message()
-                                         << "\" lacks \"" << substring << "\"";
-  return ::testing::AssertionSuccess();
-}
+using blasst::rt::testing::failsWith;
+using blasst::rt::testing::succeeds;
 
 //===----------------------------------------------------------------------===//
 // Status and explain()

@@ -1,26 +1,20 @@
 """Times PyTorch SDPA (cuDNN and FlashAttention-2 backends) on the H200 for
 the same shapes as blasst-bench, in the same run. Prints one JSON per line."""
 import json
+import os
 import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+# One CUDA-event timer for every peer script (tools/bench/harness.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools", "bench"))
+from harness import time_ms  # noqa: E402
+
 
 def bench(fn, warmup=10, iters=30):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
+    return time_ms(fn, warmup=warmup, iters=iters)
 
 
 def main():

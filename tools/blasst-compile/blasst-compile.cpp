@@ -261,17 +261,16 @@ int main(int argc, char **argv) {
     lap("cubin");
     if (verbose)
       llvm::errs() << cubin->log;
-    auto kernelFunc = *module->getOps<LLVM::LLVMFuncOp>().begin();
+    llvm::Expected<LoweredKernel> lowered = findLoweredKernel(*module);
+    if (!lowered)
+      return fail(llvm::toString(lowered.takeError()));
     rt::KernelInfo info;
-    info.kernelName = kernelFunc.getName().str();
+    info.kernelName = lowered->name;
     info.target = t;
-    auto intAttr = [&](StringRef name) {
-      return int(cast<IntegerAttr>(kernelFunc->getAttr(name)).getInt());
-    };
-    info.blockM = intAttr("blasst.block_m");
-    info.blockN = intAttr("blasst.block_n");
-    info.threads = intAttr("blasst.threads");
-    info.smemBytes = intAttr("blasst.smem_bytes");
+    info.blockM = lowered->blockM;
+    info.blockN = lowered->blockN;
+    info.threads = lowered->threads;
+    info.smemBytes = lowered->smemBytes;
     info.compilerVersion = "blasst " BLASST_VERSION_STRING;
     std::string stem = output;
     if (StringRef(stem).ends_with(".cubin"))

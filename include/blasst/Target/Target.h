@@ -34,6 +34,15 @@ mlir::FailureOr<std::string> translateToLLVMIR(mlir::ModuleOp module,
 mlir::FailureOr<std::string> translateToPTX(mlir::ModuleOp module,
                                             ws::Target target);
 
+/// The launch metadata convert-ws-to-nvvm records on the kernel it emits
+/// (the blasst.* attributes of the llvm.func): what the .meta file holds.
+struct LoweredKernel {
+  std::string name;
+  int blockM = 0, blockN = 0, threads = 0, smemBytes = 0;
+};
+/// Finds the kernel in a lowered module and reads its metadata.
+llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);
+
 /// Where ptxas is: $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin.
 /// Empty with `why` set when none is found.
 std::string findPtxas(std::string *why);
