@@ -89,8 +89,8 @@ static cl::opt<bool>
              cl::cat(cat));
 static cl::opt<bool>
     overlap("overlap",
-            cl::desc("sm_90a: intra-warpgroup overlap (block n+1's Q Kᵀ in "
-                     "flight during block n's softmax)"),
+            cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
+                     "runs while block n's P V is on the tensor cores)"),
             cl::cat(cat));
 
 static int fail(const llvm::Twine &msg) {

@@ -36,8 +36,8 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"consumerRegs", "consumer-regs", "int64_t", /*default=*/"0",
            "setmaxnreg budget of the compute/softmax warpgroups (0: default)">,
     Option<"overlap", "overlap", "bool", /*default=*/"false",
-           "sm_90a: intra-warpgroup overlap (block n+1's Q Kᵀ in flight "
-           "during block n's softmax; S double-buffered in registers)">,
+           "sm_90a: intra-warpgroup overlap (block n's P V and block n+1's "
+           "Q Kᵀ issued together; block n+1's softmax runs during P V)">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"false",
            "sm_90a: the consumer warpgroups take turns for their GEMMs "
            "(named barriers), so one's softmax overlaps the other's GEMMs">,

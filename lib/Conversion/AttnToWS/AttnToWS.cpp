@@ -120,7 +120,7 @@ struct KernelBuilder {
   void softmax(StringRef s, StringRef p, bool readScores) {
     if (readScores)
       ReadScoresOp::create(b, loc, sym(s));
-    RowMaxOp::create(b, loc, sym(s));
+    RowMaxOp::create(b, loc, sym(s), IntegerAttr());
     SoftmaxUpdateOp::create(b, loc, sym(s));
     Exp2StoreOp::create(b, loc, sym(s), sym(p));
   }
@@ -136,9 +136,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   kb.buffer("q", MemorySpace::smem, o.blockM, d, kb.et, 1);
   kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
   kb.buffer("v", MemorySpace::smem, o.blockN, dv, kb.et, o.stages);
-  // With overlap, block n+1's scores are computed while block n's softmax
-  // runs: S is double-buffered in registers.
-  kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, o.overlap ? 2 : 1);
+  kb.buffer("s", MemorySpace::regs, half, o.blockN, kb.f32, 1);
   // P goes through shared memory (wgmma with A from smem) for both
   // consumers, each using its own rows, or stays in each consumer's
   // registers (wgmma with A from registers).
@@ -197,23 +195,48 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       if (o.pingpong)
         kb.turnPass("gemm_turn");
     } else {
-      // FlashAttention-3's intra-warpgroup overlap: Q Kᵀ of block n+1 is in
-      // flight during block n's softmax. (P V stays synchronous: an async
-      // P V would keep O's registers in flight across the loop back-edge,
-      // where the loop-carried copies make ptxas serialise every wgmma.)
+      // FlashAttention-3's intra-warpgroup overlap. Block 0's softmax is the
+      // prologue (O is still 0: no correction); iteration n issues Q Kᵀ of
+      // block n+1 and P V of block n back to back, waits for the scores
+      // only, and runs block n+1's softmax while P V is on the tensor
+      // cores. O is waited for in the same iteration, so no accumulator is
+      // in flight across the loop's back-edge. Block n+1 past the end is
+      // fully masked (a no-op).
       kb.acquire("k_pipe");
-      kb.mma(MmaKind::qk, "q", "k", "s", /*async=*/true);
-      kb.kvLoop();
-      kb.mmaWait(0);
+      kb.mma(MmaKind::qk, "q", "k", "s");
       kb.release("k_pipe");
+      kb.softmax("s", "p", /*readScores=*/false);
+      // Ping-pong: a turn covers [Q Kᵀ(n+1), P V(n)], issued together.
+      if (o.pingpong)
+        kb.turnWait("gemm_turn");
+      kb.kvLoop();
       kb.acquire("k_pipe", /*ahead=*/1);
       kb.mma(MmaKind::qk, "q", "k", "s", /*async=*/true, /*ahead=*/1);
-      kb.softmax("s", "p", /*readScores=*/false);
-      CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
       kb.acquire("v_pipe");
-      kb.mma(MmaKind::pv, "p", "v", "o");
+      kb.mma(MmaKind::pv, "p", "v", "o", /*async=*/true);
+      if (o.pingpong)
+        kb.turnPass("gemm_turn");
+      kb.mmaWait(1);
+      kb.release("k_pipe", /*ahead=*/1);
+      RowMaxOp::create(kb.b, kb.loc, kb.sym("s"), kb.aheadAttr(1));
+      SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym("s"));
+      // P in registers: block n+1's P goes to new registers while P V(n)
+      // reads block n's. P in shared memory is overwritten only after it.
+      if (o.pInRegisters)
+        Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
+      kb.mmaWait(0);
+      if (!o.pInRegisters)
+        Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
       kb.release("v_pipe");
+      // O now holds blocks <= n at block n's max: rescale it to block
+      // n+1's (no register of an in-flight wgmma is written).
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      if (o.pingpong)
+        kb.turnWait("gemm_turn");
       kb.afterLoop();
+      // Hand the last turn on (the other role's last in-loop wait).
+      if (o.pingpong)
+        kb.turnPass("gemm_turn");
     }
     kb.release("q_pipe");
     EpilogueOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(),
@@ -416,19 +439,14 @@ struct ConvertAttnToWSPass
                             "skip region)";
         return signalPassFailure();
       }
-      if (opts.overlap && opts.pingpong) {
-        op.emitOpError() << "overlap=true and pingpong=true cannot be "
-                            "combined yet";
-        return signalPassFailure();
-      }
       if (opts.overlap &&
           (*target != ws::Target::sm_90a || spec.headDim > 128)) {
         op.emitOpError()
             << "overlap=true is not available here: "
             << (*target != ws::Target::sm_90a
                     ? "it is an sm_90a schedule"
-                    : "two S tiles and O do not fit the consumers' 240 "
-                      "registers at head_dim > 128");
+                    : "S, O and P in flight together do not fit the "
+                      "consumers' 240 registers at head_dim > 128");
         return signalPassFailure();
       }
       auto func = op->getParentOfType<FunctionOpInterface>();

@@ -105,6 +105,9 @@ struct RoleState {
   Value kvBlock;            // i32 KV block index inside the loop.
   Value numBlocks;          // i32 number of KV blocks the CTA visits.
   Value sNext;              // S of block n+1 (intra-warpgroup overlap).
+  /// The register tiles async wgmma groups write, oldest first: each is
+  /// fenced when a ws.mma_wait retires its group.
+  SmallVector<Value *> inflight;
   SmallVector<Value> pRegs; // P packed for wgmma's A operand (P in regs).
   int64_t rowBegin = 0;     // First CTA query row the role owns.
   int64_t barrierId = 0;    // Named barrier of the role's warpgroup.
@@ -188,7 +191,16 @@ private:
   Value fmax(Value x, Value y) {
     return arith::MaxNumFOp::create(b, loc, x, y);
   }
-  Value exp2(Value x) { return LLVM::Exp2Op::create(b, loc, f32, x); }
+  /// 2^x as one MUFU.EX2: the flush-to-zero form (llvm.exp2 becomes the
+  /// non-ftz ex2.approx.f32, which ptxas wraps in a subnormal range fix-up:
+  /// three more instructions per exponential). Softmax exponents are <= 0;
+  /// results below 2^-126 flush to 0, far under bf16/f16 resolution of P.
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
   Value extract(Value s, int64_t i) {
     return LLVM::ExtractValueOp::create(b, loc, s, ArrayRef<int64_t>{i});
   }
@@ -315,6 +327,15 @@ private:
   LogicalResult requireLoop(Operation *op, RoleState &st) {
     if (!st.inLoop)
       return op->emitOpError() << "is lowered inside the kv_loop only";
+    return success();
+  }
+  /// Softmax steps work on a KV block: inside the loop, or block 0 before
+  /// it (a prologue).
+  LogicalResult requireBlock(Operation *op, RoleState &st) {
+    if (st.afterLoop)
+      return op->emitOpError()
+             << "is lowered inside the kv_loop or before it (on block 0), "
+                "not after it";
     return success();
   }
   bool isProducer(PipeOp pipe, RoleState &st) {
@@ -608,9 +629,31 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
              << " times per KV block; the sm_90a lowering needs exactly one";
 
   bool compute = st.role.getKind() == RoleKind::compute;
-  // With the overlap schedule the scores of block n come in from the
-  // previous iteration (or the prologue).
-  bool carryS = compute && st.s;
+  // Values a prologue computed for the loop's first iteration come in as
+  // iteration arguments, and each iteration yields the next one's:
+  //  - S of block n, when the loop's Q Kᵀ runs one block ahead and its
+  //    softmax works on block n (the scores cross the back-edge);
+  //  - the correction factors and P in registers, when block 0's softmax
+  //    is the prologue and the loop's softmax works one block ahead.
+  bool softmaxAhead = false, qkAhead = false;
+  loop.walk([&](RowMaxOp r) {
+    softmaxAhead |= r.getAhead() && *r.getAhead() == 1;
+  });
+  loop.walk([&](MmaOp m) {
+    qkAhead |= m.getKind() == MmaKind::qk && m.getAhead() && *m.getAhead() == 1;
+  });
+  bool carryS = compute && st.s && qkAhead && !softmaxAhead;
+  // The correction factors cross the back-edge only when the body rescales
+  // O before its own softmax_update.
+  bool correctFirst = false, sawUpdate = false;
+  loop.walk([&](Operation *op) {
+    if (isa<SoftmaxUpdateOp>(op))
+      sawUpdate = true;
+    else if (isa<CorrectOp>(op) && !sawUpdate)
+      correctFirst = true;
+  });
+  bool carryCorr = compute && st.corr[0] && correctFirst;
+  size_t numP = compute ? st.pRegs.size() : 0;
   SmallVector<Value> init;
   if (compute)
     init = st.carried();
@@ -618,20 +661,35 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     init.append({st.visited, st.skipped});
   if (carryS)
     init.push_back(st.s);
+  if (carryCorr)
+    init.append({st.corr[0], st.corr[1]});
+  init.append(st.pRegs.begin(), st.pRegs.begin() + numP);
   auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
   st.inLoop = true;
   st.kvBlock = forOp.getInductionVar();
-  ValueRange args = forOp.getRegionIterArgs();
-  if (compute)
-    st.setCarried(args.take_front(5));
-  if (st.stats) {
-    st.visited = args[compute ? 5 : 0];
-    st.skipped = args[compute ? 6 : 1];
-  }
-  if (carryS)
-    st.s = args.back();
+  // Unpacks loop-carried values (iteration arguments or results) into st.
+  auto unpack = [&](ValueRange vals) {
+    size_t k = 0;
+    if (compute) {
+      st.setCarried(vals.take_front(5));
+      k = 5;
+    }
+    if (st.stats) {
+      st.visited = vals[k++];
+      st.skipped = vals[k++];
+    }
+    if (carryS)
+      st.s = vals[k++];
+    if (carryCorr) {
+      st.corr[0] = vals[k++];
+      st.corr[1] = vals[k++];
+    }
+    for (size_t i = 0; i < numP; ++i)
+      st.pRegs[i] = vals[k++];
+  };
+  unpack(forOp.getRegionIterArgs());
   st.sNext = Value();
   if (failed(emitSteps(loop.getBody().front(), st)))
     return failure();
@@ -649,20 +707,34 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
                   "(ws.mma qk {ahead = 1})";
       yields.push_back(st.sNext);
     }
+    if (carryCorr) {
+      if (!st.corr[0])
+        return loop.emitOpError()
+               << "carries the correction factors of a prologue softmax but "
+                  "its body computes none for the next iteration";
+      yields.append({st.corr[0], st.corr[1]});
+    }
+    if (numP && st.pRegs.size() != numP)
+      return loop.emitOpError()
+             << "carries P in registers from the prologue but its body "
+                "computes no P for the next iteration";
+    yields.append(st.pRegs.begin(), st.pRegs.begin() + numP);
     scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
   st.afterLoop = true;
   st.skip = Value();
   st.s = st.sNext = Value();
+  st.inflight.clear();
   b.setInsertionPointAfter(forOp);
-  if (compute)
-    st.setCarried(forOp.getResults().take_front(5));
-  if (st.stats) {
-    st.visited = forOp.getResult(compute ? 5 : 0);
-    st.skipped = forOp.getResult(compute ? 6 : 1);
+  // Values computed in the body that are not carried do not exist here.
+  for (int i = 0; i < 2; ++i)
+    st.corr[i] = st.mUse[i] = st.mBlock[i] = Value();
+  st.pRegs.resize(numP);
+  unpack(forOp.getResults());
+  st.s = Value();
+  if (st.stats)
     emitStatsFlush(st);
-  }
   return success();
 }
 
@@ -801,7 +873,12 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   // undef, so no instruction defines accumulator registers in the wgmma
   // pipeline stage (ptxas would serialise the wgmmas, C7515).
   Value previous = qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
-  Value exists = blockExists(st, bPipe, op.getAhead());
+  // Q Kᵀ of block n+1 in the loop is not guarded: past the end it reads a
+  // stage no TMA writes any more (stale or never-loaded data) and its
+  // scores are fully masked or never read. A guard would make the wgmma
+  // group count path-dependent and ptxas serialise every wgmma (C7515).
+  bool unguarded = qk && st.inLoop && op.getAhead() && *op.getAhead() == 1;
+  Value exists = unguarded ? Value() : blockExists(st, bPipe, op.getAhead());
   scf::IfOp guardIf;
   OpBuilder::InsertionGuard guard(b);
   if (exists) {
@@ -873,12 +950,12 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     scf::YieldOp::create(b, loc, result);
     result = guardIf.getResult(0);
   }
-  if (!qk)
-    st.o = result;
-  else if (op.getAhead() && *op.getAhead() == 1)
-    st.sNext = result;
-  else
-    st.s = result;
+  Value *target = !qk                                   ? &st.o
+                  : (op.getAhead() && *op.getAhead() == 1) ? &st.sNext
+                                                           : &st.s;
+  *target = result;
+  if (op.getAsync())
+    st.inflight.push_back(target);
   return success();
 }
 
@@ -904,13 +981,15 @@ Value SM90Emitter::fenceRegisters(Value acc) {
 }
 
 LogicalResult SM90Emitter::emitMmaWait(MmaWaitOp op, RoleState &st) {
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, op.getPending());
-  if (op.getPending() == 0) {
-    if (st.s)
-      st.s = fenceRegisters(st.s);
-    if (st.o)
-      st.o = fenceRegisters(st.o);
-  }
+  int64_t pending = op.getPending();
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+  // The groups older than the last `pending` are complete: fence the tiles
+  // they write so nothing that reads them is scheduled above the wait.
+  int64_t done = std::max<int64_t>(int64_t(st.inflight.size()) - pending, 0);
+  for (int64_t i = 0; i < done; ++i)
+    if (Value *tile = st.inflight[i]; *tile)
+      *tile = fenceRegisters(*tile);
+  st.inflight.erase(st.inflight.begin(), st.inflight.begin() + done);
   return success();
 }
 
@@ -929,8 +1008,18 @@ Value SM90Emitter::quadReduce(Value v, bool isMax) {
 }
 
 LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
-  if (failed(requireLoop(op, st)) ||
-      failed(checkFragment(op, op.getScoresAttr(), st.s,
+  if (failed(requireBlock(op, st)))
+    return failure();
+  // With ahead = 1 the scores are block n+1's; the steps after work on them.
+  bool next = op.getAhead() && *op.getAhead() == 1;
+  if (next) {
+    if (!st.sNext)
+      return op.emitOpError() << "with ahead = 1 needs the scores of a "
+                                 "preceding ws.mma qk {ahead = 1}";
+    st.s = st.sNext;
+    st.sNext = Value();
+  }
+  if (failed(checkFragment(op, op.getScoresAttr(), st.s,
                            "scores of a preceding ws.mma qk")))
     return failure();
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
@@ -941,7 +1030,11 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   Value colInBlock = mul(remu(ln, c32(4)), c32(2));
   Value roleRow0 = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
   Value qRow0 = add(roleRow0, rowInTile);
-  Value keyBlock = mul(st.kvBlock, c32(blockN));
+  // Before the loop: block 0. A block past the end is fully masked below.
+  Value block = st.inLoop ? st.kvBlock : c32(0);
+  if (next)
+    block = add(block, c32(1));
+  Value keyBlock = mul(block, c32(blockN));
   Value keyBase = add(keyBlock, colInBlock);
   Value seqKV = param(kSeqKV);
   // Causal (bottom-right): key <= row + seqKV - seqQ.
@@ -1001,7 +1094,7 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
 
 LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
                                              RoleState &st) {
-  if (failed(requireLoop(op, st)))
+  if (failed(requireBlock(op, st)))
     return failure();
   if (!st.mBlock[0])
     return op.emitOpError() << "needs a preceding ws.row_max";
@@ -1019,7 +1112,7 @@ LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
 }
 
 LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
-  if (failed(requireLoop(op, st)))
+  if (failed(requireBlock(op, st)))
     return failure();
   if (!st.mUse[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";
@@ -1141,7 +1234,7 @@ Value SM90Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
 }
 
 LogicalResult SM90Emitter::emitCorrect(CorrectOp op, RoleState &st) {
-  if (failed(requireLoop(op, st)))
+  if (failed(requireBlock(op, st)))
     return failure();
   if (!st.corr[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";

@@ -91,21 +91,34 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 
 // -----
 
-// The overlap schedule (sm_90a): S double-buffered; block n+1's Q Kᵀ is
-// issued (async) before block n's softmax and waited at the next block.
+// The overlap schedule (sm_90a, FlashAttention-3's intra-warpgroup overlap):
+// block 0's softmax is the prologue; each iteration issues Q Kᵀ of block
+// n+1 and P V of block n, waits for the scores only (pending = 1), runs
+// block n+1's softmax during P V, then waits for O and rescales it.
 // OVERLAP-LABEL: ws.kernel @overlap_kernel
-// OVERLAP: ws.buffer @s regs [64, 128] f32 stages 2
+// OVERLAP: ws.buffer @s regs [64, 128] f32 stages 1
 // OVERLAP: ws.role @consumer0
 // OVERLAP: ws.acquire @k_pipe
-// OVERLAP-NEXT: ws.mma qk @q, @k -> @s {async}
-// OVERLAP-NEXT: ws.kv_loop {
-// OVERLAP-NEXT: ws.mma_wait
+// OVERLAP-NEXT: ws.mma qk @q, @k -> @s
 // OVERLAP-NEXT: ws.release @k_pipe
+// OVERLAP-NEXT: ws.row_max @s
+// OVERLAP-NEXT: ws.softmax_update @s
+// OVERLAP-NEXT: ws.exp2_store_p @s -> @p
+// OVERLAP-NEXT: ws.kv_loop {
 // OVERLAP-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
 // OVERLAP-NEXT: ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
-// OVERLAP-NEXT: ws.row_max @s
-// OVERLAP: ws.mma pv @p, @v -> @o
+// OVERLAP-NEXT: ws.acquire @v_pipe
+// OVERLAP-NEXT: ws.mma pv @p, @v -> @o {async}
+// OVERLAP-NEXT: ws.mma_wait {pending = 1 : i64}
+// OVERLAP-NEXT: ws.release @k_pipe {ahead = 1 : i64}
+// OVERLAP-NEXT: ws.row_max @s {ahead = 1 : i64}
+// OVERLAP-NEXT: ws.softmax_update @s
+// OVERLAP-NEXT: ws.mma_wait
+// OVERLAP-NEXT: ws.exp2_store_p @s -> @p
 // OVERLAP-NEXT: ws.release @v_pipe
+// OVERLAP-NEXT: ws.correct @o
+// OVERLAP-NEXT: }
+// OVERLAP-NEXT: ws.release @q_pipe
 func.func @overlap(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
   return

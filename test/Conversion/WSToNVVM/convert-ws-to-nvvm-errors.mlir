@@ -73,8 +73,9 @@ ws.kernel @tma_in_compute target = sm_90a, block_m = 128, block_n = 128, spec = 
 
 // -----
 
-// Regression (found by fuzzing): a clean error, not a crash.
-// row_max before the kv_loop (after a prologue Q K^T): st.kvBlock is null.
+// Regression (found by fuzzing): a clean error, not a crash. (Before the
+// kv_loop, row_max now works on block 0: a prologue.) After the loop there
+// is no block.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 8, kv_heads = 8> {
   ws.buffer @q smem [64, 64] bf16 stages 1
   ws.buffer @kb smem [64, 64] bf16 stages 1
@@ -89,7 +90,9 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
   }
   ws.role @c compute warps [0, 4) {
     ws.mma qk @q, @kb -> @s
-    // expected-error @below {{is lowered inside the kv_loop only}}
+    ws.kv_loop {
+    }
+    // expected-error @below {{is lowered inside the kv_loop or before it (on block 0), not after it}}
     ws.row_max @s
   }
 }

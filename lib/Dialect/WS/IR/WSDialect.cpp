@@ -551,6 +551,11 @@ LogicalResult ReadScoresOp::verify() {
   return verifyScores(*this, getScoresAttr());
 }
 LogicalResult RowMaxOp::verify() {
+  if (failed(verifyAhead(*this, getAhead())))
+    return failure();
+  if (getAhead() && int64_t(*getAhead()) < 0)
+    return emitOpError() << "ahead must be 0 or 1 (the scores of this block "
+                            "or of the next)";
   return verifyScores(*this, getScoresAttr());
 }
 LogicalResult SoftmaxUpdateOp::verify() {

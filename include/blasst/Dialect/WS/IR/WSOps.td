@@ -306,8 +306,19 @@ class WS_ScoreStepOp<string mnemonic, string summary_>
 
 def WS_ReadScoresOp : WS_ScoreStepOp<"read_scores",
     "Make the block's scores available in registers (tcgen05.ld / wgmma wait)">;
-def WS_RowMaxOp : WS_ScoreStepOp<"row_max",
-    "The block's per-row maximum of scale · S (with the causal mask)">;
+def WS_RowMaxOp : WS_StepOp<"row_max"> {
+  let summary = "The block's per-row maximum of scale · S (with the causal mask)";
+  let description = [{
+    Before the kv_loop it works on block 0 (the scores of a Q Kᵀ issued
+    there). Inside it, `ahead = 1` takes the scores of block n + 1 from a
+    `ws.mma qk {ahead = 1}`, and the softmax steps after it work on that
+    block: a block past the end is fully masked, so it leaves the running
+    max and the row sums unchanged.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$scores, OptionalAttr<I64Attr>:$ahead);
+  let assemblyFormat = "$scores attr-dict";
+  let hasVerifier = 1;
+}
 def WS_SoftmaxUpdateOp : WS_ScoreStepOp<"softmax_update",
     "Update the running max; compute the correction factor of O and l">;
 
