@@ -43,7 +43,7 @@
 // CHECK: nvvm.mbarrier.arrive
 // Row max across the quad, exp2, P to smem, then the warpgroup barrier.
 // CHECK: nvvm.shfl.sync  bfly
-// CHECK: llvm.intr.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: llvm.store {{.*}} : vector<2xbf16>, !llvm.ptr<3>
 // CHECK: nvvm.fence.proxy
 // CHECK: nvvm.barrier id = {{.*}} number_of_threads = {{.*}}
