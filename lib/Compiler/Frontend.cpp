@@ -83,9 +83,12 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.stages = opts.stages;
   passOpts.producerRegs = opts.producerRegs;
   passOpts.consumerRegs = opts.consumerRegs;
-  passOpts.overlap = opts.overlap;
-  passOpts.pingpong = opts.pingpong;
-  passOpts.pInRegisters = opts.pInRegisters;
+  auto knob = [](std::optional<bool> v) -> std::string {
+    return v ? (*v ? "true" : "false") : "auto";
+  };
+  passOpts.overlap = knob(opts.overlap);
+  passOpts.pingpong = knob(opts.pingpong);
+  passOpts.pInRegisters = knob(opts.pInRegisters);
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

@@ -215,8 +215,10 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
      << "[ptxas] " << cachedPtxasVersion() << "\n"
      << "[schedule] block_m=" << s.blockM << " block_n=" << s.blockN
      << " stages=" << s.stages << " producer_regs=" << s.producerRegs
-     << " consumer_regs=" << s.consumerRegs << " overlap=" << s.overlap
-     << " pingpong=" << s.pingpong << " p_in_registers=" << s.pInRegisters
+     << " consumer_regs=" << s.consumerRegs
+     << " overlap=" << s.overlap.value_or(false)
+     << " pingpong=" << s.pingpong.value_or(false)
+     << " p_in_registers=" << s.pInRegisters.value_or(false)
      << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();

@@ -77,20 +77,23 @@ static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
                                cl::init(0), cl::cat(cat));
 static cl::opt<int64_t> stages("stages", cl::desc("K/V pipeline depth"),
                                cl::init(0), cl::cat(cat));
-static cl::opt<bool>
+// Unset: the target's default for the spec (resolveSchedule).
+static cl::opt<cl::boolOrDefault>
     pInRegisters("p-in-registers",
                  cl::desc("sm_90a: keep P in registers (wgmma with A from "
-                          "registers)"),
+                          "registers); default: on with the overlap"),
                  cl::cat(cat));
-static cl::opt<bool>
+static cl::opt<cl::boolOrDefault>
     pingpong("pingpong",
              cl::desc("sm_90a: the consumer warpgroups take turns for their "
                       "GEMMs (one's softmax overlaps the other's GEMMs)"),
              cl::cat(cat));
-static cl::opt<bool>
+static cl::opt<cl::boolOrDefault>
     overlap("overlap",
             cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
-                     "runs while block n's P V is on the tensor cores)"),
+                     "runs while block n's P V is on the tensor cores); "
+                     "default: on for dense head_dim <= 128, "
+                     "--overlap=false for the plain schedule"),
             cl::cat(cat));
 
 static int fail(const llvm::Twine &msg) {
@@ -212,9 +215,14 @@ int main(int argc, char **argv) {
     opts.blockM = blockM;
     opts.blockN = blockN;
     opts.stages = stages;
-    opts.overlap = overlap;
-    opts.pingpong = pingpong;
-    opts.pInRegisters = pInRegisters;
+    auto knob = [](cl::boolOrDefault v) -> std::optional<bool> {
+      if (v == cl::BOU_UNSET)
+        return std::nullopt;
+      return v == cl::BOU_TRUE;
+    };
+    opts.overlap = knob(overlap);
+    opts.pingpong = knob(pingpong);
+    opts.pInRegisters = knob(pInRegisters);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");

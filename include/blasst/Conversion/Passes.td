@@ -35,15 +35,18 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "setmaxnreg budget of the load/producer warpgroup (0: default)">,
     Option<"consumerRegs", "consumer-regs", "int64_t", /*default=*/"0",
            "setmaxnreg budget of the compute/softmax warpgroups (0: default)">,
-    Option<"overlap", "overlap", "bool", /*default=*/"false",
+    Option<"overlap", "overlap", "std::string", /*default=*/"\"auto\"",
            "sm_90a: intra-warpgroup overlap (block n's P V and block n+1's "
-           "Q Kᵀ issued together; block n+1's softmax runs during P V)">,
-    Option<"pingpong", "pingpong", "bool", /*default=*/"false",
+           "Q Kᵀ issued together; block n+1's softmax runs during P V): "
+           "auto (default: on for dense head_dim <= 128), true or false">,
+    Option<"pingpong", "pingpong", "std::string", /*default=*/"\"auto\"",
            "sm_90a: the consumer warpgroups take turns for their GEMMs "
-           "(named barriers), so one's softmax overlaps the other's GEMMs">,
-    Option<"pInRegisters", "p-in-registers", "bool", /*default=*/"false",
+           "(named barriers), so one's softmax overlaps the other's GEMMs: "
+           "auto (default: off), true or false">,
+    Option<"pInRegisters", "p-in-registers", "std::string", /*default=*/"\"auto\"",
            "sm_90a: keep P in registers (wgmma with A from registers) "
-           "instead of a round trip through shared memory">,
+           "instead of a round trip through shared memory: auto (default: "
+           "on with the overlap), true or false">,
   ];
 }
 

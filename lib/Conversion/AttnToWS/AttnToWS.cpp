@@ -29,8 +29,24 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   bool hopper = o.target == ws::Target::sm_90a;
   if (!o.blockM)
     o.blockM = hopper ? 128 : 256;
+  // sm_90a dense, head_dim <= 128: FlashAttention-3's schedule (the
+  // intra-warpgroup overlap with P in registers; block_n 176 at head_dim
+  // 128 as FA3), the fastest measured (docs/results/2026-11-29-fa3-overlap.md).
+  // BLASST kernels keep the plain schedule until the vote runs in the
+  // overlap; head_dim 256 does not fit its registers.
+  bool fa3 = hopper && spec.headDim <= 128 && spec.sparsity.isDense();
+  if (!o.overlap.has_value())
+    o.overlap = fa3;
+  if (!o.pInRegisters.has_value())
+    o.pInRegisters = fa3 && *o.overlap;
+  if (!o.pingpong.has_value())
+    o.pingpong = false;
+  // (Ping-pong on top of the overlap spills at block_n 176; with P in shared
+  // memory it does not fit.)
+  bool wide = fa3 && *o.overlap && *o.pInRegisters && !*o.pingpong &&
+              spec.headDim == 128;
   if (!o.blockN)
-    o.blockN = (hopper && spec.headDim > 128) ? 64 : 128;
+    o.blockN = (hopper && spec.headDim > 128) ? 64 : wide ? 176 : 128;
   if (!o.stages)
     o.stages = 2;
   if (!o.producerRegs)
@@ -140,7 +156,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   // P goes through shared memory (wgmma with A from smem) for both
   // consumers, each using its own rows, or stays in each consumer's
   // registers (wgmma with A from registers).
-  if (o.pInRegisters)
+  if (*o.pInRegisters)
     kb.buffer("p", MemorySpace::regs, half, o.blockN, kb.et, 1);
   else
     kb.buffer("p", MemorySpace::smem, o.blockM, o.blockN, kb.et, 1);
@@ -151,7 +167,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
           o.blockN * d * bytes);
   kb.pipe("v_pipe", o.stages, "producer", consumers, {"v"},
           o.blockN * dv * bytes);
-  if (o.pingpong)
+  if (*o.pingpong)
     OrderOp::create(kb.b, kb.loc, kb.b.getStringAttr("gemm_turn"),
                     kb.syms(consumers));
 
@@ -172,27 +188,27 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
     kb.role(consumers[i], RoleKind::compute, 4 + 4 * i, 8 + 4 * i,
             o.consumerRegs, std::make_pair(i * half, (i + 1) * half));
     kb.acquire("q_pipe");
-    if (!o.overlap) {
+    if (!*o.overlap) {
       // Ping-pong: a warpgroup's turn covers P V of block n and Q Kᵀ of
       // block n+1 (adjacent tensor-core work), so one warpgroup's softmax
       // runs while the other's GEMMs do.
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.kvLoop();
       kb.acquire("k_pipe");
       kb.mma(MmaKind::qk, "q", "k", "s");
       kb.release("k_pipe");
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnPass("gemm_turn");
       kb.softmax("s", "p", /*readScores=*/false);
       CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.acquire("v_pipe");
       kb.mma(MmaKind::pv, "p", "v", "o");
       kb.release("v_pipe");
       kb.afterLoop();
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnPass("gemm_turn");
     } else {
       // FlashAttention-3's intra-warpgroup overlap. Block 0's softmax is the
@@ -207,14 +223,14 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       kb.release("k_pipe");
       kb.softmax("s", "p", /*readScores=*/false);
       // Ping-pong: a turn covers [Q Kᵀ(n+1), P V(n)], issued together.
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.kvLoop();
       kb.acquire("k_pipe", /*ahead=*/1);
       kb.mma(MmaKind::qk, "q", "k", "s", /*async=*/true, /*ahead=*/1);
       kb.acquire("v_pipe");
       kb.mma(MmaKind::pv, "p", "v", "o", /*async=*/true);
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnPass("gemm_turn");
       kb.mmaWait(1);
       kb.release("k_pipe", /*ahead=*/1);
@@ -222,20 +238,20 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym("s"));
       // P in registers: block n+1's P goes to new registers while P V(n)
       // reads block n's. P in shared memory is overwritten only after it.
-      if (o.pInRegisters)
+      if (*o.pInRegisters)
         Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
       kb.mmaWait(0);
-      if (!o.pInRegisters)
+      if (!*o.pInRegisters)
         Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
       kb.release("v_pipe");
       // O now holds blocks <= n at block n's max: rescale it to block
       // n+1's (no register of an in-flight wgmma is written).
       CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.afterLoop();
       // Hand the last turn on (the other role's last in-loop wait).
-      if (o.pingpong)
+      if (*o.pingpong)
         kb.turnPass("gemm_turn");
     }
     kb.release("q_pipe");
@@ -399,9 +415,27 @@ struct ConvertAttnToWSPass
                          << this->target << "' (expected sm_90a or sm_100a)";
       return signalPassFailure();
     }
-    ScheduleOptions knobs{*target, blockM,       blockN,
-                          stages,  producerRegs, consumerRegs,
-                          overlap, pingpong,     pInRegisters};
+    ScheduleOptions knobs{*target, blockM, blockN, stages, producerRegs,
+                          consumerRegs};
+    std::string overlapValue = overlap, pingpongValue = pingpong,
+                pInRegistersValue = pInRegisters;
+    for (auto [name, value, knob] :
+         {std::make_tuple("overlap", StringRef(overlapValue), &knobs.overlap),
+          std::make_tuple("pingpong", StringRef(pingpongValue),
+                          &knobs.pingpong),
+          std::make_tuple("p-in-registers", StringRef(pInRegistersValue),
+                          &knobs.pInRegisters)}) {
+      if (value == "true" || value == "1")
+        *knob = true;
+      else if (value == "false" || value == "0")
+        *knob = false;
+      else if (value != "auto") {
+        module.emitError() << "convert-attn-to-ws: option " << name
+                           << " must be auto, true or false, got '" << value
+                           << "'";
+        return signalPassFailure();
+      }
+    }
     for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
                            {"block-n", int64_t(blockN)},
                            {"stages", int64_t(stages)},
@@ -427,19 +461,19 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
-      if ((opts.overlap || opts.pingpong || opts.pInRegisters) &&
+      if ((*opts.overlap || *opts.pingpong || *opts.pInRegisters) &&
           *target != ws::Target::sm_90a) {
         op.emitOpError()
             << "overlap, pingpong and p-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
-      if (opts.pInRegisters && !spec.sparsity.isDense()) {
+      if (*opts.pInRegisters && !spec.sparsity.isDense()) {
         op.emitOpError() << "p-in-registers with a BLASST policy is not "
                             "implemented yet (P would have to leave the "
                             "skip region)";
         return signalPassFailure();
       }
-      if (opts.overlap &&
+      if (*opts.overlap &&
           (*target != ws::Target::sm_90a || spec.headDim > 128)) {
         op.emitOpError()
             << "overlap=true is not available here: "

@@ -7,7 +7,7 @@
 // Knobs that make the schedule invalid are refused by the ws verifiers with
 // the reason; unknown targets and options are refused up front.
 
-// SMEM: error: 'ws.kernel' op shared memory buffers need 327680 bytes, sm_90a allows at most 232448
+// SMEM: error: 'ws.kernel' op shared memory buffers need 393216 bytes, sm_90a allows at most 232448
 // SMEM: error: 'attn.attention' op the sm_90a schedule for this spec is invalid (see above)
 // REGS: error: 'ws.kernel' op register budgets need 68608 registers, a CTA has 65536
 // BLOCK: error: 'ws.kernel' op block_m must be a positive multiple of 64 and block_n a positive multiple of 16, got block_m = 128, block_n = 72

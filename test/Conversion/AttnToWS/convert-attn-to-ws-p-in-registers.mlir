@@ -1,4 +1,4 @@
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a p-in-registers=true" -verify-diagnostics | FileCheck %s
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a p-in-registers=true overlap=false" -verify-diagnostics | FileCheck %s
 // P in registers: each consumer's P is a register buffer (its 64 rows), the
 // P V product reads it; BLASST specs are refused for now.
 

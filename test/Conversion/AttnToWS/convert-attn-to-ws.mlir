@@ -1,8 +1,9 @@
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_90a | FileCheck %s --check-prefix=H100
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a overlap=false" | FileCheck %s --check-prefix=H100
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_100a | FileCheck %s --check-prefix=B200
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a block-n=64 stages=3" | FileCheck %s --check-prefix=KNOBS
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a overlap=true" | FileCheck %s --check-prefix=OVERLAP
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a pingpong=true" | FileCheck %s --check-prefix=PINGPONG
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a block-n=64 stages=3 overlap=false" | FileCheck %s --check-prefix=KNOBS
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a overlap=true p-in-registers=false" | FileCheck %s --check-prefix=OVERLAP
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a pingpong=true overlap=false" | FileCheck %s --check-prefix=PINGPONG
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_90a | FileCheck %s --check-prefix=DEFAULT
 // The default schedule of each target, the launch that replaces attn.attention,
 // and the schedule knobs.
 
@@ -95,6 +96,14 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 // block 0's softmax is the prologue; each iteration issues Q Kᵀ of block
 // n+1 and P V of block n, waits for the scores only (pending = 1), runs
 // block n+1's softmax during P V, then waits for O and rescales it.
+// The sm_90a default for dense head_dim <= 128 is this schedule with P in
+// registers and, at head_dim 128, FA3's block_n 176.
+// DEFAULT-LABEL: ws.kernel @overlap_kernel target = sm_90a, block_m = 128, block_n = 176
+// DEFAULT: ws.buffer @p regs [64, 176] bf16 stages 1
+// DEFAULT: ws.row_max @s {ahead = 1 : i64}
+// DEFAULT-NEXT: ws.softmax_update @s
+// DEFAULT-NEXT: ws.exp2_store_p @s -> @p
+// DEFAULT-NEXT: ws.mma_wait
 // OVERLAP-LABEL: ws.kernel @overlap_kernel
 // OVERLAP: ws.buffer @s regs [64, 128] f32 stages 1
 // OVERLAP: ws.role @consumer0

@@ -1,5 +1,5 @@
-// RUN: blasst-opt %s --convert-attn-to-ws=target=sm_90a --convert-ws-to-nvvm | FileCheck %s
-// RUN: blasst-opt %s --convert-attn-to-ws=target=sm_90a --convert-ws-to-nvvm=device-only | FileCheck %s --check-prefix=DEVICE
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a overlap=false" --convert-ws-to-nvvm | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a overlap=false" --convert-ws-to-nvvm=device-only | FileCheck %s --check-prefix=DEVICE
 // The sm_90a lowering of the default schedule: the kernel signature (ABI v1),
 // mbarrier rings, the warpgroup role split with setmaxnreg, TMA loads of
 // 64-column panels, wgmma for S = Q Kᵀ (K-major B) and O += P V (MN-major

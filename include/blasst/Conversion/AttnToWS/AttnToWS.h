@@ -20,12 +20,14 @@ struct ScheduleOptions {
   int64_t stages = 0;
   int64_t producerRegs = 0;
   int64_t consumerRegs = 0;
-  /// sm_90a: issue block n+1's Q Kᵀ before block n's softmax.
-  bool overlap = false;
+  /// sm_90a: FlashAttention-3's intra-warpgroup overlap (block n+1's
+  /// softmax while block n's P V runs). Unset: the target's default.
+  std::optional<bool> overlap;
   /// sm_90a: the two consumer warpgroups take turns for their GEMMs.
-  bool pingpong = false;
-  /// sm_90a: keep P in registers (wgmma with A from registers).
-  bool pInRegisters = false;
+  std::optional<bool> pingpong;
+  /// sm_90a: keep P in registers (wgmma with A from registers). Unset: the
+  /// target's default.
+  std::optional<bool> pInRegisters;
 };
 
 /// Fills the zero knobs of `opts` with the target's defaults for `spec`.
