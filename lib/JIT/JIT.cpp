@@ -218,8 +218,7 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
      << " consumer_regs=" << s.consumerRegs
      << " overlap=" << s.overlap.value_or(false)
      << " pingpong=" << s.pingpong.value_or(false)
-     << " p_in_registers=" << s.pInRegisters.value_or(false)
-     << "\n"
+     << " p_in_registers=" << s.pInRegisters.value_or(false) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();
   std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(

@@ -4,6 +4,7 @@ subset, on the same shapes in one run. Writes results.json and, when
 matplotlib is importable, plot.png.
 
 usage: python3 tools/bench/harness.py KERNEL_DIR BLASST_BENCH OUT_DIR [--quick]
+       [--seqs 4096,16384] [--no-flex]
 Shapes: seq 1K..64K with 32K tokens per batch (batch = max(1, 32K / seq)).
 """
 import json
@@ -86,6 +87,10 @@ def peers(batch, qh, kvh, seq, dim, causal, with_flex):
 def main():
     kdir, bench, out = sys.argv[1:4]
     quick = "--quick" in sys.argv
+    no_flex = "--no-flex" in sys.argv
+    seqs = SEQS[2::2] if quick else SEQS
+    if "--seqs" in sys.argv:
+        seqs = [int(x) for x in sys.argv[sys.argv.index("--seqs") + 1].split(",")]
     os.makedirs(out, exist_ok=True)
     rows = []
     for name in sorted(os.listdir(kdir)):
@@ -96,13 +101,14 @@ def main():
                     open(stem + ".spec").read().split() if "=" in kv)
         dim, qh, kvh = int(spec["head_dim"]), int(spec["q_heads"]), int(spec["kv_heads"])
         causal = spec["causal"] == "true"
-        for seq in (SEQS[2::2] if quick else SEQS):
+        for seq in seqs:
             batch = max(1, 32768 // seq)
             row = {"kernel": os.path.basename(stem), "dim": dim, "q_heads": qh,
                    "kv_heads": kvh, "causal": causal, "seq": seq, "batch": batch}
             row["blasst"] = blasst(bench, stem, batch, seq)
             row.update(peers(batch, qh, kvh, seq, dim, causal,
-                             with_flex=dim == 128 and seq in (4096, 16384)))
+                             with_flex=not no_flex and dim == 128
+                             and seq in (4096, 16384)))
             f = flops(batch, qh, seq, dim, causal)
             for key in ("cudnn", "fa2", "flex"):
                 if row.get(key):

@@ -29,12 +29,12 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   bool hopper = o.target == ws::Target::sm_90a;
   if (!o.blockM)
     o.blockM = hopper ? 128 : 256;
-  // sm_90a dense, head_dim <= 128: FlashAttention-3's schedule (the
-  // intra-warpgroup overlap with P in registers; block_n 176 at head_dim
-  // 128 as FA3), the fastest measured (docs/results/2026-11-29-fa3-overlap.md).
-  // BLASST kernels keep the plain schedule until the vote runs in the
-  // overlap; head_dim 256 does not fit its registers.
-  bool fa3 = hopper && spec.headDim <= 128 && spec.sparsity.isDense();
+  // sm_90a, head_dim <= 128: FlashAttention-3's schedule (the intra-
+  // warpgroup overlap with P in registers; block_n 176 at head_dim 128 as
+  // FA3), the fastest measured, dense and with BLASST
+  // (docs/results/2026-11-29-fa3-overlap.md, 2026-11-29-blasst-overlap.md).
+  // Head_dim 256 does not fit its registers.
+  bool fa3 = hopper && spec.headDim <= 128;
   if (!o.overlap.has_value())
     o.overlap = fa3;
   if (!o.pInRegisters.has_value())
@@ -415,8 +415,8 @@ struct ConvertAttnToWSPass
                          << this->target << "' (expected sm_90a or sm_100a)";
       return signalPassFailure();
     }
-    ScheduleOptions knobs{*target, blockM, blockN, stages, producerRegs,
-                          consumerRegs};
+    ScheduleOptions knobs{*target, blockM,       blockN,
+                          stages,  producerRegs, consumerRegs};
     std::string overlapValue = overlap, pingpongValue = pingpong,
                 pInRegistersValue = pInRegisters;
     for (auto [name, value, knob] :
@@ -465,12 +465,6 @@ struct ConvertAttnToWSPass
           *target != ws::Target::sm_90a) {
         op.emitOpError()
             << "overlap, pingpong and p-in-registers are sm_90a schedules";
-        return signalPassFailure();
-      }
-      if (*opts.pInRegisters && !spec.sparsity.isDense()) {
-        op.emitOpError() << "p-in-registers with a BLASST policy is not "
-                            "implemented yet (P would have to leave the "
-                            "skip region)";
         return signalPassFailure();
       }
       if (*opts.overlap &&

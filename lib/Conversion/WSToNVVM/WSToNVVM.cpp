@@ -101,10 +101,10 @@ FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
 struct RoleState {
   RoleOp role;
   bool inLoop = false;
-  bool afterLoop = false;   // Past the role's kv_loop (epilogue).
-  Value kvBlock;            // i32 KV block index inside the loop.
-  Value numBlocks;          // i32 number of KV blocks the CTA visits.
-  Value sNext;              // S of block n+1 (intra-warpgroup overlap).
+  bool afterLoop = false; // Past the role's kv_loop (epilogue).
+  Value kvBlock;          // i32 KV block index inside the loop.
+  Value numBlocks;        // i32 number of KV blocks the CTA visits.
+  Value sNext;            // S of block n+1 (intra-warpgroup overlap).
   /// The register tiles async wgmma groups write, oldest first: each is
   /// fenced when a ws.mma_wait retires its group.
   SmallVector<Value *> inflight;
@@ -119,8 +119,11 @@ struct RoleState {
   Value mBlock[2], mUse[2], corr[2];
   Value rowIdx[2]; // Global query row of each fragment row.
   // BLASST.
-  Value threshold; // log2(lambda) for this sequence.
-  Value skip;      // i1: this block is skipped (warpgroup-uniform).
+  Value threshold;  // log2(lambda) for this sequence.
+  Value skip;       // i1: this block is skipped (warpgroup-uniform).
+  Value scoresReal; // i1 when the scores may be of a block past the end.
+  bool inSkipRegion = false;      // Emitting a ws.unless_skipped body.
+  bool commitAfterRegion = false; // An async wgmma in it awaits its commit.
   bool stats = false;
   Value visited, skipped; // i32 block counters (loop-carried).
 
@@ -636,9 +639,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   //  - the correction factors and P in registers, when block 0's softmax
   //    is the prologue and the loop's softmax works one block ahead.
   bool softmaxAhead = false, qkAhead = false;
-  loop.walk([&](RowMaxOp r) {
-    softmaxAhead |= r.getAhead() && *r.getAhead() == 1;
-  });
+  loop.walk(
+      [&](RowMaxOp r) { softmaxAhead |= r.getAhead() && *r.getAhead() == 1; });
   loop.walk([&](MmaOp m) {
     qkAhead |= m.getKind() == MmaKind::qk && m.getAhead() && *m.getAhead() == 1;
   });
@@ -653,6 +655,27 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
       correctFirst = true;
   });
   bool carryCorr = compute && st.corr[0] && correctFirst;
+  // A skip region before the body's vote (the overlap schedule: P V of block
+  // n, decided when block n's scores were voted on in the previous
+  // iteration) reads the decision across the back-edge; block 0 is never
+  // skipped (the running max is still -inf when it is voted on).
+  bool carrySkip = false;
+  {
+    bool sawVote = false;
+    for (Operation &op : loop.getBody().front()) {
+      sawVote |= isa<VoteOp>(op);
+      carrySkip |= isa<UnlessSkippedOp>(op) && !sawVote;
+    }
+    carrySkip &= sawVote && compute;
+  }
+  if (carrySkip) {
+    st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+    // Block 0 (the prologue's softmax) is visited and never skipped; the
+    // loop's votes count blocks 1.. (and not the block past the end).
+    if (st.stats)
+      st.visited = arith::ExtUIOp::create(
+          b, loc, i32, cmp(arith::CmpIPredicate::sgt, st.numBlocks, c32(0)));
+  }
   size_t numP = compute ? st.pRegs.size() : 0;
   SmallVector<Value> init;
   if (compute)
@@ -664,6 +687,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   if (carryCorr)
     init.append({st.corr[0], st.corr[1]});
   init.append(st.pRegs.begin(), st.pRegs.begin() + numP);
+  if (carrySkip)
+    init.push_back(st.skip);
   auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
@@ -688,6 +713,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     }
     for (size_t i = 0; i < numP; ++i)
       st.pRegs[i] = vals[k++];
+    if (carrySkip)
+      st.skip = vals[k++];
   };
   unpack(forOp.getRegionIterArgs());
   st.sNext = Value();
@@ -719,6 +746,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
              << "carries P in registers from the prologue but its body "
                 "computes no P for the next iteration";
     yields.append(st.pRegs.begin(), st.pRegs.begin() + numP);
+    if (carrySkip)
+      yields.push_back(st.skip);
     scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
@@ -942,7 +971,10 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
         NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
         NVVM::MMALayoutAttr::get(ctx, layoutB), NVVM::MMAIntOverflowAttr());
   }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  if (op.getAsync() && st.inSkipRegion)
+    st.commitAfterRegion = true;
+  else
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   if (!op.getAsync())
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   Value result = accIn;
@@ -950,7 +982,7 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     scf::YieldOp::create(b, loc, result);
     result = guardIf.getResult(0);
   }
-  Value *target = !qk                                   ? &st.o
+  Value *target = !qk                                      ? &st.o
                   : (op.getAhead() && *op.getAhead() == 1) ? &st.sNext
                                                            : &st.s;
   *target = result;
@@ -1032,8 +1064,11 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   Value qRow0 = add(roleRow0, rowInTile);
   // Before the loop: block 0. A block past the end is fully masked below.
   Value block = st.inLoop ? st.kvBlock : c32(0);
-  if (next)
+  st.scoresReal = Value();
+  if (next) {
     block = add(block, c32(1));
+    st.scoresReal = cmp(arith::CmpIPredicate::slt, block, st.numBlocks);
+  }
   Value keyBlock = mul(block, c32(blockN));
   Value keyBase = add(keyBlock, colInBlock);
   Value seqKV = param(kSeqKV);
@@ -1124,9 +1159,6 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
                             << op.getScoresAttr() << " differ in width";
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
   if (p.getSpace() == MemorySpace::regs) {
-    if (op->getParentOfType<UnlessSkippedOp>())
-      return op.emitOpError() << "P in registers cannot leave a skip region "
-                                 "yet (keep P in shared memory with BLASST)";
     return emitExp2ToRegisters(op, st, n);
   }
   if (p.getSpace() != MemorySpace::smem)
@@ -1349,8 +1381,15 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
                            warpAll})
                 .getResult(0);
   if (st.stats) {
-    st.visited = add(st.visited, c32(1));
-    st.skipped = add(st.skipped, arith::ExtUIOp::create(b, loc, i32, st.skip));
+    // A block past the end (the overlap schedule's last look-ahead) is
+    // masked out, "skipped" and not counted.
+    Value counted =
+        st.scoresReal ? st.scoresReal
+                      : arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    Value skipCounted = arith::AndIOp::create(b, loc, st.skip, counted);
+    st.visited = add(st.visited, arith::ExtUIOp::create(b, loc, i32, counted));
+    st.skipped =
+        add(st.skipped, arith::ExtUIOp::create(b, loc, i32, skipCounted));
   }
   return success();
 }
@@ -1359,27 +1398,71 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
                                              RoleState &st) {
   if (!st.skip)
     return op.emitOpError() << "needs a preceding ws.vote";
+  // What leaves the region: the running state, and the correction factors
+  // and P in registers when the region computes them (the overlap schedule
+  // uses them after the region: identity and unused on the skip path).
+  Block &body = op.getBody().front();
+  bool update = !body.getOps<SoftmaxUpdateOp>().empty();
+  int64_t numP = 0;
+  for (auto e : body.getOps<Exp2StoreOp>())
+    if (bufferOf(e.getPAttr()).getSpace() == MemorySpace::regs)
+      numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
   SmallVector<Value> before = st.carried();
+  // (mUse: what exp2 subtracts; unused on the skip path.)
+  if (update)
+    before.append({cf(1.0f), cf(1.0f), cf(0.0f), cf(0.0f)});
+  for (int64_t i = 0; i < numP; ++i)
+    before.push_back(int64_t(st.pRegs.size()) == numP
+                         ? st.pRegs[i]
+                         : Value(LLVM::UndefOp::create(b, loc, i32)));
+  auto results = [&]() {
+    SmallVector<Value> v = st.carried();
+    if (update)
+      v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
+    if (numP)
+      v.append(st.pRegs.begin(), st.pRegs.end());
+    return v;
+  };
   SmallVector<Type> types;
   for (Value v : before)
     types.push_back(v.getType());
   Value keep = arith::XOrIOp::create(
       b, loc, st.skip, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
   auto ifOp = scf::IfOp::create(b, loc, types, keep, /*withElseRegion=*/true);
+  st.commitAfterRegion = false;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    if (failed(emitSteps(op.getBody().front(), st)))
+    st.inSkipRegion = true;
+    LogicalResult emitted = emitSteps(body, st);
+    st.inSkipRegion = false;
+    if (failed(emitted))
       return failure();
-    scf::YieldOp::create(b, loc, st.carried());
+    if (update && !st.corr[0])
+      return op.emitOpError() << "computes no correction factors";
+    if (numP && int64_t(st.pRegs.size()) != numP)
+      return op.emitOpError() << "computes no P in registers";
+    scf::YieldOp::create(b, loc, results());
     // A skipped block leaves the running state as it was (correction 1).
     b.setInsertionPointToStart(ifOp.elseBlock());
     scf::YieldOp::create(b, loc, before);
   }
-  st.setCarried(ifOp.getResults());
+  ValueRange r = ifOp.getResults();
+  st.setCarried(r.take_front(5));
   // Values computed inside do not exist on the skip path.
-  for (int i = 0; i < 2; ++i)
-    st.corr[i] = st.mUse[i] = Value();
+  if (update)
+    for (int i = 0; i < 2; ++i) {
+      st.corr[i] = r[5 + i];
+      st.mUse[i] = r[7 + i];
+    }
+  if (numP)
+    st.pRegs.assign(r.begin() + 5 + (update ? 4 : 0), r.end());
+  // An async wgmma inside commits its group here, on both paths (an empty
+  // group when skipped), so the group count a later wait sees does not
+  // depend on the path.
+  if (st.commitAfterRegion)
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  st.commitAfterRegion = false;
   return success();
 }
 

@@ -844,7 +844,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
   ws.buffer @o regs [64, 64] f32 stages 1
   ws.role @c compute warps [0, 4) {
     ws.kv_loop {
-      // expected-error @below {{needs a preceding ws.vote in the same kv_loop}}
+      // expected-error @below {{needs a ws.vote in the same kv_loop}}
       ws.unless_skipped {
         ws.correct @o
       }

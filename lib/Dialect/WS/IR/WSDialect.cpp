@@ -631,13 +631,12 @@ LogicalResult VoteOp::verify() {
 }
 
 LogicalResult UnlessSkippedOp::verify() {
+  // The decision is the latest vote: earlier in this block, or, for a
+  // region before the loop's vote, the previous iteration's (the overlap
+  // schedule votes on block n+1 after its row_max {ahead = 1}).
   auto loop = cast<KVLoopOp>((*this)->getParentOp());
-  bool voted = false;
-  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
-    voted |= isa<VoteOp>(op);
-  (void)loop;
-  if (!voted)
-    return emitOpError() << "needs a preceding ws.vote in the same kv_loop";
+  if (loop.getBody().front().getOps<VoteOp>().empty())
+    return emitOpError() << "needs a ws.vote in the same kv_loop";
   for (Operation &op : getBody().front())
     if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp,
             TurnWaitOp, TurnPassOp>(op))

@@ -54,11 +54,16 @@ LogicalResult InsertVotePass::rewriteLoop(KVLoopOp loop,
   VoteOp::create(b, rowMax.getLoc(), rowMax.getScoresAttr(),
                  spec.stats ? b.getUnitAttr() : UnitAttr());
 
-  // Wrap maximal runs of skippable steps after the vote.
+  // Wrap maximal runs of skippable steps after the vote. When the loop's
+  // softmax works one block ahead (the overlap schedule), the steps before
+  // the row_max (P V of block n) belong to the block the previous
+  // iteration voted on: wrap those too.
+  bool ahead = rowMax.getAhead() && *rowMax.getAhead() == 1;
   SmallVector<SmallVector<Operation *>> runs;
   SmallVector<Operation *> current;
-  for (Operation *op = rowMax->getNextNode()->getNextNode(); op;
-       op = op->getNextNode()) {
+  Operation *first =
+      ahead ? &body.front() : rowMax->getNextNode()->getNextNode();
+  for (Operation *op = first; op; op = op->getNextNode()) {
     if (isSkippable(op)) {
       current.push_back(op);
       continue;

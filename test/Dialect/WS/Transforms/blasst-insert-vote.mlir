@@ -1,5 +1,5 @@
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote | FileCheck %s
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-insert-vote | FileCheck %s
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=overlap=false --blasst-insert-vote | FileCheck %s
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=overlap=false --blasst-insert-vote --blasst-insert-vote | FileCheck %s
 // The vote goes right after the block's row max; the skippable steps are
 // wrapped, every acquire/release stays outside; the pass is idempotent.
 

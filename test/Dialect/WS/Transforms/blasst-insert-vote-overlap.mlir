@@ -1,0 +1,54 @@
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a overlap=true" --blasst-insert-vote | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a overlap=true" --blasst-insert-vote --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// BLASST in the overlap schedule (the sm_90a default at head_dim <= 128):
+// the loop's softmax is block n+1's, so the vote after row_max {ahead = 1}
+// decides block n+1; the P V of block n at the top of the next iteration
+// is wrapped too and reads that decision across the back-edge. The waits,
+// acquires and releases stay on both paths; O is rescaled only for kept
+// blocks.
+
+// CHECK-LABEL: ws.kernel @sparse_kernel
+// CHECK: ws.role @consumer0
+// The prologue (block 0: the running max is -inf, never skipped).
+// CHECK: ws.row_max @s
+// CHECK-NEXT: ws.softmax_update @s
+// CHECK-NEXT: ws.exp2_store_p @s -> @p
+// CHECK-NEXT: ws.kv_loop {
+// CHECK-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
+// CHECK-NEXT: ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+// CHECK-NEXT: ws.acquire @v_pipe
+// CHECK-NEXT: ws.unless_skipped {
+// CHECK-NEXT: ws.mma pv @p, @v -> @o {async}
+// CHECK-NEXT: }
+// CHECK-NEXT: ws.mma_wait {pending = 1 : i64}
+// CHECK-NEXT: ws.release @k_pipe {ahead = 1 : i64}
+// CHECK-NEXT: ws.row_max @s {ahead = 1 : i64}
+// CHECK-NEXT: ws.vote @s {stats}
+// CHECK-NEXT: ws.unless_skipped {
+// CHECK-NEXT: ws.softmax_update @s
+// CHECK-NEXT: ws.exp2_store_p @s -> @p
+// CHECK-NEXT: }
+// CHECK-NEXT: ws.mma_wait
+// CHECK-NEXT: ws.release @v_pipe
+// CHECK-NEXT: ws.unless_skipped {
+// CHECK-NEXT: ws.correct @o
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+// The skip flag is a loop-carried i1 (false for block 0); the P V's commit
+// is outside its branch so wgmma.wait_group 1 counts the same groups on
+// both paths.
+// LLVM-LABEL: llvm.func @sparse_kernel
+// LLVM: scf.for {{.*}} iter_args({{.*}}) -> ({{.*}}i1)
+// LLVM: scf.yield %{{[0-9]+}}, %arg{{[0-9]+}}, %arg
+// LLVM-NEXT: } else {
+// LLVM-NEXT: scf.yield %arg
+// LLVM-NEXT: }
+// LLVM-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// LLVM-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// LLVM: nvvm.vote.sync all
+// LLVM: llvm.nvvm.barrier.cta.red.and.aligned.count
+func.func @sparse(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>, %s: memref<?x8x2xi64>) {
+  attn.attention %q, %k, %v -> %o stats(%s : memref<?x8x2xi64>) spec(<head_dim = 128, q_heads = 8, kv_heads = 8, sparsity = blasst(ln_lambda = -8.0), stats = true>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
+  return
+}
