@@ -92,7 +92,7 @@ static cl::opt<cl::boolOrDefault>
     overlap("overlap",
             cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
                      "runs while block n's P V is on the tensor cores); "
-                     "default: on for dense head_dim <= 128, "
+                     "default: on for head_dim <= 128, "
                      "--overlap=false for the plain schedule"),
             cl::cat(cat));
 

@@ -467,14 +467,17 @@ struct ConvertAttnToWSPass
             << "overlap, pingpong and p-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
-      if (*opts.overlap &&
-          (*target != ws::Target::sm_90a || spec.headDim > 128)) {
+      // Above head_dim 128, O alone takes head_dim / 2 registers per
+      // thread: S, P and O fit 240 only with 64-key blocks.
+      if (*opts.overlap && (*target != ws::Target::sm_90a ||
+                            (spec.headDim > 128 && opts.blockN > 64))) {
         op.emitOpError()
             << "overlap=true is not available here: "
             << (*target != ws::Target::sm_90a
                     ? "it is an sm_90a schedule"
                     : "S, O and P in flight together do not fit the "
-                      "consumers' 240 registers at head_dim > 128");
+                      "consumers' 240 registers at head_dim > 128 with "
+                      "block_n > 64");
         return signalPassFailure();
       }
       auto func = op->getParentOfType<FunctionOpInterface>();
