@@ -89,6 +89,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.overlap = knob(opts.overlap);
   passOpts.pingpong = knob(opts.pingpong);
   passOpts.pInRegisters = knob(opts.pInRegisters);
+  passOpts.persistent = knob(opts.persistent);
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

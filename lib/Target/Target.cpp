@@ -221,6 +221,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
                                      "' lacks the integer attribute " + attr);
     *slot = int(value.getInt());
   }
+  k.persistent = kernelFunc->hasAttr("blasst.persistent");
   return k;
 }
 

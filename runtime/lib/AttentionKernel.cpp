@@ -85,11 +85,13 @@ const IntKey kIntKeys[] = {
     {"threads", &KernelInfo::threads, 1, 1024, "threads per CTA"},
     {"smem_bytes", &KernelInfo::smemBytes, 0, INT_MAX,
      "dynamic shared memory per CTA"},
+    {"persistent", &KernelInfo::persistent, 0, 1,
+     "1: CTAs stay resident and walk the tiles; optional, default 0"},
 };
 
-const char *const kKnownKeys[] = {"abi_version", "kernel",          "target",
-                                  "block_m",     "block_n",         "threads",
-                                  "smem_bytes",  "compiler_version"};
+const char *const kKnownKeys[] = {
+    "abi_version", "kernel",     "target",           "block_m",   "block_n",
+    "threads",     "smem_bytes", "compiler_version", "persistent"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -188,7 +190,10 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
   out += "kernel = " + info.kernelName + "\n";
   out += "target = " + info.target + "\n";
   for (const IntKey &k : kIntKeys)
-    out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
+    // (persistent is optional: written only when set, so the metadata of
+    // the one-CTA-per-tile kernels reads as before.)
+    if (k.field != &KernelInfo::persistent || info.persistent)
+      out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
   return out;
@@ -529,6 +534,7 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   result.kernelInfo = info;
   result.kernelSpec = spec;
   result.ctx = context.get();
+  result.numSMs = context.info().multiprocessorCount;
   *out = std::move(result);
   return Status::success();
 }
@@ -563,6 +569,7 @@ Status AttentionKernel::loadFiles(const Context &context,
   result.kernelInfo = std::move(info);
   result.kernelSpec = std::move(*spec.spec);
   result.ctx = context.get();
+  result.numSMs = context.info().multiprocessorCount;
   *out = std::move(result);
   return Status::success();
 }
@@ -622,6 +629,17 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.log2Threshold = log2Threshold;
   launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
                      unsigned(args.numQHeads), unsigned(args.batch));
+  if (kernelInfo.persistent) {
+    // One resident CTA per SM (the schedules use most of the shared memory),
+    // shared among the batch entries (grid z); each walks its entry's tiles.
+    if (numSMs < 1)
+      return Status::error(doing + "the device's SM count is unknown");
+    int64_t tiles = int64_t(launch.grid.x) * args.numQHeads;
+    int64_t perBatch =
+        std::max<int64_t>(1, numSMs / std::max<int64_t>(1, args.batch));
+    launch.grid =
+        Dim3(unsigned(std::min(tiles, perBatch)), 1u, unsigned(args.batch));
+  }
   launch.block = Dim3(unsigned(kernelInfo.threads));
   launch.smemBytes = size_t(kernelInfo.smemBytes);
   *out = launch;

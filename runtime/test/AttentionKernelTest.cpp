@@ -45,7 +45,7 @@ bool sameInfo(const KernelInfo &a, const KernelInfo &b) {
   return a.abiVersion == b.abiVersion && a.kernelName == b.kernelName &&
          a.target == b.target && a.blockM == b.blockM && a.blockN == b.blockN &&
          a.threads == b.threads && a.smemBytes == b.smemBytes &&
-         a.compilerVersion == b.compilerVersion;
+         a.persistent == b.persistent && a.compilerVersion == b.compilerVersion;
 }
 
 /// A fresh directory under $TMPDIR (or /tmp), removed by the destructor.
@@ -92,6 +92,16 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   EXPECT_EQ(text.find("compiler_version"), std::string::npos);
   ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
   EXPECT_TRUE(sameInfo(info, parsed));
+
+  // persistent is optional: written only when set, read back, 0..1.
+  EXPECT_EQ(text.find("persistent"), std::string::npos);
+  info.persistent = 1;
+  text = formatKernelInfo(info);
+  EXPECT_NE(text.find("persistent = 1\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_TRUE(sameInfo(info, parsed));
+  std::string bad = formatKernelInfo(sampleInfo()) + "persistent = 2\n";
+  EXPECT_FALSE(succeeds(parseKernelInfo(bad, "x.meta", &parsed)));
 }
 
 TEST(KernelInfoTest, WriteAndReadFile) {

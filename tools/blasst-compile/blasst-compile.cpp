@@ -88,6 +88,11 @@ static cl::opt<cl::boolOrDefault>
              cl::desc("sm_90a: the consumer warpgroups take turns for their "
                       "GEMMs (one's softmax overlaps the other's GEMMs)"),
              cl::cat(cat));
+static cl::opt<cl::boolOrDefault> persistent(
+    "persistent",
+    cl::desc("sm_90a: persistent CTAs walking the (query block, head) tiles, "
+             "longest causal tiles first; default: off"),
+    cl::cat(cat));
 static cl::opt<cl::boolOrDefault>
     overlap("overlap",
             cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
@@ -223,6 +228,7 @@ int main(int argc, char **argv) {
     opts.overlap = knob(overlap);
     opts.pingpong = knob(pingpong);
     opts.pInRegisters = knob(pInRegisters);
+    opts.persistent = knob(persistent);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");
@@ -279,6 +285,7 @@ int main(int argc, char **argv) {
     info.blockN = lowered->blockN;
     info.threads = lowered->threads;
     info.smemBytes = lowered->smemBytes;
+    info.persistent = lowered->persistent ? 1 : 0;
     info.compilerVersion = "blasst " BLASST_VERSION_STRING;
     std::string stem = output;
     if (StringRef(stem).ends_with(".cubin"))

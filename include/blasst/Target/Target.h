@@ -39,6 +39,7 @@ mlir::FailureOr<std::string> translateToPTX(mlir::ModuleOp module,
 struct LoweredKernel {
   std::string name;
   int blockM = 0, blockN = 0, threads = 0, smemBytes = 0;
+  bool persistent = false; ///< Grid x = resident CTAs walking the tiles.
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

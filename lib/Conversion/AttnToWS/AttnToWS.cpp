@@ -41,6 +41,8 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.pInRegisters = fa3 && *o.overlap;
   if (!o.pingpong.has_value())
     o.pingpong = false;
+  if (!o.persistent.has_value())
+    o.persistent = false;
   // (Ping-pong on top of the overlap spills at block_n 176; with P in shared
   // memory it does not fit.)
   bool wide = fa3 && *o.overlap && *o.pInRegisters && !*o.pingpong &&
@@ -390,7 +392,8 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
   auto kernel = KernelOp::create(
       b, loc, b.getStringAttr(name), TargetAttr::get(ctx, opts.target),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
-      attn::SpecAttr::fromSpec(ctx, spec));
+      attn::SpecAttr::fromSpec(ctx, spec),
+      opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -418,13 +421,15 @@ struct ConvertAttnToWSPass
     ScheduleOptions knobs{*target, blockM,       blockN,
                           stages,  producerRegs, consumerRegs};
     std::string overlapValue = overlap, pingpongValue = pingpong,
-                pInRegistersValue = pInRegisters;
+                pInRegistersValue = pInRegisters, persistentValue = persistent;
     for (auto [name, value, knob] :
          {std::make_tuple("overlap", StringRef(overlapValue), &knobs.overlap),
           std::make_tuple("pingpong", StringRef(pingpongValue),
                           &knobs.pingpong),
           std::make_tuple("p-in-registers", StringRef(pInRegistersValue),
-                          &knobs.pInRegisters)}) {
+                          &knobs.pInRegisters),
+          std::make_tuple("persistent", StringRef(persistentValue),
+                          &knobs.persistent)}) {
       if (value == "true" || value == "1")
         *knob = true;
       else if (value == "false" || value == "0")
@@ -465,6 +470,18 @@ struct ConvertAttnToWSPass
           *target != ws::Target::sm_90a) {
         op.emitOpError()
             << "overlap, pingpong and p-in-registers are sm_90a schedules";
+        return signalPassFailure();
+      }
+      if (*opts.persistent && spec.headDim > 128) {
+        op.emitOpError() << "persistent=true is not available at head_dim > "
+                            "128 yet: ptxas spills the consumers' registers";
+        return signalPassFailure();
+      }
+      if (*opts.persistent && *opts.overlap) {
+        op.emitOpError()
+            << "persistent=true with the overlap schedule is not available "
+               "yet: the tile loop around it makes ptxas spill the consumers' "
+               "registers; use overlap=false";
         return signalPassFailure();
       }
       // Above head_dim 128, O alone takes head_dim / 2 registers per

@@ -254,7 +254,9 @@ private:
   std::pair<Value, Value> stagePhaseAt(PipeOp pipe, Value block) {
     int64_t depth = pipe.getDepth();
     if (!block)
-      return {c32(0), c32(0)};
+      return {c32(0), tileParity ? tileParity : c32(0)};
+    if (blockBase)
+      block = add(block, blockBase);
     Value stage = remu(block, c32(depth));
     Value phase =
         arith::AndIOp::create(b, loc, divu(block, c32(depth)), c32(1));
@@ -287,6 +289,7 @@ private:
   void emitPrologue();
   LogicalResult emitRole(RoleOp role);
   LogicalResult emitSteps(Block &block, RoleState &st);
+  LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
   LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
   Value numKVBlocks();
@@ -367,6 +370,9 @@ private:
   LLVM::LLVMFuncOp func;
   Value smemBase, smemBase32;
   Value tid, warp, lane, mBlock, head, batch, kvHead;
+  /// Persistent kernels, inside a role's tile loop: KV blocks the CTA
+  /// streamed before this tile, and the tile count's parity (Q's phase).
+  Value blockBase, tileParity;
   int64_t nextBarrierId = 1; // 0 is __syncthreads.
   /// Pipes that carry one stage per KV block (acquired in a kv_loop).
   llvm::SmallDenseSet<Operation *> perBlockPipes;
@@ -456,6 +462,8 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   // What the host needs to launch it (blasst-compile writes <stem>.meta).
   func->setAttr("blasst.smem_bytes", b.getI64IntegerAttr(layout.totalBytes));
   func->setAttr("blasst.threads", b.getI64IntegerAttr(threads));
+  if (kernel.getPersistent())
+    func->setAttr("blasst.persistent", b.getUnitAttr());
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());
@@ -570,7 +578,62 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
            << "role kind '" << stringifyRoleKind(role.getKind())
            << "' is not lowered on sm_90a (load and compute roles are)";
   }
-  return emitSteps(role.getBody().front(), st);
+  if (!kernel.getPersistent())
+    return emitSteps(role.getBody().front(), st);
+  return emitPersistentRole(role, st);
+}
+
+/// A persistent CTA walks the (query block, q head) tiles of its batch entry
+/// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the longest causal tiles
+/// (the last query blocks) first. The role's steps run once per tile; the
+/// K/V rings continue across tiles (a loop-carried count of the blocks
+/// already streamed), the Q pipe flips phase per tile.
+LogicalResult SM90Emitter::emitPersistentRole(RoleOp role, RoleState &st) {
+  Value numMBlocks = divu(add(param(kSeqQ), c32(blockM - 1)), c32(blockM));
+  Value tiles = mul(numMBlocks, c32(spec.numQHeads));
+  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value stride = NVVM::GridDimXOp::create(b, loc, i32);
+  auto forOp = scf::ForOp::create(b, loc, first, tiles, stride,
+                                  ValueRange{c32(0), c32(0)});
+  Value savedM = mBlock, savedHead = head, savedKV = kvHead;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value tile = forOp.getInductionVar();
+    mBlock = sub(sub(numMBlocks, c32(1)), divu(tile, c32(spec.numQHeads)));
+    head = remu(tile, c32(spec.numQHeads));
+    kvHead = divu(head, c32(spec.gqaRatio()));
+    blockBase = forOp.getRegionIterArgs()[0];
+    tileParity = forOp.getRegionIterArgs()[1];
+    // Per-tile state.
+    st.inLoop = st.afterLoop = false;
+    st.s = st.sNext = st.skip = st.scoresReal = Value();
+    st.pRegs.clear();
+    st.inflight.clear();
+    for (int i = 0; i < 2; ++i)
+      st.mBlock[i] = st.mUse[i] = st.corr[i] = Value();
+    st.numBlocks = numKVBlocks();
+    if (st.role.getKind() == RoleKind::compute) {
+      st.o = LLVM::ZeroOp::create(b, loc, accType(spec.headDimV));
+      for (int i = 0; i < 2; ++i) {
+        st.m[i] = cf(-INFINITY);
+        st.l[i] = cf(0.0f);
+      }
+      if (st.stats)
+        st.visited = st.skipped = c32(0);
+    }
+    Value streamed = add(blockBase, st.numBlocks);
+    if (failed(emitSteps(role.getBody().front(), st)))
+      return failure();
+    scf::YieldOp::create(b, loc,
+                         ValueRange{streamed, arith::XOrIOp::create(
+                                                  b, loc, tileParity, c32(1))});
+  }
+  mBlock = savedM;
+  head = savedHead;
+  kvHead = savedKV;
+  blockBase = tileParity = Value();
+  return success();
 }
 
 LogicalResult SM90Emitter::emitSteps(Block &block, RoleState &st) {

@@ -10,6 +10,10 @@ for dtype in bf16 f16; do
     for heads in "16 16" "16 4" "8 1"; do
       for causal in false true; do
         read -r qh kvh <<<"$heads"
+        # Persistent kernels are for head_dim <= 128 (registers).
+        if [[ " ${extra[*]-} " == *" --persistent "* && $hd -gt 128 ]]; then
+          continue
+        fi
         # LSE on for every other combination to cover both epilogues.
         lse=$([[ $(( (n / 2) % 2 )) -eq 0 ]] && echo true || echo false)
         name="${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"

@@ -25,6 +25,8 @@ struct ScheduleOptions {
   std::optional<bool> overlap;
   /// sm_90a: the two consumer warpgroups take turns for their GEMMs.
   std::optional<bool> pingpong;
+  /// sm_90a: CTAs stay resident and walk the tiles (longest causal first).
+  std::optional<bool> persistent;
   /// sm_90a: keep P in registers (wgmma with A from registers). Unset: the
   /// target's default.
   std::optional<bool> pInRegisters;

@@ -118,6 +118,15 @@ LogicalResult KernelOp::verifyRegions() {
   SmallVector<RoleOp> roles(getBody().getOps<RoleOp>());
   if (roles.empty())
     return emitOpError() << "has no ws.role";
+  if (getPersistent()) {
+    if (getTarget() != Target::sm_90a)
+      return emitOpError() << "persistent is implemented for sm_90a only";
+    // An order's first role starts with the turn; a second tile would need
+    // the turn handed back across tiles.
+    if (!getBody().getOps<OrderOp>().empty())
+      return emitOpError() << "persistent cannot be combined with ws.order "
+                              "(ping-pong) yet";
+  }
 
   // Warp ranges are disjoint.
   for (auto [i, a] : llvm::enumerate(roles))

@@ -182,6 +182,7 @@ private:
   KernelInfo kernelInfo;
   AttentionSpec kernelSpec;
   CUcontext ctx = nullptr; // made current before each launch
+  int numSMs = 0;          // the device's, for persistent grids
 };
 
 } // namespace blasst::rt

@@ -59,6 +59,9 @@ struct KernelInfo {
   int blockN = 0;         ///< Keys per KV block.
   int threads = 0;        ///< Threads per CTA.
   int smemBytes = 0;      ///< Dynamic shared memory per CTA.
+  /// 1: a persistent kernel (grid x = resident CTAs that walk the (query
+  /// block, q head) tiles of their batch entry); 0: one CTA per tile.
+  int persistent = 0;
   std::string compilerVersion;
 };
 

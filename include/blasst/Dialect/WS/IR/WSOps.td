@@ -81,15 +81,20 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     register budgets per warpgroup consistent and within the 64K registers
     of a CTA, shared memory within the target's limit, tensor memory only on
     sm_100a and within 512 columns.
+
+    With `persistent`, a CTA stays resident and walks the (query block, q
+    head) tiles of its batch entry, longest causal tiles first; the roles'
+    steps run once per tile and the K/V rings continue across tiles.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, WS_TargetEnum:$target,
                        I64Attr:$block_m, I64Attr:$block_n,
-                       Attn_SpecAttr:$spec);
+                       Attn_SpecAttr:$spec, UnitAttr:$persistent);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
-    $block_n `,` `spec` `=` $spec attr-dict-with-keyword $body
+    $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
+    attr-dict-with-keyword $body
   }];
     let extraClassDeclaration = [{
     /// Number of warps the CTA launches (roles rounded up to warpgroups).

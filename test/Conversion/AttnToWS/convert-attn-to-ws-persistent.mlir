@@ -1,0 +1,23 @@
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true overlap=false" | FileCheck %s
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true overlap=false" --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true" 2>&1 | FileCheck %s --check-prefix=OVERLAP
+// RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true overlap=false pingpong=true" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// A persistent kernel: CTAs stay resident and walk the (query block, head)
+// tiles of their batch entry, longest causal tiles first.
+
+// CHECK: ws.kernel @causal_kernel target = sm_90a, block_m = 128, block_n = 128, spec = <{{.*}}> persistent {
+
+// The tile loop: ctaid.x, +nctaid.x, up to ceil(seq_q / block_m) * q_heads;
+// the query block counts down (longest causal tiles first); the K/V rings'
+// block count and Q's phase are carried across tiles.
+// LLVM-LABEL: llvm.func @causal_kernel
+// LLVM-SAME: blasst.persistent
+// LLVM: nvvm.read.ptx.sreg.nctaid.x
+// LLVM: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32)
+
+// OVERLAP: persistent=true with the overlap schedule is not available yet
+// PINGPONG: 'ws.kernel' op persistent cannot be combined with ws.order (ping-pong) yet
+func.func @causal(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>, %o: memref<?x?x8x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 2, causal = true>) : memref<?x?x8x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x8x128xbf16>
+  return
+}
