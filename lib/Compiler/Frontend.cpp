@@ -83,13 +83,10 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.stages = opts.stages;
   passOpts.producerRegs = opts.producerRegs;
   passOpts.consumerRegs = opts.consumerRegs;
-  auto knob = [](std::optional<bool> v) -> std::string {
-    return v ? (*v ? "true" : "false") : "auto";
-  };
-  passOpts.overlap = knob(opts.overlap);
-  passOpts.pingpong = knob(opts.pingpong);
-  passOpts.pInRegisters = knob(opts.pInRegisters);
-  passOpts.persistent = knob(opts.persistent);
+  passOpts.overlap = printScheduleKnob(opts.overlap);
+  passOpts.pingpong = printScheduleKnob(opts.pingpong);
+  passOpts.pInRegisters = printScheduleKnob(opts.pInRegisters);
+  passOpts.persistent = printScheduleKnob(opts.persistent);
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

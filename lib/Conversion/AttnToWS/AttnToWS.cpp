@@ -24,6 +24,22 @@ using namespace mlir;
 using namespace blasst;
 using namespace blasst::ws;
 
+std::string blasst::printScheduleKnob(std::optional<bool> knob) {
+  return knob ? (*knob ? "true" : "false") : "auto";
+}
+
+bool blasst::parseScheduleKnob(StringRef text, std::optional<bool> *knob) {
+  if (text == "true" || text == "1")
+    *knob = true;
+  else if (text == "false" || text == "0")
+    *knob = false;
+  else if (text == "auto")
+    *knob = std::nullopt;
+  else
+    return false;
+  return true;
+}
+
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
   bool hopper = o.target == ws::Target::sm_90a;
@@ -420,27 +436,17 @@ struct ConvertAttnToWSPass
     }
     ScheduleOptions knobs{*target, blockM,       blockN,
                           stages,  producerRegs, consumerRegs};
-    std::string overlapValue = overlap, pingpongValue = pingpong,
-                pInRegistersValue = pInRegisters, persistentValue = persistent;
     for (auto [name, value, knob] :
-         {std::make_tuple("overlap", StringRef(overlapValue), &knobs.overlap),
-          std::make_tuple("pingpong", StringRef(pingpongValue),
-                          &knobs.pingpong),
-          std::make_tuple("p-in-registers", StringRef(pInRegistersValue),
-                          &knobs.pInRegisters),
-          std::make_tuple("persistent", StringRef(persistentValue),
-                          &knobs.persistent)}) {
-      if (value == "true" || value == "1")
-        *knob = true;
-      else if (value == "false" || value == "0")
-        *knob = false;
-      else if (value != "auto") {
+         {std::make_tuple("overlap", &overlap, &knobs.overlap),
+          std::make_tuple("pingpong", &pingpong, &knobs.pingpong),
+          std::make_tuple("p-in-registers", &pInRegisters, &knobs.pInRegisters),
+          std::make_tuple("persistent", &persistent, &knobs.persistent)})
+      if (!parseScheduleKnob(value->getValue(), knob)) {
         module.emitError() << "convert-attn-to-ws: option " << name
-                           << " must be auto, true or false, got '" << value
-                           << "'";
+                           << " must be auto, true or false, got '"
+                           << value->getValue() << "'";
         return signalPassFailure();
       }
-    }
     for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
                            {"block-n", int64_t(blockN)},
                            {"stages", int64_t(stages)},

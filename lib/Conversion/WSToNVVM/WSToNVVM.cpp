@@ -290,6 +290,7 @@ private:
   LogicalResult emitRole(RoleOp role);
   LogicalResult emitSteps(Block &block, RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
+  void startTile(RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
   LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
   Value numKVBlocks();
@@ -538,7 +539,11 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
   RoleState st;
   st.role = role;
   st.threadInRole = sub(tid, c32(begin * 32));
-  st.numBlocks = numKVBlocks();
+  VoteOp vote;
+  role.walk([&](VoteOp v) { vote = v; });
+  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute;
+  if (!kernel.getPersistent())
+    startTile(st);
   st.rowBegin = role.getRowBegin().value_or(0);
   if (role.getKind() == RoleKind::load) {
     // One thread issues every TMA copy and drives the pipes.
@@ -547,14 +552,6 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
     st.barrierId = nextBarrierId++;
     if (st.barrierId > 15)
       return role.emitOpError() << "needs more than 15 named barriers";
-    Type accO = accType(spec.headDimV);
-    st.o = LLVM::ZeroOp::create(b, loc, accO);
-    for (int i = 0; i < 2; ++i) {
-      st.m[i] = cf(-INFINITY);
-      st.l[i] = cf(0.0f);
-    }
-    VoteOp vote;
-    role.walk([&](VoteOp v) { vote = v; });
     if (vote) {
       // log2(lambda): fixed, or log2(a) - log2(L_kv) for this sequence.
       st.threshold = param(kLog2Threshold);
@@ -567,11 +564,6 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
                 .getResult(0);
         st.threshold = fsub(st.threshold, log2L);
       }
-      st.stats = vote.getStats();
-      if (st.stats) {
-        st.visited = c32(0);
-        st.skipped = c32(0);
-      }
     }
   } else {
     return role.emitOpError()
@@ -581,6 +573,27 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
   if (!kernel.getPersistent())
     return emitSteps(role.getBody().front(), st);
   return emitPersistentRole(role, st);
+}
+
+/// The state a role starts each tile with: the tile's KV block count, and
+/// for compute roles O = 0, m = -inf, l = 0 and zero block counters.
+void SM90Emitter::startTile(RoleState &st) {
+  st.inLoop = st.afterLoop = false;
+  st.s = st.sNext = st.skip = st.scoresReal = Value();
+  st.pRegs.clear();
+  st.inflight.clear();
+  for (int i = 0; i < 2; ++i)
+    st.mBlock[i] = st.mUse[i] = st.corr[i] = Value();
+  st.numBlocks = numKVBlocks();
+  if (st.role.getKind() != RoleKind::compute)
+    return;
+  st.o = LLVM::ZeroOp::create(b, loc, accType(spec.headDimV));
+  for (int i = 0; i < 2; ++i) {
+    st.m[i] = cf(-INFINITY);
+    st.l[i] = cf(0.0f);
+  }
+  if (st.stats)
+    st.visited = st.skipped = c32(0);
 }
 
 /// A persistent CTA walks the (query block, q head) tiles of its batch entry
@@ -605,23 +618,7 @@ LogicalResult SM90Emitter::emitPersistentRole(RoleOp role, RoleState &st) {
     kvHead = divu(head, c32(spec.gqaRatio()));
     blockBase = forOp.getRegionIterArgs()[0];
     tileParity = forOp.getRegionIterArgs()[1];
-    // Per-tile state.
-    st.inLoop = st.afterLoop = false;
-    st.s = st.sNext = st.skip = st.scoresReal = Value();
-    st.pRegs.clear();
-    st.inflight.clear();
-    for (int i = 0; i < 2; ++i)
-      st.mBlock[i] = st.mUse[i] = st.corr[i] = Value();
-    st.numBlocks = numKVBlocks();
-    if (st.role.getKind() == RoleKind::compute) {
-      st.o = LLVM::ZeroOp::create(b, loc, accType(spec.headDimV));
-      for (int i = 0; i < 2; ++i) {
-        st.m[i] = cf(-INFINITY);
-        st.l[i] = cf(0.0f);
-      }
-      if (st.stats)
-        st.visited = st.skipped = c32(0);
-    }
+    startTile(st);
     Value streamed = add(blockBase, st.numBlocks);
     if (failed(emitSteps(role.getBody().front(), st)))
       return failure();
@@ -701,36 +698,35 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   //    softmax works on block n (the scores cross the back-edge);
   //  - the correction factors and P in registers, when block 0's softmax
   //    is the prologue and the loop's softmax works one block ahead.
-  bool softmaxAhead = false, qkAhead = false;
-  loop.walk(
-      [&](RowMaxOp r) { softmaxAhead |= r.getAhead() && *r.getAhead() == 1; });
-  loop.walk([&](MmaOp m) {
-    qkAhead |= m.getKind() == MmaKind::qk && m.getAhead() && *m.getAhead() == 1;
+  // One pass over the body (in order, into skip regions):
+  //  - softmaxAhead / qkAhead: a row_max or Q Kᵀ with ahead = 1;
+  //  - correctFirst: O is rescaled before the body's own softmax_update, so
+  //    the correction factors cross the back-edge;
+  //  - skipFirst: a skip region before the body's vote (the overlap
+  //    schedule: P V of block n, decided when block n's scores were voted
+  //    on in the previous iteration) reads the decision across the
+  //    back-edge; block 0 is never skipped (the running max is still -inf
+  //    when it is voted on).
+  bool softmaxAhead = false, qkAhead = false, correctFirst = false,
+       sawUpdate = false, skipFirst = false, sawVote = false;
+  auto isAhead = [](std::optional<uint64_t> a) { return a && *a == 1; };
+  loop.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto r = dyn_cast<RowMaxOp>(op))
+      softmaxAhead |= isAhead(r.getAhead());
+    else if (auto m = dyn_cast<MmaOp>(op))
+      qkAhead |= m.getKind() == MmaKind::qk && isAhead(m.getAhead());
+    else if (isa<SoftmaxUpdateOp>(op))
+      sawUpdate = true;
+    else if (isa<CorrectOp>(op))
+      correctFirst |= !sawUpdate;
+    else if (isa<VoteOp>(op))
+      sawVote = true;
+    else if (isa<UnlessSkippedOp>(op))
+      skipFirst |= !sawVote;
   });
   bool carryS = compute && st.s && qkAhead && !softmaxAhead;
-  // The correction factors cross the back-edge only when the body rescales
-  // O before its own softmax_update.
-  bool correctFirst = false, sawUpdate = false;
-  loop.walk([&](Operation *op) {
-    if (isa<SoftmaxUpdateOp>(op))
-      sawUpdate = true;
-    else if (isa<CorrectOp>(op) && !sawUpdate)
-      correctFirst = true;
-  });
   bool carryCorr = compute && st.corr[0] && correctFirst;
-  // A skip region before the body's vote (the overlap schedule: P V of block
-  // n, decided when block n's scores were voted on in the previous
-  // iteration) reads the decision across the back-edge; block 0 is never
-  // skipped (the running max is still -inf when it is voted on).
-  bool carrySkip = false;
-  {
-    bool sawVote = false;
-    for (Operation &op : loop.getBody().front()) {
-      sawVote |= isa<VoteOp>(op);
-      carrySkip |= isa<UnlessSkippedOp>(op) && !sawVote;
-    }
-    carrySkip &= sawVote && compute;
-  }
+  bool carrySkip = compute && sawVote && skipFirst;
   if (carrySkip) {
     st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     // Block 0 (the prologue's softmax) is visited and never skipped; the

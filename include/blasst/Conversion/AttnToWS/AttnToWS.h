@@ -32,6 +32,12 @@ struct ScheduleOptions {
   std::optional<bool> pInRegisters;
 };
 
+/// The pass-option spelling of an on/off knob: "auto" (unset), "true",
+/// "false"; parsing also takes "1" and "0". Parsing fails (false) on
+/// anything else.
+std::string printScheduleKnob(std::optional<bool> knob);
+bool parseScheduleKnob(llvm::StringRef text, std::optional<bool> *knob);
+
 /// Fills the zero knobs of `opts` with the target's defaults for `spec`.
 ScheduleOptions resolveSchedule(const AttentionSpec &spec,
                                 ScheduleOptions opts);
