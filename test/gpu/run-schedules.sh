@@ -6,7 +6,8 @@
 # set to the variant's schedule flags).
 # Usage: test/gpu/run-schedules.sh KROOT BENCH OUT variant...
 # Env: SEQS (timing lengths), PEERS=0 (skip SDPA), CORRECT_VARIANTS (default
-# all), SHAPES ("b sq skv,b sq skv,...").
+# all), SHAPES ("b sq skv,b sq skv,..."), BENCH_HD (head_dim of the timed
+# kernels and the peers, default 128).
 set -uo pipefail
 KROOT="$1"; BENCH="$2"; OUT="$3"; shift 3; VARIANTS=("$@")
 mkdir -p "$OUT"
@@ -18,7 +19,7 @@ for causal in false true; do
   for seq in ${SEQS:-4096 16384 32768}; do
     b=$((32768 / seq))
     ks=()
-    for v in "${VARIANTS[@]}"; do ks+=(--kernel "$KROOT/$v/bench_bf16_hd128_h16_causal$causal"); done
+    for v in "${VARIANTS[@]}"; do ks+=(--kernel "$KROOT/$v/bench_bf16_hd${BENCH_HD:-128}_h16_causal$causal"); done
     log="$OUT/perf_causal${causal}_s${seq}.log"
     timeout ${STEP_TIMEOUT:-60} "$BENCH" "${ks[@]}" --batch "$b" --seq "$seq" --check rows:16 --warmup 10 --iters 30 \
       >"$log" 2>&1 || fails=$((fails + 1))
@@ -27,7 +28,7 @@ for causal in false true; do
   done
 done
 if [[ ${PEERS:-1} == 1 ]]; then
-  python3 "$(dirname "$0")/sdpa_peer.py" ${SEQS:-4096 16384 32768} | tee "$OUT/peers.jsonl"
+  HEAD_DIM=${BENCH_HD:-128} python3 "$(dirname "$0")/sdpa_peer.py" ${SEQS:-4096 16384 32768} | tee "$OUT/peers.jsonl"
 fi
 for v in ${CORRECT_VARIANTS:-${VARIANTS[@]}}; do
   matrix=()

@@ -1,5 +1,6 @@
 """Times PyTorch SDPA (cuDNN and FlashAttention-2 backends) on the H200 for
-the same shapes as blasst-bench, in the same run. Prints one JSON per line."""
+the same shapes as blasst-bench, in the same run. Prints one JSON per line.
+Env: HEAD_DIM (default 128), HEADS (default 16)."""
 import json
 import os
 import sys
@@ -18,7 +19,8 @@ def bench(fn, warmup=10, iters=30):
 
 
 def main():
-    heads, dim = 16, 128
+    heads = int(os.environ.get("HEADS", "16"))
+    dim = int(os.environ.get("HEAD_DIM", "128"))
     for seq in [int(s) for s in sys.argv[1:]] or [4096, 16384, 32768]:
         batch = max(1, 32768 // seq)
         q, k, v = (torch.randn(batch, heads, seq, dim, device="cuda",

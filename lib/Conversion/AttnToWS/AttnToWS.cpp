@@ -493,7 +493,7 @@ struct ConvertAttnToWSPass
       // Above head_dim 128, O alone takes head_dim / 2 registers per
       // thread: S, P and O fit 240 only with 64-key blocks.
       if (*opts.overlap && (*target != ws::Target::sm_90a ||
-                            (spec.headDim > 128 && opts.blockN > 64))) {
+                            (spec.headDim > 128 && opts.blockN > 80))) {
         op.emitOpError()
             << "overlap=true is not available here: "
             << (*target != ws::Target::sm_90a

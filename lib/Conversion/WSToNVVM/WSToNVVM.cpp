@@ -434,6 +434,11 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   warp = divu(tid, c32(32));
   lane = remu(tid, c32(32));
   mBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  // Causal: the hardware hands out CTAs in ctaid.x order, so the last query
+  // blocks (the longest causal tiles) go first and the short ones fill the
+  // tail of the last wave.
+  if (spec.causal && !kernel.getPersistent())
+    mBlock = sub(sub(NVVM::GridDimXOp::create(b, loc, i32), c32(1)), mBlock);
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
@@ -1177,11 +1182,22 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   // exp2 takes fma(s, scale, -m).
   Value scale = param(kScaleLog2);
   for (int i = 0; i < 2; ++i) {
-    Value mx = negInf;
+    // A balanced tree (depth log2(n / 4)), not a chain: max is exact in any
+    // order, and where nothing overlaps the row max (a run of skipped BLASST
+    // blocks) its latency is on the critical path.
+    SmallVector<Value> vals;
     for (int64_t j = 0; j < n / 8; ++j)
       for (int k = 0; k < 2; ++k)
-        mx = fmax(mx, extract(st.s, 4 * j + 2 * i + k));
-    st.mBlock[i] = fmul(quadReduce(mx, /*isMax=*/true), scale);
+        vals.push_back(extract(st.s, 4 * j + 2 * i + k));
+    while (vals.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t v = 0; v + 1 < vals.size(); v += 2)
+        next.push_back(fmax(vals[v], vals[v + 1]));
+      if (vals.size() % 2)
+        next.push_back(vals.back());
+      vals = std::move(next);
+    }
+    st.mBlock[i] = fmul(quadReduce(vals.front(), /*isMax=*/true), scale);
   }
   return success();
 }
