@@ -97,7 +97,7 @@ static cl::opt<cl::boolOrDefault>
     overlap("overlap",
             cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
                      "runs while block n's P V is on the tensor cores); "
-                     "default: on for head_dim <= 128, "
+                     "default: on, "
                      "--overlap=false for the plain schedule"),
             cl::cat(cat));
 

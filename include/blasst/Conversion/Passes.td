@@ -38,7 +38,7 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"overlap", "overlap", "std::string", /*default=*/"\"auto\"",
            "sm_90a: intra-warpgroup overlap (block n's P V and block n+1's "
            "Q Kᵀ issued together; block n+1's softmax runs during P V): "
-           "auto (default: on for head_dim <= 128), true or false">,
+           "auto (default: on), true or false">,
     Option<"pingpong", "pingpong", "std::string", /*default=*/"\"auto\"",
            "sm_90a: the consumer warpgroups take turns for their GEMMs "
            "(named barriers), so one's softmax overlaps the other's GEMMs: "

@@ -45,12 +45,12 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   bool hopper = o.target == ws::Target::sm_90a;
   if (!o.blockM)
     o.blockM = hopper ? 128 : 256;
-  // sm_90a, head_dim <= 128: FlashAttention-3's schedule (the intra-
-  // warpgroup overlap with P in registers; block_n 176 at head_dim 128 as
+  // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
+  // in registers; block_n 176 at head_dim 128 and 80 at head_dim 256, as
   // FA3), the fastest measured, dense and with BLASST
-  // (docs/results/2026-11-29-fa3-overlap.md, 2026-11-29-blasst-overlap.md).
-  // Head_dim 256 does not fit its registers.
-  bool fa3 = hopper && spec.headDim <= 128;
+  // (docs/results/2026-11-29-fa3-overlap.md, 2026-11-29-blasst-overlap.md,
+  // 2026-11-29-hd256.md).
+  bool fa3 = hopper;
   if (!o.overlap.has_value())
     o.overlap = fa3;
   if (!o.pInRegisters.has_value())
@@ -63,8 +63,13 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // memory it does not fit.)
   bool wide = fa3 && *o.overlap && *o.pInRegisters && !*o.pingpong &&
               spec.headDim == 128;
+  // Above head_dim 128, O alone takes head_dim / 2 registers per thread:
+  // with S and P in flight too, 80-key blocks are the most that fit.
+  bool wide256 = fa3 && *o.overlap && *o.pInRegisters && !*o.pingpong;
   if (!o.blockN)
-    o.blockN = (hopper && spec.headDim > 128) ? 64 : wide ? 176 : 128;
+    o.blockN = (hopper && spec.headDim > 128) ? (wide256 ? 80 : 64)
+               : wide                          ? 176
+                                               : 128;
   if (!o.stages)
     o.stages = 2;
   if (!o.producerRegs)
@@ -491,7 +496,7 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       // Above head_dim 128, O alone takes head_dim / 2 registers per
-      // thread: S, P and O fit 240 only with 64-key blocks.
+      // thread: S, P and O fit 240 only with blocks of at most 80 keys.
       if (*opts.overlap && (*target != ws::Target::sm_90a ||
                             (spec.headDim > 128 && opts.blockN > 80))) {
         op.emitOpError()
@@ -500,7 +505,7 @@ struct ConvertAttnToWSPass
                     ? "it is an sm_90a schedule"
                     : "S, O and P in flight together do not fit the "
                       "consumers' 240 registers at head_dim > 128 with "
-                      "block_n > 64");
+                      "block_n > 80");
         return signalPassFailure();
       }
       auto func = op->getParentOfType<FunctionOpInterface>();
