@@ -1181,23 +1181,16 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   // The max over raw scores, scaled once (scale > 0): scores stay raw and
   // exp2 takes fma(s, scale, -m).
   Value scale = param(kScaleLog2);
+  // A chain, not a tree: at head_dim 64 the tree made the kernel 20% slower
+  // on the H200 (ptxas schedules it worse), elsewhere it changed nothing
+  // measurable, BLASST's skipped blocks included
+  // (docs/results/2026-11-29-hd256.md).
   for (int i = 0; i < 2; ++i) {
-    // A balanced tree (depth log2(n / 4)), not a chain: max is exact in any
-    // order, and where nothing overlaps the row max (a run of skipped BLASST
-    // blocks) its latency is on the critical path.
-    SmallVector<Value> vals;
+    Value mx = negInf;
     for (int64_t j = 0; j < n / 8; ++j)
       for (int k = 0; k < 2; ++k)
-        vals.push_back(extract(st.s, 4 * j + 2 * i + k));
-    while (vals.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t v = 0; v + 1 < vals.size(); v += 2)
-        next.push_back(fmax(vals[v], vals[v + 1]));
-      if (vals.size() % 2)
-        next.push_back(vals.back());
-      vals = std::move(next);
-    }
-    st.mBlock[i] = fmul(quadReduce(vals.front(), /*isMax=*/true), scale);
+        mx = fmax(mx, extract(st.s, 4 * j + 2 * i + k));
+    st.mBlock[i] = fmul(quadReduce(mx, /*isMax=*/true), scale);
   }
   return success();
 }
