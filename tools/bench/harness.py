@@ -5,6 +5,8 @@ matplotlib is importable, plot.png.
 
 usage: python3 tools/bench/harness.py KERNEL_DIR BLASST_BENCH OUT_DIR [--quick]
        [--seqs 4096,16384] [--no-flex]
+       python3 tools/bench/harness.py --replot RESULTS_JSON OUT_DIR
+         (only the plot, from a results.json, e.g. one merged from runs)
 Shapes: seq 1K..64K with 32K tokens per batch (batch = max(1, 32K / seq)).
 """
 import json
@@ -85,6 +87,10 @@ def peers(batch, qh, kvh, seq, dim, causal, with_flex):
 
 
 def main():
+    if sys.argv[1] == "--replot":
+        with open(sys.argv[2]) as f:
+            plot(json.load(f), sys.argv[3])
+        return
     kdir, bench, out = sys.argv[1:4]
     quick = "--quick" in sys.argv
     no_flex = "--no-flex" in sys.argv
@@ -119,6 +125,10 @@ def main():
             print(json.dumps(row), flush=True)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
+    plot(rows, out)
+
+
+def plot(rows, out):
     try:
         import matplotlib
         matplotlib.use("Agg")
