@@ -1510,21 +1510,9 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
       return op.emitOpError() << "computes no correction factors";
     if (numP && int64_t(st.pRegs.size()) != numP)
       return op.emitOpError() << "computes no P in registers";
-    // An async wgmma inside commits its group on both paths (an empty group
-    // when skipped), so the group count a later wait sees does not depend
-    // on the path. The commit sits inside each branch: after the join,
-    // ptxas closes the kept path's group at the branch end and makes the
-    // commit a second (dummy) group there, so `wgmma.wait_group 1` would
-    // retire P V(n) along with Q Kᵀ(n+1) and the softmax would no longer
-    // overlap P V.
-    bool commit = st.commitAfterRegion;
-    if (commit)
-      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     scf::YieldOp::create(b, loc, results());
     // A skipped block leaves the running state as it was (correction 1).
     b.setInsertionPointToStart(ifOp.elseBlock());
-    if (commit)
-      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     scf::YieldOp::create(b, loc, before);
   }
   ValueRange r = ifOp.getResults();
@@ -1537,6 +1525,11 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     }
   if (numP)
     st.pRegs.assign(r.begin() + 5 + (update ? 4 : 0), r.end());
+  // An async wgmma inside commits its group here, on both paths (an empty
+  // group when skipped), so the group count a later wait sees does not
+  // depend on the path.
+  if (st.commitAfterRegion)
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   st.commitAfterRegion = false;
   return success();
 }

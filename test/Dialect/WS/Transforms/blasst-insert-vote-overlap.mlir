@@ -36,17 +36,15 @@
 // CHECK-NEXT: }
 
 // The skip flag is a loop-carried i1 (false for block 0); the P V's commit
-// is in both branches (an empty group when skipped), so wgmma.wait_group 1
-// counts the same groups on both paths and retires Q Kᵀ(n+1) only (a commit
-// after the join made ptxas close P V's group in the branch and add a
-// second one, so the wait retired P V(n) too).
+// is outside its branch so wgmma.wait_group 1 counts the same groups on
+// both paths.
 // LLVM-LABEL: llvm.func @sparse_kernel
 // LLVM: scf.for {{.*}} iter_args({{.*}}) -> ({{.*}}i1)
 // LLVM: scf.yield %{{[0-9]+}}, %arg{{[0-9]+}}, %arg
 // LLVM-NEXT: } else {
-// LLVM-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT: scf.yield %arg
 // LLVM-NEXT: }
+// LLVM-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // LLVM: nvvm.vote.sync all
 // LLVM: llvm.nvvm.barrier.cta.red.and.aligned.count
