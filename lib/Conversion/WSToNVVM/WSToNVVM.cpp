@@ -1527,7 +1527,14 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     st.pRegs.assign(r.begin() + 5 + (update ? 4 : 0), r.end());
   // An async wgmma inside commits its group here, on both paths (an empty
   // group when skipped), so the group count a later wait sees does not
-  // depend on the path.
+  // depend on the path. ptxas closes the kept path's P V group inside the
+  // branch and makes this commit a second (dummy) group, so the following
+  // `wgmma.wait_group 1` retires P V(n) too. That costs the kept blocks
+  // their softmax/P V overlap (4.6% of the no-skip time at 64K) but is what
+  // keeps P safe: with the commit inside both branches (measured, then
+  // reverted) ptxas wrote block n+1's P into the registers P V(n) still
+  // reads, before its wait (docs/results/2026-11-29-blasst-final.md). Packing
+  // P after the wait, as FA3 does, is the way to have both.
   if (st.commitAfterRegion)
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   st.commitAfterRegion = false;
