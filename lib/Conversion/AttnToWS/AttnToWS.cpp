@@ -50,26 +50,23 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // FA3), the fastest measured, dense and with BLASST
   // (docs/results/2026-11-29-fa3-overlap.md, 2026-11-29-blasst-overlap.md,
   // 2026-11-29-hd256.md).
-  bool fa3 = hopper;
   if (!o.overlap.has_value())
-    o.overlap = fa3;
+    o.overlap = hopper;
   if (!o.pInRegisters.has_value())
-    o.pInRegisters = fa3 && *o.overlap;
+    o.pInRegisters = hopper && *o.overlap;
   if (!o.pingpong.has_value())
     o.pingpong = false;
   if (!o.persistent.has_value())
     o.persistent = false;
-  // (Ping-pong on top of the overlap spills at block_n 176; with P in shared
-  // memory it does not fit.)
-  bool wide = fa3 && *o.overlap && *o.pInRegisters && !*o.pingpong &&
-              spec.headDim == 128;
-  // Above head_dim 128, O alone takes head_dim / 2 registers per thread:
-  // with S and P in flight too, 80-key blocks are the most that fit.
-  bool wide256 = fa3 && *o.overlap && *o.pInRegisters && !*o.pingpong;
+  // FA3's tiles need the overlap with P in registers (ping-pong on top of it
+  // spills at block_n 176; with P in shared memory it does not fit). Above
+  // head_dim 128, O alone takes head_dim / 2 registers per thread: with S
+  // and P in flight too, 80-key blocks are the most that fit.
+  bool fa3 = hopper && *o.overlap && *o.pInRegisters && !*o.pingpong;
   if (!o.blockN)
-    o.blockN = (hopper && spec.headDim > 128) ? (wide256 ? 80 : 64)
-               : wide                          ? 176
-                                               : 128;
+    o.blockN = (hopper && spec.headDim > 128) ? (fa3 ? 80 : 64)
+               : (fa3 && spec.headDim == 128) ? 176
+                                              : 128;
   if (!o.stages)
     o.stages = 2;
   if (!o.producerRegs)
