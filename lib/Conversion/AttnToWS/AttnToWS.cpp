@@ -256,10 +256,12 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       kb.release("k_pipe", /*ahead=*/1);
       RowMaxOp::create(kb.b, kb.loc, kb.sym("s"), kb.aheadAttr(1));
       SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym("s"));
-      // P in registers: block n+1's P goes to new registers while P V(n)
-      // reads block n's. P in shared memory is overwritten only after it.
+      // P in registers: block n+1's exponentials stay f32 in S while P V(n)
+      // reads block n's P; they are packed into P after the wait that
+      // retires P V(n) (FA3's order: ptxas may give the new P the old P's
+      // registers). P in shared memory is overwritten only after it too.
       if (*o.pInRegisters)
-        Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
+        Exp2Op::create(kb.b, kb.loc, kb.sym("s"));
       kb.mmaWait(0);
       if (!*o.pInRegisters)
         Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
@@ -267,6 +269,8 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       // O now holds blocks <= n at block n's max: rescale it to block
       // n+1's (no register of an in-flight wgmma is written).
       CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      if (*o.pInRegisters)
+        PackPOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
       if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.afterLoop();

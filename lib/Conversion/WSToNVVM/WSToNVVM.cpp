@@ -105,6 +105,7 @@ struct RoleState {
   Value kvBlock;          // i32 KV block index inside the loop.
   Value numBlocks;        // i32 number of KV blocks the CTA visits.
   Value sNext;            // S of block n+1 (intra-warpgroup overlap).
+  bool sExp = false;      // s holds exponentials (ws.exp2), not scores.
   /// The register tiles async wgmma groups write, oldest first: each is
   /// fenced when a ws.mma_wait retires its group.
   SmallVector<Value *> inflight;
@@ -123,7 +124,7 @@ struct RoleState {
   Value skip;       // i1: this block is skipped (warpgroup-uniform).
   Value scoresReal; // i1 when the scores may be of a block past the end.
   bool inSkipRegion = false;      // Emitting a ws.unless_skipped body.
-  bool commitAfterRegion = false; // An async wgmma in it awaits its commit.
+  bool commitInRegion = false; // An async wgmma in it awaits its commit.
   bool stats = false;
   Value visited, skipped; // i32 block counters (loop-carried).
 
@@ -307,6 +308,10 @@ private:
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
   LogicalResult emitExp2ToRegisters(Exp2StoreOp op, RoleState &st, int64_t n);
+  LogicalResult emitExp2InPlace(Exp2Op op, RoleState &st);
+  LogicalResult emitPackP(PackPOp op, RoleState &st);
+  Value expOf(RoleState &st, int i, int64_t idx);
+  Value packPair(Value x, Value y);
   Value expPair(RoleState &st, int i, int64_t j, Value &sum);
   Value wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB, int64_t n);
   LogicalResult emitTurn(Operation *op, FlatSymbolRefAttr order, bool wait,
@@ -649,8 +654,9 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
   // On sm_90a the warpgroups that hold S, P and O (compute roles) run the
   // math; one elected thread of a load role issues the copies.
   bool compute = st.role.getKind() == RoleKind::compute;
-  if (!compute && isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, CorrectOp,
-                      EpilogueOp, VoteOp, UnlessSkippedOp, MmaWaitOp>(op))
+  if (!compute &&
+      isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, Exp2Op, PackPOp,
+          CorrectOp, EpilogueOp, VoteOp, UnlessSkippedOp, MmaWaitOp>(op))
     return op->emitOpError()
            << "runs in a '" << stringifyRoleKind(st.role.getKind())
            << "' role; on sm_90a it is lowered in compute roles only";
@@ -667,6 +673,8 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
       .Case([&](RowMaxOp o) { return emitRowMax(o, st); })
       .Case([&](SoftmaxUpdateOp o) { return emitSoftmaxUpdate(o, st); })
       .Case([&](Exp2StoreOp o) { return emitExp2Store(o, st); })
+      .Case([&](Exp2Op o) { return emitExp2InPlace(o, st); })
+      .Case([&](PackPOp o) { return emitPackP(o, st); })
       .Case([&](CorrectOp o) { return emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
@@ -934,7 +942,7 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   if (aInRegs && (op.getKind() != MmaKind::pv || st.pRegs.empty()))
     return op.emitOpError()
            << "operand a in registers needs P from a preceding "
-              "ws.exp2_store_p in the same block";
+              "ws.exp2_store_p or ws.pack_p in the same block";
   if (aInRegs && int64_t(st.pRegs.size()) * 4 != a.getShape()[1])
     return op.emitOpError()
            << "P in registers holds " << st.pRegs.size() * 4 << " columns but "
@@ -1036,7 +1044,7 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
         NVVM::MMALayoutAttr::get(ctx, layoutB), NVVM::MMAIntOverflowAttr());
   }
   if (op.getAsync() && st.inSkipRegion)
-    st.commitAfterRegion = true;
+    st.commitInRegion = true;
   else
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   if (!op.getAsync())
@@ -1118,6 +1126,7 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
   if (failed(checkFragment(op, op.getScoresAttr(), st.s,
                            "scores of a preceding ws.mma qk")))
     return failure();
+  st.sExp = false;
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
   // Thread coordinates in the fragment.
   Value t = st.threadInRole;
@@ -1263,21 +1272,81 @@ LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   return success();
 }
 
+/// exp2(s·scale - m) of fragment element `idx` (row half i).
+Value SM90Emitter::expOf(RoleState &st, int i, int64_t idx) {
+  return exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx),
+                                  param(kScaleLog2),
+                                  arith::NegFOp::create(b, loc, st.mUse[i])));
+}
+
+/// Two f32 values packed to the P element type.
+Value SM90Emitter::packPair(Value x, Value y) {
+  Value pair = LLVM::UndefOp::create(b, loc, VectorType::get({2}, f32));
+  pair = LLVM::InsertElementOp::create(b, loc, pair, x, c32(0));
+  pair = LLVM::InsertElementOp::create(b, loc, pair, y, c32(1));
+  return LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, elemTy), pair);
+}
+
 /// exp2(s·scale - m) of the fragment pair (row half i, columns 8j..), added
 /// to `sum` and packed to the P element type.
 Value SM90Emitter::expPair(RoleState &st, int i, int64_t j, Value &sum) {
   Value pv[2];
   for (int k = 0; k < 2; ++k) {
-    int64_t idx = 4 * j + 2 * i + k;
-    pv[k] =
-        exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
-                                 arith::NegFOp::create(b, loc, st.mUse[i])));
+    pv[k] = expOf(st, i, 4 * j + 2 * i + k);
     sum = fadd(sum, pv[k]);
   }
-  Value pair = LLVM::UndefOp::create(b, loc, VectorType::get({2}, f32));
-  pair = LLVM::InsertElementOp::create(b, loc, pair, pv[0], c32(0));
-  pair = LLVM::InsertElementOp::create(b, loc, pair, pv[1], c32(1));
-  return LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, elemTy), pair);
+  return packPair(pv[0], pv[1]);
+}
+
+/// The exponentials stay f32 in the S fragment (FA3's order in the overlap
+/// schedule): ws.pack_p writes P after the wait that retires the P V still
+/// reading the previous P.
+LogicalResult SM90Emitter::emitExp2InPlace(Exp2Op op, RoleState &st) {
+  if (failed(requireBlock(op, st)))
+    return failure();
+  if (!st.mUse[0])
+    return op.emitOpError() << "needs a preceding ws.softmax_update";
+  if (failed(checkFragment(op, op.getScoresAttr(), st.s, "scores")))
+    return failure();
+  if (st.sExp)
+    return op.emitOpError() << "the scores are exponentiated already";
+  int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
+  Value s = st.s;
+  for (int i = 0; i < 2; ++i) {
+    Value sum = cf(0.0f);
+    for (int64_t j = 0; j < n / 8; ++j)
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        Value e = expOf(st, i, idx);
+        sum = fadd(sum, e);
+        s = insert(s, e, idx);
+      }
+    st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);
+  }
+  st.s = s;
+  st.sExp = true;
+  return success();
+}
+
+LogicalResult SM90Emitter::emitPackP(PackPOp op, RoleState &st) {
+  if (!st.sExp)
+    return op.emitOpError()
+           << "needs the exponentials of a preceding ws.exp2 in the same block";
+  if (failed(checkFragment(op, op.getScoresAttr(), st.s, "exponentials")))
+    return failure();
+  int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
+  // Through an empty asm after the preceding wait: nothing hoists the
+  // conversions above it (P's registers may be the ones an in-flight
+  // P V reads).
+  Value s = fenceRegisters(st.s);
+  st.pRegs.assign(n / 4, Value());
+  for (int i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < n / 8; ++j) {
+      int64_t idx = 4 * j + 2 * i;
+      st.pRegs[2 * j + i] = LLVM::BitcastOp::create(
+          b, loc, i32, packPair(extract(s, idx), extract(s, idx + 1)));
+    }
+  return success();
 }
 
 /// P stays in registers: the S accumulator fragment and wgmma's A-operand
@@ -1466,19 +1535,27 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
                                              RoleState &st) {
   if (!st.skip)
     return op.emitOpError() << "needs a preceding ws.vote";
-  // What leaves the region: the running state, and the correction factors
-  // and P in registers when the region computes them (the overlap schedule
-  // uses them after the region: identity and unused on the skip path).
+  // What leaves the region: the running state, and what the region computes
+  // for steps after it (the overlap schedule): the correction factors, the
+  // exponentials in S, P in registers. On the skip path those are identity
+  // (correction 1) or unused (P V of a skipped block does not run).
   Block &body = op.getBody().front();
   bool update = !body.getOps<SoftmaxUpdateOp>().empty();
+  bool exps = !body.getOps<Exp2Op>().empty();
   int64_t numP = 0;
   for (auto e : body.getOps<Exp2StoreOp>())
     if (bufferOf(e.getPAttr()).getSpace() == MemorySpace::regs)
       numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
+  for (auto e : body.getOps<PackPOp>())
+    numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
+  if (exps && !st.s)
+    return op.emitOpError() << "exponentiates scores nobody computed";
   SmallVector<Value> before = st.carried();
   // (mUse: what exp2 subtracts; unused on the skip path.)
   if (update)
     before.append({cf(1.0f), cf(1.0f), cf(0.0f), cf(0.0f)});
+  if (exps)
+    before.push_back(st.s);
   for (int64_t i = 0; i < numP; ++i)
     before.push_back(int64_t(st.pRegs.size()) == numP
                          ? st.pRegs[i]
@@ -1487,6 +1564,8 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     SmallVector<Value> v = st.carried();
     if (update)
       v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
+    if (exps)
+      v.push_back(st.s);
     if (numP)
       v.append(st.pRegs.begin(), st.pRegs.end());
     return v;
@@ -1497,7 +1576,7 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
   Value keep = arith::XOrIOp::create(
       b, loc, st.skip, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
   auto ifOp = scf::IfOp::create(b, loc, types, keep, /*withElseRegion=*/true);
-  st.commitAfterRegion = false;
+  st.commitInRegion = false;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
@@ -1510,34 +1589,42 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
       return op.emitOpError() << "computes no correction factors";
     if (numP && int64_t(st.pRegs.size()) != numP)
       return op.emitOpError() << "computes no P in registers";
+    // An async wgmma inside commits its group on both paths (an empty
+    // group when skipped), so the group count a later wait sees does not
+    // depend on the path. The commit sits inside each branch: after the
+    // join, ptxas would close the kept path's group at the branch end and
+    // make the commit a second (dummy) group, so `wgmma.wait_group 1` would
+    // retire P V(n) along with Q Kᵀ(n+1) and the softmax would no longer
+    // overlap P V (docs/results/2026-11-29-blasst-final.md). This is safe
+    // because P is written only after the wait that retires P V(n)
+    // (ws.exp2 + ws.pack_p): with P written before it, ptxas gave the new
+    // P the registers P V(n) was still reading.
+    bool commit = st.commitInRegion;
+    if (commit)
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     scf::YieldOp::create(b, loc, results());
     // A skipped block leaves the running state as it was (correction 1).
     b.setInsertionPointToStart(ifOp.elseBlock());
+    if (commit)
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     scf::YieldOp::create(b, loc, before);
   }
   ValueRange r = ifOp.getResults();
   st.setCarried(r.take_front(5));
+  size_t k = 5;
   // Values computed inside do not exist on the skip path.
-  if (update)
+  if (update) {
     for (int i = 0; i < 2; ++i) {
-      st.corr[i] = r[5 + i];
-      st.mUse[i] = r[7 + i];
+      st.corr[i] = r[k + i];
+      st.mUse[i] = r[k + 2 + i];
     }
+    k += 4;
+  }
+  if (exps)
+    st.s = r[k++];
   if (numP)
-    st.pRegs.assign(r.begin() + 5 + (update ? 4 : 0), r.end());
-  // An async wgmma inside commits its group here, on both paths (an empty
-  // group when skipped), so the group count a later wait sees does not
-  // depend on the path. ptxas closes the kept path's P V group inside the
-  // branch and makes this commit a second (dummy) group, so the following
-  // `wgmma.wait_group 1` retires P V(n) too. That costs the kept blocks
-  // their softmax/P V overlap (4.6% of the no-skip time at 64K) but is what
-  // keeps P safe: with the commit inside both branches (measured, then
-  // reverted) ptxas wrote block n+1's P into the registers P V(n) still
-  // reads, before its wait (docs/results/2026-11-29-blasst-final.md). Packing
-  // P after the wait, as FA3 does, is the way to have both.
-  if (st.commitAfterRegion)
-    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  st.commitAfterRegion = false;
+    st.pRegs.assign(r.begin() + k, r.end());
+  st.commitInRegion = false;
   return success();
 }
 

@@ -100,10 +100,16 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 // registers and, at head_dim 128, FA3's block_n 176.
 // DEFAULT-LABEL: ws.kernel @overlap_kernel target = sm_90a, block_m = 128, block_n = 176
 // DEFAULT: ws.buffer @p regs [64, 176] bf16 stages 1
+// With P in registers the exponentials stay f32 in S until the wait that
+// retires P V(n) (which reads the previous P); P is packed after it.
 // DEFAULT: ws.row_max @s {ahead = 1 : i64}
 // DEFAULT-NEXT: ws.softmax_update @s
-// DEFAULT-NEXT: ws.exp2_store_p @s -> @p
+// DEFAULT-NEXT: ws.exp2 @s
 // DEFAULT-NEXT: ws.mma_wait
+// DEFAULT-NEXT: ws.release @v_pipe
+// DEFAULT-NEXT: ws.correct @o
+// DEFAULT-NEXT: ws.pack_p @s -> @p
+// DEFAULT-NEXT: }
 // OVERLAP-LABEL: ws.kernel @overlap_kernel
 // OVERLAP: ws.buffer @s regs [64, 128] f32 stages 1
 // OVERLAP: ws.role @consumer0

@@ -42,7 +42,7 @@ ws.kernel @regs_p target = sm_90a, block_m = 128, block_n = 128, spec = <head_di
   ws.buffer @o regs [64, 64] f32 stages 1
   ws.role @c compute warps [0, 4) {
     ws.kv_loop {
-      // expected-error @below {{operand a in registers needs P from a preceding ws.exp2_store_p in the same block}}
+      // expected-error @below {{operand a in registers needs P from a preceding ws.exp2_store_p or ws.pack_p in the same block}}
       ws.mma pv @p, @v -> @o
     }
   }
@@ -208,5 +208,63 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64
       ws.release @v_pipe
     }
     ws.epilogue @o
+  }
+}
+
+// -----
+
+// ws.pack_p converts the exponentials ws.exp2 left in S; raw scores are
+// refused, and so is exponentiating twice.
+ws.kernel @pack_raw target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @q smem [128, 64] bf16 stages 1
+  ws.buffer @kb smem [128, 64] bf16 stages 1
+  ws.buffer @s regs [64, 128] f32 stages 1
+  ws.buffer @p regs [64, 128] bf16 stages 1
+  ws.pipe @k_pipe depth 1 producer @ld consumers [@c] buffers [@kb] tx_bytes 16384
+  ws.role @ld load warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @kb via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @kb -> @s
+      ws.release @k_pipe
+      ws.row_max @s
+      ws.softmax_update @s
+      // expected-error @below {{needs the exponentials of a preceding ws.exp2 in the same block}}
+      ws.pack_p @s -> @p
+    }
+  }
+}
+
+// -----
+
+ws.kernel @exp_twice target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @q smem [128, 64] bf16 stages 1
+  ws.buffer @kb smem [128, 64] bf16 stages 1
+  ws.buffer @s regs [64, 128] f32 stages 1
+  ws.pipe @k_pipe depth 1 producer @ld consumers [@c] buffers [@kb] tx_bytes 16384
+  ws.role @ld load warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @kb via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @kb -> @s
+      ws.release @k_pipe
+      ws.row_max @s
+      ws.softmax_update @s
+      ws.exp2 @s
+      // expected-error @below {{the scores are exponentiated already}}
+      ws.exp2 @s
+    }
   }
 }

@@ -934,3 +934,58 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
   ws.role @b load warps [4, 8) {
   }
 }
+
+// -----
+
+// Steps: pack_p writes P in registers (in smem, exp2_store_p writes it).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @p smem [64, 64] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{P @p must be in registers (in shared memory, ws.exp2_store_p writes it)}}
+      ws.pack_p @s -> @p
+    }
+  }
+}
+
+// -----
+
+// Steps: pack_p keeps the fragment's shape.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @p regs [64, 128] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{P @p and the scores @s differ in shape}}
+      ws.pack_p @s -> @p
+    }
+  }
+}
+
+// -----
+
+// Steps: pack_p produces the P.V operand type.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @p regs [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{P @p must be bf16 or f16 (the P·V operand type)}}
+      ws.pack_p @s -> @p
+    }
+  }
+}
+
+// -----
+
+// Steps: exp2 works on an f32 S tile in registers or tensor memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s smem [64, 64] f32 stages 1
+  ws.role @r compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.exp2' op scores @s must be an f32 buffer in registers or tensor memory}}
+      ws.exp2 @s
+    }
+  }
+}

@@ -583,6 +583,28 @@ LogicalResult Exp2StoreOp::verify() {
   return success();
 }
 
+LogicalResult Exp2Op::verify() { return verifyScores(*this, getScoresAttr()); }
+
+LogicalResult PackPOp::verify() {
+  if (failed(verifyScores(*this, getScoresAttr())))
+    return failure();
+  FailureOr<BufferOp> p = lookupBuffer(*this, getPAttr(), "P");
+  FailureOr<BufferOp> s = lookupBuffer(*this, getScoresAttr(), "scores");
+  if (failed(p) || failed(s))
+    return failure();
+  if (p->getSpace() != MemorySpace::regs)
+    return emitOpError() << "P " << getPAttr()
+                         << " must be in registers (in shared memory, "
+                            "ws.exp2_store_p writes it)";
+  if (p->getElementType().isF32())
+    return emitOpError() << "P " << getPAttr()
+                         << " must be bf16 or f16 (the P·V operand type)";
+  if (p->getShape() != s->getShape())
+    return emitOpError() << "P " << getPAttr() << " and the scores "
+                         << getScoresAttr() << " differ in shape";
+  return success();
+}
+
 /// The O accumulator lives in registers (sm_90a) or tensor memory (sm_100a).
 static LogicalResult verifyAccumulator(Operation *op, FlatSymbolRefAttr name) {
   FailureOr<BufferOp> acc = lookupBuffer(op, name, "accumulator");
@@ -700,6 +722,8 @@ DEFINE_GET_ROLE(ReadScoresOp)
 DEFINE_GET_ROLE(RowMaxOp)
 DEFINE_GET_ROLE(SoftmaxUpdateOp)
 DEFINE_GET_ROLE(Exp2StoreOp)
+DEFINE_GET_ROLE(Exp2Op)
+DEFINE_GET_ROLE(PackPOp)
 DEFINE_GET_ROLE(CorrectOp)
 DEFINE_GET_ROLE(EpilogueOp)
 DEFINE_GET_ROLE(VoteOp)

@@ -23,7 +23,7 @@ using namespace blasst::ws;
 static bool isSkippable(Operation *op) {
   if (auto mma = dyn_cast<MmaOp>(op))
     return mma.getKind() == MmaKind::pv;
-  return isa<SoftmaxUpdateOp, Exp2StoreOp, CorrectOp>(op);
+  return isa<SoftmaxUpdateOp, Exp2StoreOp, Exp2Op, PackPOp, CorrectOp>(op);
 }
 
 namespace {

@@ -26,28 +26,38 @@
 // CHECK-NEXT: ws.vote @s {stats}
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.softmax_update @s
-// CHECK-NEXT: ws.exp2_store_p @s -> @p
+// CHECK-NEXT: ws.exp2 @s
 // CHECK-NEXT: }
 // CHECK-NEXT: ws.mma_wait
 // CHECK-NEXT: ws.release @v_pipe
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.correct @o
+// CHECK-NEXT: ws.pack_p @s -> @p
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 
-// The skip flag is a loop-carried i1 (false for block 0); the P V's commit
-// is outside its branch so wgmma.wait_group 1 counts the same groups on
-// both paths.
+// The skip flag is a loop-carried i1 (false for block 0). P V's group is
+// committed inside both branches (an empty group when skipped), so
+// wgmma.wait_group 1 counts the same groups on both paths and retires only
+// Q Kᵀ(n+1): the kept block's softmax overlaps P V(n). P(n+1) is packed
+// only after wait_group 0, through a register fence.
 // LLVM-LABEL: llvm.func @sparse_kernel
 // LLVM: scf.for {{.*}} iter_args({{.*}}) -> ({{.*}}i1)
-// LLVM: scf.yield %{{[0-9]+}}, %arg{{[0-9]+}}, %arg
+// LLVM: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async
+// LLVM: nvvm.wgmma.commit.group.sync.aligned
+// LLVM-NEXT: scf.yield %{{[0-9]+}}, %arg{{[0-9]+}}, %arg
 // LLVM-NEXT: } else {
+// LLVM-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT: scf.yield %arg
 // LLVM-NEXT: }
-// LLVM-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // LLVM: nvvm.vote.sync all
 // LLVM: llvm.nvvm.barrier.cta.red.and.aligned.count
+// LLVM: llvm.nvvm.ex2.approx.ftz.f
+// LLVM-NOT: llvm.fptrunc
+// LLVM: nvvm.wgmma.wait.group.sync.aligned 0
+// LLVM: llvm.inline_asm has_side_effects "", "=f
+// LLVM: llvm.fptrunc {{.*}} : vector<2xf32> to vector<2xbf16>
 func.func @sparse(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>, %s: memref<?x8x2xi64>) {
   attn.attention %q, %k, %v -> %o stats(%s : memref<?x8x2xi64>) spec(<head_dim = 128, q_heads = 8, kv_heads = 8, sparsity = blasst(ln_lambda = -8.0), stats = true>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
   return

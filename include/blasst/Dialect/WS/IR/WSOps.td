@@ -334,6 +334,31 @@ def WS_Exp2StoreOp : WS_StepOp<"exp2_store_p"> {
   let hasVerifier = 1;
 }
 
+def WS_Exp2Op : WS_ScoreStepOp<"exp2",
+    "exp2(S · scale · log2 e − m) in place in the S fragment, and row sums"> {
+  let description = [{
+    The exponentials stay f32 in the scores' registers; a later
+    `ws.pack_p` turns them into the P·V operand. FlashAttention-3's order in
+    the overlap schedule: block n+1's exponentials run while P V of block n
+    is on the tensor cores, and P is written only after the `ws.mma_wait`
+    that retires P V(n), whose A operand is the previous P (a wgmma's A
+    registers must not change before its wait).
+  }];
+}
+
+def WS_PackPOp : WS_StepOp<"pack_p"> {
+  let summary = "Pack the exponentiated scores into P in registers";
+  let description = [{
+    Converts the f32 exponentials a preceding `ws.exp2` left in the scores'
+    registers to the P·V operand type, in wgmma's register-A fragment (P in
+    registers only: the accumulator and A fragments put the same rows and
+    columns in the same thread).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$scores, FlatSymbolRefAttr:$p);
+  let assemblyFormat = "$scores `->` $p attr-dict";
+  let hasVerifier = 1;
+}
+
 def WS_CorrectOp : WS_StepOp<"correct"> {
   let summary = "Rescale the output accumulator by the correction factor";
   let arguments = (ins FlatSymbolRefAttr:$acc);
@@ -380,8 +405,8 @@ def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
     HasParent<"KVLoopOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
   let summary = "Steps that run only for blocks the vote kept";
   let description = [{
-    Holds the skippable steps (softmax_update, exp2_store_p, correct, the
-    P·V mma). A skipped block leaves the running max, row sums and O as they
+    Holds the skippable steps (softmax_update, exp2_store_p, exp2, pack_p,
+    correct, the P·V mma). A skipped block leaves the running max, row sums and O as they
     were: its correction factor is exactly 1. Pipe acquires and releases are
     never inside, so every barrier arrival happens on both paths.
   }];
