@@ -1311,15 +1311,16 @@ LogicalResult SM90Emitter::emitExp2InPlace(Exp2Op op, RoleState &st) {
   if (st.sExp)
     return op.emitOpError() << "the scores are exponentiated already";
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
-  // A block past the end (the last iteration's look-ahead) is fully masked:
-  // its exponentials are 0 and its P is never read, so they are computed
-  // only for a real block. The branch matters beyond the saving: with the
-  // exponentials in a region of their own, ptxas keeps them in S's
-  // registers and schedules them before the wait for P V(n); in straight-
-  // line code it allocated them to P's registers, so they waited for P V(n)
-  // and only the row max overlapped it (docs/results/2026-11-29-fa3-order.md).
-  // In a skip region the vote already skips such a block.
-  bool guard = st.scoresReal && !st.inSkipRegion;
+  // `guarded`: a block past the end (the last iteration's look-ahead) is
+  // fully masked, its exponentials are 0 and its P is never read, so they
+  // are computed only for a real block. The branch matters beyond the
+  // saving: with the exponentials in a region of their own, ptxas keeps
+  // them in S's registers and schedules them before the wait for P V(n); in
+  // straight-line code it allocated them to P's registers, so they waited
+  // for P V(n) and only the row max overlapped it
+  // (docs/results/2026-11-29-fa3-order.md). In a skip region the vote
+  // already skips such a block (and the region is the branch).
+  bool guard = op.getGuarded() && st.scoresReal && !st.inSkipRegion;
   scf::IfOp ifOp;
   Value s0 = st.s, l0 = st.l[0], l1 = st.l[1];
   OpBuilder::InsertionGuard ig(b);

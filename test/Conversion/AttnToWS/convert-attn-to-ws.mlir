@@ -104,7 +104,7 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 // retires P V(n) (which reads the previous P); P is packed after it.
 // DEFAULT: ws.row_max @s {ahead = 1 : i64}
 // DEFAULT-NEXT: ws.softmax_update @s
-// DEFAULT-NEXT: ws.exp2 @s
+// DEFAULT-NEXT: ws.exp2 @s {guarded}
 // DEFAULT-NEXT: ws.mma_wait
 // DEFAULT-NEXT: ws.release @v_pipe
 // DEFAULT-NEXT: ws.correct @o

@@ -26,7 +26,7 @@
 // CHECK-NEXT: ws.vote @s {stats}
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.softmax_update @s
-// CHECK-NEXT: ws.exp2 @s
+// CHECK-NEXT: ws.exp2 @s {guarded}
 // CHECK-NEXT: }
 // CHECK-NEXT: ws.mma_wait
 // CHECK-NEXT: ws.release @v_pipe

@@ -334,8 +334,9 @@ def WS_Exp2StoreOp : WS_StepOp<"exp2_store_p"> {
   let hasVerifier = 1;
 }
 
-def WS_Exp2Op : WS_ScoreStepOp<"exp2",
-    "exp2(S · scale · log2 e − m) in place in the S fragment, and row sums"> {
+def WS_Exp2Op : WS_StepOp<"exp2"> {
+  let summary =
+      "exp2(S · scale · log2 e − m) in place in the S fragment, and row sums";
   let description = [{
     The exponentials stay f32 in the scores' registers; a later
     `ws.pack_p` turns them into the P·V operand. FlashAttention-3's order in
@@ -343,7 +344,15 @@ def WS_Exp2Op : WS_ScoreStepOp<"exp2",
     is on the tensor cores, and P is written only after the `ws.mma_wait`
     that retires P V(n), whose A operand is the previous P (a wgmma's A
     registers must not change before its wait).
+
+    With `guarded`, the exponentials of a look-ahead block are computed only
+    when that block exists (past the end they are 0 and never read). On
+    sm_90a the branch also puts them in a region of their own, which is
+    what makes ptxas run them before the wait for P V(n).
   }];
+  let arguments = (ins FlatSymbolRefAttr:$scores, UnitAttr:$guarded);
+  let assemblyFormat = "$scores attr-dict";
+  let hasVerifier = 1;
 }
 
 def WS_PackPOp : WS_StepOp<"pack_p"> {
