@@ -308,6 +308,8 @@ private:
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
   LogicalResult emitExp2ToRegisters(Exp2StoreOp op, RoleState &st, int64_t n);
+  LogicalResult checkExp2Inputs(Operation *op, FlatSymbolRefAttr scores,
+                                RoleState &st);
   LogicalResult emitExp2InPlace(Exp2Op op, RoleState &st);
   LogicalResult emitPackP(PackPOp op, RoleState &st);
   Value expOf(RoleState &st, int i, int64_t idx);
@@ -1223,12 +1225,22 @@ LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
   return success();
 }
 
-LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
+/// What an exponential step needs: a block, the max a ws.softmax_update
+/// chose, and raw scores.
+LogicalResult SM90Emitter::checkExp2Inputs(Operation *op,
+                                           FlatSymbolRefAttr scores,
+                                           RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
   if (!st.mUse[0])
-    return op.emitOpError() << "needs a preceding ws.softmax_update";
-  if (failed(checkFragment(op, op.getScoresAttr(), st.s, "scores")))
+    return op->emitOpError() << "needs a preceding ws.softmax_update";
+  if (st.sExp)
+    return op->emitOpError() << "the scores are exponentiated already";
+  return checkFragment(op, scores, st.s, "scores");
+}
+
+LogicalResult SM90Emitter::emitExp2Store(Exp2StoreOp op, RoleState &st) {
+  if (failed(checkExp2Inputs(op, op.getScoresAttr(), st)))
     return failure();
   BufferOp p = bufferOf(op.getPAttr());
   if (p.getShape()[1] != bufferOf(op.getScoresAttr()).getShape()[1])
@@ -1302,14 +1314,8 @@ Value SM90Emitter::expPair(RoleState &st, int i, int64_t j, Value &sum) {
 /// schedule): ws.pack_p writes P after the wait that retires the P V still
 /// reading the previous P.
 LogicalResult SM90Emitter::emitExp2InPlace(Exp2Op op, RoleState &st) {
-  if (failed(requireBlock(op, st)))
+  if (failed(checkExp2Inputs(op, op.getScoresAttr(), st)))
     return failure();
-  if (!st.mUse[0])
-    return op.emitOpError() << "needs a preceding ws.softmax_update";
-  if (failed(checkFragment(op, op.getScoresAttr(), st.s, "scores")))
-    return failure();
-  if (st.sExp)
-    return op.emitOpError() << "the scores are exponentiated already";
   int64_t n = bufferOf(op.getScoresAttr()).getShape()[1];
   // `guarded`: a block past the end (the last iteration's look-ahead) is
   // fully masked, its exponentials are 0 and its P is never read, so they
