@@ -313,6 +313,8 @@ private:
   LogicalResult emitExp2InPlace(Exp2Op op, RoleState &st);
   LogicalResult emitPackP(PackPOp op, RoleState &st);
   Value expOf(RoleState &st, int i, int64_t idx);
+  Value exponentiate(RoleState &st, int64_t n);
+  void packP(RoleState &st, Value s, int64_t n);
   Value packPair(Value x, Value y);
   Value expPair(RoleState &st, int i, int64_t j, Value &sum);
   Value wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB, int64_t n);
@@ -1337,18 +1339,7 @@ LogicalResult SM90Emitter::emitExp2InPlace(Exp2Op op, RoleState &st) {
     scf::YieldOp::create(b, loc, ValueRange{s0, l0, l1});
     b.setInsertionPointToStart(ifOp.thenBlock());
   }
-  Value s = st.s;
-  for (int i = 0; i < 2; ++i) {
-    Value sum = cf(0.0f);
-    for (int64_t j = 0; j < n / 8; ++j)
-      for (int k = 0; k < 2; ++k) {
-        int64_t idx = 4 * j + 2 * i + k;
-        Value e = expOf(st, i, idx);
-        sum = fadd(sum, e);
-        s = insert(s, e, idx);
-      }
-    st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);
-  }
+  Value s = exponentiate(st, n);
   st.s = s;
   if (guard) {
     scf::YieldOp::create(b, loc, ValueRange{s, st.l[0], st.l[1]});
@@ -1371,7 +1362,33 @@ LogicalResult SM90Emitter::emitPackP(PackPOp op, RoleState &st) {
   // Through an empty asm after the preceding wait: nothing hoists the
   // conversions above it (P's registers may be the ones an in-flight
   // P V reads).
-  Value s = fenceRegisters(st.s);
+  packP(st, fenceRegisters(st.s), n);
+  return success();
+}
+
+/// The S fragment with exp2(s·scale - m) in place of each score; the row
+/// sums take the block's exponentials (l = l·corr + sum).
+Value SM90Emitter::exponentiate(RoleState &st, int64_t n) {
+  Value s = st.s;
+  for (int i = 0; i < 2; ++i) {
+    Value sum = cf(0.0f);
+    for (int64_t j = 0; j < n / 8; ++j)
+      for (int k = 0; k < 2; ++k) {
+        int64_t idx = 4 * j + 2 * i + k;
+        Value e = expOf(st, i, idx);
+        sum = fadd(sum, e);
+        s = insert(s, e, idx);
+      }
+    st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);
+  }
+  return s;
+}
+
+/// P in registers from the exponentials `s`: the S accumulator fragment and
+/// wgmma's A-operand fragment put the same rows and columns in the same
+/// thread, so packing pairs is all it takes (packed index 2j + i for
+/// columns 8j.., row half i).
+void SM90Emitter::packP(RoleState &st, Value s, int64_t n) {
   st.pRegs.assign(n / 4, Value());
   for (int i = 0; i < 2; ++i)
     for (int64_t j = 0; j < n / 8; ++j) {
@@ -1379,23 +1396,13 @@ LogicalResult SM90Emitter::emitPackP(PackPOp op, RoleState &st) {
       st.pRegs[2 * j + i] = LLVM::BitcastOp::create(
           b, loc, i32, packPair(extract(s, idx), extract(s, idx + 1)));
     }
-  return success();
 }
 
-/// P stays in registers: the S accumulator fragment and wgmma's A-operand
-/// fragment put the same rows and columns in the same thread, so packing
-/// pairs is all it takes (packed index 2j + i for columns 8j.., row half i).
+/// P stays in registers, packed straight from the exponentials (S keeps
+/// the scores).
 LogicalResult SM90Emitter::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
                                                int64_t n) {
-  st.pRegs.assign(n / 4, Value());
-  for (int i = 0; i < 2; ++i) {
-    Value sum = cf(0.0f);
-    for (int64_t j = 0; j < n / 8; ++j) {
-      Value packed = expPair(st, i, j, sum);
-      st.pRegs[2 * j + i] = LLVM::BitcastOp::create(b, loc, i32, packed);
-    }
-    st.l[i] = fadd(fmul(st.l[i], st.corr[i]), sum);
-  }
+  packP(st, exponentiate(st, n), n);
   return success();
 }
 
