@@ -4,7 +4,8 @@
 # sparse at several skip rates). Usage: run-blasst.sh KDIR BENCH OUT
 # Env: BENCH_DIALS_NC / BENCH_DIALS_C (sparsity dials of the 64K benchmark,
 # non-causal / causal; the defaults give about 0, 72 and 92% skipped, the
-# issue's points), EXTRA (directories of more sparse kernels to time).
+# issue's points), EXTRA (directories of more sparse kernels to time),
+# BENCH_64K=0 (checks only).
 set -uo pipefail
 K="$1"; BENCH="$2"; OUT="$3"; mkdir -p "$OUT"; fails=0
 run() { local name="$1"; shift
@@ -38,6 +39,7 @@ echo "=== benchmark: 64K prefill, batch 1, 32/8 heads, dense vs sparse ==="
 # always kept), so each gets its own dials for about 0 / 72 / 92% skipped.
 # EXTRA: more kernel stems timed beside them (e.g. a previous build).
 for causal in false true; do
+  [[ ${BENCH_64K:-1} == 1 ]] || break
   dials=${BENCH_DIALS_NC:-0 0.735 0.94}
   [[ $causal == true ]] && dials=${BENCH_DIALS_C:-0 0.75 0.95}
   extra=()

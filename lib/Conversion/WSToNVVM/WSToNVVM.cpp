@@ -118,6 +118,10 @@ struct RoleState {
   Value o;          // O accumulator struct (loop-carried).
   Value m[2], l[2]; // Running max (log2 domain) and partial sums.
   Value mBlock[2], mUse[2], corr[2];
+  /// Each thread's max over its own scores of a fragment row (unscaled,
+  /// before the quad reduction). BLASST kernels reduce it lazily: the vote
+  /// needs no quad max, only the kept path does.
+  Value mPart[2];
   Value rowIdx[2]; // Global query row of each fragment row.
   // BLASST.
   Value threshold;  // log2(lambda) for this sequence.
@@ -301,6 +305,8 @@ private:
   LogicalResult emitTmaLoad(TmaLoadOp op, RoleState &st);
   LogicalResult emitMma(MmaOp op, RoleState &st);
   LogicalResult emitRowMax(RowMaxOp op, RoleState &st);
+  /// The quad-reduced, scaled block max of fragment row i (once).
+  void ensureBlockMax(RoleState &st, int i);
   LogicalResult emitSoftmaxUpdate(SoftmaxUpdateOp op, RoleState &st);
   LogicalResult emitExp2Store(Exp2StoreOp op, RoleState &st);
   LogicalResult emitCorrect(CorrectOp op, RoleState &st);
@@ -597,7 +603,7 @@ void SM90Emitter::startTile(RoleState &st) {
   st.pRegs.clear();
   st.inflight.clear();
   for (int i = 0; i < 2; ++i)
-    st.mBlock[i] = st.mUse[i] = st.corr[i] = Value();
+    st.mBlock[i] = st.mPart[i] = st.mUse[i] = st.corr[i] = Value();
   st.numBlocks = numKVBlocks();
   if (st.role.getKind() != RoleKind::compute)
     return;
@@ -834,7 +840,7 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   b.setInsertionPointAfter(forOp);
   // Values computed in the body that are not carried do not exist here.
   for (int i = 0; i < 2; ++i)
-    st.corr[i] = st.mUse[i] = st.mBlock[i] = Value();
+    st.corr[i] = st.mUse[i] = st.mBlock[i] = st.mPart[i] = Value();
   st.pRegs.resize(numP);
   unpack(forOp.getResults());
   st.s = Value();
@@ -851,14 +857,29 @@ LogicalResult SM90Emitter::emitAcquire(AcquireOp op, RoleState &st) {
   PipeOp pipe = pipeOf(op.getPipeAttr());
 
   OpBuilder::InsertionGuard guard(b);
-  if (Value exists = blockExists(st, pipe, op.getAhead()))
+  bool producer = isProducer(pipe, st);
+  Value exists = blockExists(st, pipe, op.getAhead());
+  // A consumer's look-ahead in the loop (block n+1, which is past the end
+  // in the last iteration) needs no branch: past the end it waits for the
+  // stage's previous phase, which has completed (or, on a fresh barrier,
+  // passes at once). The branch cost a resolve stall every iteration.
+  bool branchFree = exists && !producer && st.inLoop && op.getAhead() &&
+                    *op.getAhead() == 1;
+  if (exists && !branchFree)
     openIf(exists);
   auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
-  bool producer = isProducer(pipe, st);
   // The producer waits for the consumers to have emptied the stage in the
   // previous round (parity flipped: a fresh barrier passes at once).
   Value parity =
       producer ? arith::XOrIOp::create(b, loc, phase, c32(1)) : phase;
+  if (branchFree)
+    parity = arith::XOrIOp::create(
+        b, loc, parity,
+        arith::ExtUIOp::create(
+            b, loc, i32,
+            arith::XOrIOp::create(
+                b, loc, exists,
+                arith::ConstantOp::create(b, loc, b.getBoolAttr(true)))));
   NVVM::MBarrierTryWaitParityOp::create(
       b, loc, barrier(pipe, /*full=*/!producer, stage), parity,
       c32(kWaitTicks));
@@ -1006,11 +1027,23 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   Value accIn = qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
 
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  // The B descriptors of the k-steps differ only in the start address
+  // (bits 0-13, in 16-byte units): one descriptor for the stage, plus a
+  // constant per step. The field cannot carry: every address in shared
+  // memory is below 2^18 bytes.
+  // K (Q Kᵀ) is K-major; V (P V) is MN-major, its LBO steps to the next
+  // 64-column panel.
+  Value descBStage = descriptor(smemAddr(bBase),
+                                qk ? 16 : bRows * kSwizzleBytes, kTileAlign);
+  auto descBAt = [&](int64_t off) {
+    return off ? arith::AddIOp::create(b, loc, descBStage, c64(off >> 4))
+                     .getResult()
+               : descBStage;
+  };
   for (int64_t kk = 0; kk < kTotal / 16; ++kk) {
     if (aInRegs) {
       int64_t bOff = kk * 16 * kSwizzleBytes;
-      Value descB = descriptor(smemAddr(add(bBase, c32(bOff))),
-                               bRows * kSwizzleBytes, kTileAlign);
+      Value descB = descBAt(bOff);
       accIn = wgmmaRegisterA(accIn, ArrayRef<Value>(st.pRegs).slice(4 * kk, 4),
                              descB, n);
       continue;
@@ -1023,14 +1056,12 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
     if (qk) {
       // B = K tile [n keys, D]: K-major like A.
       int64_t bOff = (kk / 4) * bRows * kSwizzleBytes + (kk % 4) * 32;
-      descB = descriptor(smemAddr(add(bBase, c32(bOff))), 16, kTileAlign);
+      descB = descBAt(bOff);
       layoutB = NVVM::MMALayout::col;
     } else {
       // B = V tile [keys, Dv] is MN-major (Dv contiguous): 16 keys per
       // k-step; LBO steps to the next 64-column panel, SBO to the next 8 keys.
-      int64_t bOff = kk * 16 * kSwizzleBytes;
-      descB = descriptor(smemAddr(add(bBase, c32(bOff))), bRows * kSwizzleBytes,
-                         kTileAlign);
+      descB = descBAt(kk * 16 * kSwizzleBytes);
       layoutB = NVVM::MMALayout::row;
     }
     bool zero = qk && kk == 0;
@@ -1193,27 +1224,41 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
 
   // The max over raw scores, scaled once (scale > 0): scores stay raw and
   // exp2 takes fma(s, scale, -m).
-  Value scale = param(kScaleLog2);
   // A chain, not a tree: at head_dim 64 the tree made the kernel 20% slower
   // on the H200 (ptxas schedules it worse), elsewhere it changed nothing
   // measurable, BLASST's skipped blocks included
   // (docs/results/2026-11-29-hd256.md).
+  // (Two or four chains per row instead of one: within 0.6% on BLASST's
+  // skipped blocks, docs/results/2026-11-29-skip-path.md.)
   for (int i = 0; i < 2; ++i) {
     Value mx = negInf;
     for (int64_t j = 0; j < n / 8; ++j)
       for (int k = 0; k < 2; ++k)
         mx = fmax(mx, extract(st.s, 4 * j + 2 * i + k));
-    st.mBlock[i] = fmul(quadReduce(mx, /*isMax=*/true), scale);
+    st.mPart[i] = mx;
+    st.mBlock[i] = Value();
+    // A BLASST kernel's vote needs only each thread's max (emitVote): the
+    // quad reduction waits for the kept path (ensureBlockMax).
+    if (!st.threshold)
+      ensureBlockMax(st, i);
   }
   return success();
+}
+
+void SM90Emitter::ensureBlockMax(RoleState &st, int i) {
+  if (!st.mBlock[i])
+    st.mBlock[i] =
+        fmul(quadReduce(st.mPart[i], /*isMax=*/true), param(kScaleLog2));
 }
 
 LogicalResult SM90Emitter::emitSoftmaxUpdate(SoftmaxUpdateOp op,
                                              RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
-  if (!st.mBlock[0])
+  if (!st.mPart[0])
     return op.emitOpError() << "needs a preceding ws.row_max";
+  for (int i = 0; i < 2; ++i)
+    ensureBlockMax(st, i);
   for (int i = 0; i < 2; ++i) {
     Value mNew = fmax(st.m[i], st.mBlock[i]);
     // A row with no visible key yet keeps m = -inf; subtract 0 instead so
@@ -1532,15 +1577,19 @@ LogicalResult SM90Emitter::emitEpilogue(EpilogueOp op, RoleState &st) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
-  if (!st.mBlock[0] || !st.threshold)
+  if (!st.mPart[0] || !st.threshold)
     return op.emitOpError() << "needs a preceding ws.row_max in a compute role";
   // Per row: m_block - m_running < log2(lambda); rows past seqQ abstain.
-  // NaN (-inf - -inf) compares false: no skip.
+  // NaN (-inf - -inf) compares false: no skip. Each thread tests its own
+  // scores' max: rounding is monotonic, so fl(x * scale) - m < T holds for
+  // the row's max exactly when it holds for every thread's, and the warp's
+  // vote.all is the same decision without the quad shuffles.
   Value pred;
+  Value scale = param(kScaleLog2);
   for (int i = 0; i < 2; ++i) {
-    Value small =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                              fsub(st.mBlock[i], st.m[i]), st.threshold);
+    Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                        fsub(fmul(st.mPart[i], scale), st.m[i]),
+                                        st.threshold);
     Value abstain = cmp(arith::CmpIPredicate::sge, st.rowIdx[i], param(kSeqQ));
     Value rowPred = arith::OrIOp::create(b, loc, small, abstain);
     pred = i == 0 ? rowPred : arith::AndIOp::create(b, loc, pred, rowPred);
@@ -1571,6 +1620,13 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
   return success();
 }
 
+/// Whether the step right after `op` is a ws.mma_wait leaving at most one
+/// group pending.
+static bool waitsForAllButOne(Operation *op) {
+  auto wait = dyn_cast_or_null<MmaWaitOp>(op->getNextNode());
+  return wait && wait.getPending() <= 1;
+}
+
 LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
                                              RoleState &st) {
   if (!st.skip)
@@ -1590,6 +1646,7 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
   if (exps && !st.s)
     return op.emitOpError() << "exponentiates scores nobody computed";
+  Value mBlockBefore[2] = {st.mBlock[0], st.mBlock[1]};
   SmallVector<Value> before = st.carried();
   // (mUse: what exp2 subtracts; unused on the skip path.)
   if (update)
@@ -1644,9 +1701,18 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     scf::YieldOp::create(b, loc, results());
     // A skipped block leaves the running state as it was (correction 1).
+    // Its group would be empty. When the next step waits for all but at most
+    // one group (the region's, on the kept path), the skip path can wait
+    // for all of them right here instead: the same groups are retired on
+    // both paths after that wait, and ptxas does not turn an empty commit
+    // into a dummy HGMMA that queues behind Q Kᵀ on the tensor pipe.
     b.setInsertionPointToStart(ifOp.elseBlock());
-    if (commit)
-      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    if (commit) {
+      if (waitsForAllButOne(op))
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      else
+        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    }
     scf::YieldOp::create(b, loc, before);
   }
   ValueRange r = ifOp.getResults();
@@ -1665,6 +1731,9 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
   if (numP)
     st.pRegs.assign(r.begin() + k, r.end());
   st.commitInRegion = false;
+  // A block max reduced inside the region does not exist after it.
+  for (int i = 0; i < 2; ++i)
+    st.mBlock[i] = mBlockBefore[i];
   return success();
 }
 

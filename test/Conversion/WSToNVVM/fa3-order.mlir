@@ -8,7 +8,11 @@
 // At head_dim 64 the exponentials are not guarded (measured slower).
 
 // CHECK-LABEL: llvm.func @hd128_kernel
-// CHECK: scf.for
+// The look-ahead acquire of K(n+1) is branch-free (no scf.if around its
+// wait: past the end it waits for the stage's completed previous phase).
+// CHECK: scf.for {{.*}} iter_args
+// CHECK-NOT: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: scf.if
 // CHECK: llvm.nvvm.ex2.approx.ftz.f

@@ -36,23 +36,35 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 
-// The skip flag is a loop-carried i1 (false for block 0). P V's group is
-// committed inside both branches (an empty group when skipped), so
-// wgmma.wait_group 1 counts the same groups on both paths and retires only
-// Q Kᵀ(n+1): the kept block's softmax overlaps P V(n). P(n+1) is packed
-// only after wait_group 0, through a register fence.
+// The skip flag is a loop-carried i1 (false for block 0). The look-ahead
+// acquire of K(n+1) needs no branch (past the end it waits for the stage's
+// completed previous phase). P V's group is committed inside the kept
+// branch; the skip branch commits no empty group (ptxas would issue a dummy
+// HGMMA for it) and waits for all groups instead, so after
+// wgmma.wait_group 1 the same groups are retired on both paths and the kept
+// block's softmax overlaps P V(n). The vote tests each thread's own max: no
+// quad shuffle before the warpgroup AND, the shuffles run on the kept path.
+// P(n+1) is packed only after wait_group 0, through a register fence.
 // LLVM-LABEL: llvm.func @sparse_kernel
 // LLVM: scf.for {{.*}} iter_args({{.*}}) -> ({{.*}}i1)
+// LLVM-NOT: scf.if
+// LLVM: nvvm.mbarrier.try_wait.parity
 // LLVM: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async
 // LLVM: nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT: scf.yield %{{[0-9]+}}, %arg{{[0-9]+}}, %arg
 // LLVM-NEXT: } else {
-// LLVM-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// LLVM-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // LLVM-NEXT: scf.yield %arg
 // LLVM-NEXT: }
 // LLVM-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// LLVM-NOT: nvvm.shfl.sync
 // LLVM: nvvm.vote.sync all
+// LLVM-NOT: nvvm.shfl.sync
 // LLVM: llvm.nvvm.barrier.cta.red.and.aligned.count
+// LLVM-NOT: nvvm.shfl.sync
+// LLVM: scf.if
+// LLVM-NOT: } else {
+// LLVM: nvvm.shfl.sync  bfly
 // LLVM: llvm.nvvm.ex2.approx.ftz.f
 // LLVM-NOT: llvm.fptrunc
 // LLVM: nvvm.wgmma.wait.group.sync.aligned 0
