@@ -86,6 +86,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.overlap = printScheduleKnob(opts.overlap);
   passOpts.pingpong = printScheduleKnob(opts.pingpong);
   passOpts.pInRegisters = printScheduleKnob(opts.pInRegisters);
+  passOpts.qInRegisters = printScheduleKnob(opts.qInRegisters);
   passOpts.persistent = printScheduleKnob(opts.persistent);
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)

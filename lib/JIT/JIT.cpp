@@ -219,6 +219,7 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
      << " overlap=" << s.overlap.value_or(false)
      << " pingpong=" << s.pingpong.value_or(false)
      << " p_in_registers=" << s.pInRegisters.value_or(false)
+     << " q_in_registers=" << s.qInRegisters.value_or(false)
      << " persistent=" << s.persistent.value_or(false) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();

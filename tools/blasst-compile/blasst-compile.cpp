@@ -83,6 +83,11 @@ static cl::opt<cl::boolOrDefault>
                  cl::desc("sm_90a: keep P in registers (wgmma with A from "
                           "registers); default: on with the overlap"),
                  cl::cat(cat));
+static cl::opt<cl::boolOrDefault> qInRegisters(
+    "q-in-registers",
+    cl::desc("sm_90a: Q in registers for Q Kᵀ (ldmatrix once, wgmma with A "
+             "from registers); default: off"),
+    cl::cat(cat));
 static cl::opt<cl::boolOrDefault>
     pingpong("pingpong",
              cl::desc("sm_90a: the consumer warpgroups take turns for their "
@@ -228,6 +233,7 @@ int main(int argc, char **argv) {
     opts.overlap = knob(overlap);
     opts.pingpong = knob(pingpong);
     opts.pInRegisters = knob(pInRegisters);
+    opts.qInRegisters = knob(qInRegisters);
     opts.persistent = knob(persistent);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);

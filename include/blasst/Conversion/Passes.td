@@ -51,6 +51,11 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a: keep P in registers (wgmma with A from registers) "
            "instead of a round trip through shared memory: auto (default: "
            "on with the overlap), true or false">,
+    Option<"qInRegisters", "q-in-registers", "std::string", /*default=*/"\"auto\"",
+           "sm_90a: load each consumer's Q rows into registers once and "
+           "issue Q Kᵀ with A from registers (no Q reads from shared memory "
+           "per KV block; head_dim / 4 more registers per thread): auto "
+           "(default: off), true or false">,
   ];
 }
 

@@ -58,14 +58,19 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.pingpong = false;
   if (!o.persistent.has_value())
     o.persistent = false;
+  if (!o.qInRegisters.has_value())
+    o.qInRegisters = false;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S
   // and P in flight too, 80-key blocks are the most that fit.
   bool fa3 = hopper && *o.overlap && *o.pInRegisters && !*o.pingpong;
+  // Q in registers takes head_dim / 4 more registers per thread: at
+  // head_dim 128 FA3's tiles then fit with 144-key blocks (176 and 160
+  // spill and serialise the wgmmas, C7512).
   if (!o.blockN)
     o.blockN = (hopper && spec.headDim > 128) ? (fa3 ? 80 : 64)
-               : (fa3 && spec.headDim == 128) ? 176
+               : (fa3 && spec.headDim == 128) ? (*o.qInRegisters ? 144 : 176)
                                               : 128;
   if (!o.stages)
     o.stages = 2;
@@ -181,6 +186,11 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   else
     kb.buffer("p", MemorySpace::smem, o.blockM, o.blockN, kb.et, 1);
   kb.buffer("o", MemorySpace::regs, half, dv, kb.f32, 1);
+  // Q in registers: each consumer's 64 rows as wgmma A fragments, loaded
+  // once from the Q tile.
+  StringRef qA = *o.qInRegisters ? "qr" : "q";
+  if (*o.qInRegisters)
+    kb.buffer("qr", MemorySpace::regs, half, d, kb.et, 1);
   StringRef consumers[] = {"consumer0", "consumer1"};
   kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, o.blockM * d * bytes);
   kb.pipe("k_pipe", o.stages, "producer", consumers, {"k"},
@@ -208,6 +218,8 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
     kb.role(consumers[i], RoleKind::compute, 4 + 4 * i, 8 + 4 * i,
             o.consumerRegs, std::make_pair(i * half, (i + 1) * half));
     kb.acquire("q_pipe");
+    if (*o.qInRegisters)
+      LoadFragOp::create(kb.b, kb.loc, kb.sym("q"), kb.sym("qr"));
     if (!*o.overlap) {
       // Ping-pong: a warpgroup's turn covers P V of block n and Q Kᵀ of
       // block n+1 (adjacent tensor-core work), so one warpgroup's softmax
@@ -216,7 +228,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
         kb.turnWait("gemm_turn");
       kb.kvLoop();
       kb.acquire("k_pipe");
-      kb.mma(MmaKind::qk, "q", "k", "s");
+      kb.mma(MmaKind::qk, qA, "k", "s");
       kb.release("k_pipe");
       if (*o.pingpong)
         kb.turnPass("gemm_turn");
@@ -239,7 +251,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       // in flight across the loop's back-edge. Block n+1 past the end is
       // fully masked (a no-op).
       kb.acquire("k_pipe");
-      kb.mma(MmaKind::qk, "q", "k", "s");
+      kb.mma(MmaKind::qk, qA, "k", "s");
       kb.release("k_pipe");
       kb.softmax("s", "p", /*readScores=*/false);
       // Ping-pong: a turn covers [Q Kᵀ(n+1), P V(n)], issued together.
@@ -247,7 +259,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
         kb.turnWait("gemm_turn");
       kb.kvLoop();
       kb.acquire("k_pipe", /*ahead=*/1);
-      kb.mma(MmaKind::qk, "q", "k", "s", /*async=*/true, /*ahead=*/1);
+      kb.mma(MmaKind::qk, qA, "k", "s", /*async=*/true, /*ahead=*/1);
       kb.acquire("v_pipe");
       kb.mma(MmaKind::pv, "p", "v", "o", /*async=*/true);
       if (*o.pingpong)
@@ -451,6 +463,7 @@ struct ConvertAttnToWSPass
          {std::make_tuple("overlap", &overlap, &knobs.overlap),
           std::make_tuple("pingpong", &pingpong, &knobs.pingpong),
           std::make_tuple("p-in-registers", &pInRegisters, &knobs.pInRegisters),
+          std::make_tuple("q-in-registers", &qInRegisters, &knobs.qInRegisters),
           std::make_tuple("persistent", &persistent, &knobs.persistent)})
       if (!parseScheduleKnob(value->getValue(), knob)) {
         module.emitError() << "convert-attn-to-ws: option " << name
@@ -483,10 +496,11 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
-      if ((*opts.overlap || *opts.pingpong || *opts.pInRegisters) &&
+      if ((*opts.overlap || *opts.pingpong || *opts.pInRegisters ||
+           *opts.qInRegisters) &&
           *target != ws::Target::sm_90a) {
-        op.emitOpError()
-            << "overlap, pingpong and p-in-registers are sm_90a schedules";
+        op.emitOpError() << "overlap, pingpong, p-in-registers and "
+                            "q-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
       if (*opts.persistent && spec.headDim > 128) {
@@ -499,6 +513,20 @@ struct ConvertAttnToWSPass
             << "persistent=true with the overlap schedule is not available "
                "yet: the tile loop around it makes ptxas spill the consumers' "
                "registers; use overlap=false";
+        return signalPassFailure();
+      }
+      if (*opts.qInRegisters &&
+          (spec.headDim > 128 ||
+           (spec.headDim == 128 && *opts.overlap && *opts.pInRegisters &&
+            opts.blockN > 144))) {
+        op.emitOpError()
+            << "q-in-registers=true is not available here: Q takes "
+               "head_dim / 4 registers per thread, and "
+            << (spec.headDim > 128
+                    ? "at head_dim > 128 they do not fit the consumers' 240"
+                    : "at head_dim 128 with S, P and O in flight it needs "
+                      "block_n <= 144 (got " +
+                          std::to_string(opts.blockN) + ")");
         return signalPassFailure();
       }
       // Above head_dim 128, O alone takes head_dim / 2 registers per

@@ -110,6 +110,7 @@ struct RoleState {
   /// fenced when a ws.mma_wait retires its group.
   SmallVector<Value *> inflight;
   SmallVector<Value> pRegs; // P packed for wgmma's A operand (P in regs).
+  SmallVector<Value> qRegs; // Q as wgmma A fragments (ws.load_frag).
   int64_t rowBegin = 0;     // First CTA query row the role owns.
   int64_t barrierId = 0;    // Named barrier of the role's warpgroup.
   Value threadInRole;       // i32 in [0, threads of the role).
@@ -323,7 +324,11 @@ private:
   void packP(RoleState &st, Value s, int64_t n);
   Value packPair(Value x, Value y);
   Value expPair(RoleState &st, int i, int64_t j, Value &sum);
-  Value wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB, int64_t n);
+  /// wgmma with A from registers (four .b32 per k-step); `zeroAcc`: the
+  /// accumulator input is ignored (scale-d 0); `transB`: B is MN-major.
+  Value wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB, int64_t n,
+                       bool zeroAcc, bool transB);
+  LogicalResult emitLoadFrag(LoadFragOp op, RoleState &st);
   LogicalResult emitTurn(Operation *op, FlatSymbolRefAttr order, bool wait,
                          RoleState &st);
   Value fenceRegisters(Value acc);
@@ -601,6 +606,7 @@ void SM90Emitter::startTile(RoleState &st) {
   st.inLoop = st.afterLoop = false;
   st.s = st.sNext = st.skip = st.scoresReal = Value();
   st.pRegs.clear();
+  st.qRegs.clear();
   st.inflight.clear();
   for (int i = 0; i < 2; ++i)
     st.mBlock[i] = st.mPart[i] = st.mUse[i] = st.corr[i] = Value();
@@ -666,7 +672,8 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
   bool compute = st.role.getKind() == RoleKind::compute;
   if (!compute &&
       isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, Exp2Op, PackPOp,
-          CorrectOp, EpilogueOp, VoteOp, UnlessSkippedOp, MmaWaitOp>(op))
+          CorrectOp, EpilogueOp, VoteOp, UnlessSkippedOp, MmaWaitOp,
+          LoadFragOp>(op))
     return op->emitOpError()
            << "runs in a '" << stringifyRoleKind(st.role.getKind())
            << "' role; on sm_90a it is lowered in compute roles only";
@@ -688,6 +695,7 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
       .Case([&](CorrectOp o) { return emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
+      .Case([&](LoadFragOp o) { return emitLoadFrag(o, st); })
       .Case([&](MmaWaitOp o) { return emitMmaWait(o, st); })
       .Case([&](TurnWaitOp o) {
         return emitTurn(o, o.getOrderAttr(), /*wait=*/true, st);
@@ -964,14 +972,19 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   BufferOp a = bufferOf(op.getAAttr()), bb = bufferOf(op.getBAttr()),
            d = bufferOf(op.getDAttr());
   bool aInRegs = a.getSpace() == MemorySpace::regs;
-  if (aInRegs && (op.getKind() != MmaKind::pv || st.pRegs.empty()))
+  ArrayRef<Value> aRegs =
+      op.getKind() == MmaKind::qk ? ArrayRef<Value>(st.qRegs) : st.pRegs;
+  if (aInRegs && aRegs.empty())
     return op.emitOpError()
-           << "operand a in registers needs P from a preceding "
-              "ws.exp2_store_p or ws.pack_p in the same block";
-  if (aInRegs && int64_t(st.pRegs.size()) * 4 != a.getShape()[1])
+           << "operand a in registers needs "
+           << (op.getKind() == MmaKind::qk
+                   ? "Q from a preceding ws.load_frag in the same role"
+                   : "P from a preceding ws.exp2_store_p or ws.pack_p in the "
+                     "same block");
+  if (aInRegs && int64_t(aRegs.size()) * 4 != a.getShape()[1])
     return op.emitOpError()
-           << "P in registers holds " << st.pRegs.size() * 4 << " columns but "
-           << op.getAAttr() << " has " << a.getShape()[1];
+           << "operand a in registers holds " << aRegs.size() * 4
+           << " columns but " << op.getAAttr() << " has " << a.getShape()[1];
   if (op.getKind() == MmaKind::pv &&
       failed(checkFragment(op, op.getDAttr(), st.o, "O accumulator")))
     return failure();
@@ -1042,10 +1055,12 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   };
   for (int64_t kk = 0; kk < kTotal / 16; ++kk) {
     if (aInRegs) {
-      int64_t bOff = kk * 16 * kSwizzleBytes;
+      // B: K (K-major, as below) or V (MN-major, 16 keys per k-step).
+      int64_t bOff = qk ? (kk / 4) * bRows * kSwizzleBytes + (kk % 4) * 32
+                        : kk * 16 * kSwizzleBytes;
       Value descB = descBAt(bOff);
-      accIn = wgmmaRegisterA(accIn, ArrayRef<Value>(st.pRegs).slice(4 * kk, 4),
-                             descB, n);
+      accIn = wgmmaRegisterA(accIn, aRegs.slice(4 * kk, 4), descB, n,
+                             /*zeroAcc=*/qk && kk == 0, /*transB=*/!qk);
       continue;
     }
     // A: K-major, 128B swizzle; 64-column panels of aRows rows.
@@ -1095,6 +1110,46 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
   *target = result;
   if (op.getAsync())
     st.inflight.push_back(target);
+  return success();
+}
+
+LogicalResult SM90Emitter::emitLoadFrag(LoadFragOp op, RoleState &st) {
+  if (st.inLoop || st.afterLoop)
+    return op.emitOpError() << "is lowered before the kv_loop only";
+  BufferOp src = bufferOf(op.getSrcAttr()), dst = bufferOf(op.getDstAttr());
+  int64_t rows = src.getShape()[0], cols = dst.getShape()[1];
+  if (st.rowBegin + 64 > rows)
+    return op.emitOpError() << "the role's rows [" << st.rowBegin << ", "
+                            << st.rowBegin + 64 << ") are not in "
+                            << op.getSrcAttr() << " (" << rows << " rows)";
+  // ldmatrix.x4 per 16-column k-step: lane l gives the address of row l % 8
+  // of matrix l / 8; matrices 0-3 are (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+  // (rows 0-7, k 8-15), (rows 8-15, k 8-15) of the warp's 16 rows, which is
+  // wgmma's register-A fragment (the mma.m16n8k16 A layout per warp). The
+  // tile is 64-column panels of 128-byte rows, 128B-swizzled: the 16-byte
+  // chunk c of row r sits at chunk c ^ (r % 8).
+  Value t = st.threadInRole;
+  Value w = divu(t, c32(32)), ln = remu(t, c32(32));
+  Value mat = divu(ln, c32(8));
+  Value row = add(add(c32(st.rowBegin), mul(w, c32(16))),
+                  add(remu(ln, c32(8)), mul(remu(mat, c32(2)), c32(8))));
+  Value rowBase = add(c32(offsetOf(src)), mul(row, c32(kSwizzleBytes)));
+  Value swz = remu(row, c32(8));
+  Value kHalf = divu(mat, c32(2));
+  auto i32x4 = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+  st.qRegs.clear();
+  for (int64_t kk = 0; kk < cols / 16; ++kk) {
+    Value chunk = add(c32(2 * (kk % 4)), kHalf);
+    Value off = add(add(rowBase, c32((kk / 4) * rows * kSwizzleBytes)),
+                    mul(arith::XOrIOp::create(b, loc, chunk, swz), c32(16)));
+    Value frag = NVVM::LdMatrixOp::create(
+        b, loc, i32x4, smemPtr(off), b.getI32IntegerAttr(4),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+    for (int64_t i = 0; i < 4; ++i)
+      st.qRegs.push_back(extract(frag, i));
+  }
   return success();
 }
 
@@ -1454,11 +1509,13 @@ LogicalResult SM90Emitter::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
 /// O += P V with P from registers: wgmma's register-A form, which NVVM has
 /// no op for; one inline PTX instruction (its predicate scoped in braces).
 Value SM90Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
-                                  int64_t n) {
+                                  int64_t n, bool zeroAcc, bool transB) {
   auto type = cast<LLVM::LLVMStructType>(acc.getType());
   unsigned nd = type.getBody().size();
   const char *ty = spec.dtype == DType::BF16 ? "bf16" : "f16";
-  std::string str = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+  std::string str = std::string("{\n.reg .pred p;\nsetp.ne.b32 p, ") +
+                    (zeroAcc ? "0" : "1") +
+                    ", 0;\n"
                     "wgmma.mma_async.sync.aligned.m64n" +
                     std::to_string(n) + "k16.f32." + ty + "." + ty + " {";
   for (unsigned i = 0; i < nd; ++i)
@@ -1467,7 +1524,8 @@ Value SM90Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
   unsigned a0 = 2 * nd;
   str += "}, {$" + std::to_string(a0) + ", $" + std::to_string(a0 + 1) + ", $" +
          std::to_string(a0 + 2) + ", $" + std::to_string(a0 + 3) + "}, $" +
-         std::to_string(a0 + 4) + ", p, 1, 1, 1;\n}";
+         std::to_string(a0 + 4) + ", p, 1, 1, " + (transB ? "1" : "0") +
+         ";\n}";
   std::string constraints;
   for (unsigned i = 0; i < nd; ++i)
     constraints += (i ? ",=f" : "=f");

@@ -268,3 +268,40 @@ ws.kernel @exp_twice target = sm_90a, block_m = 128, block_n = 128, spec = <head
     }
   }
 }
+
+// -----
+
+ws.kernel @regs_q target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @qr regs [64, 64] bf16 stages 1
+  ws.buffer @k smem [128, 64] bf16 stages 2
+  ws.buffer @s regs [64, 128] f32 stages 1
+  ws.pipe @k_pipe depth 2 producer @p consumers [@c] buffers [@k] tx_bytes 16384
+  ws.role @p load warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      // expected-error @below {{operand a in registers needs Q from a preceding ws.load_frag in the same role}}
+      ws.mma qk @qr, @k -> @s
+      ws.release @k_pipe
+    }
+  }
+}
+
+// -----
+
+ws.kernel @frag_in_loop target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @q smem [128, 64] bf16 stages 1
+  ws.buffer @qr regs [64, 64] bf16 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{is lowered before the kv_loop only}}
+      ws.load_frag @q -> @qr
+    }
+  }
+}

@@ -989,3 +989,51 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
     }
   }
 }
+
+// -----
+
+// Steps: load_frag reads shared memory.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q regs [64, 64] bf16 stages 1
+  ws.buffer @qr regs [64, 64] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{source @q must be in shared memory}}
+    ws.load_frag @q -> @qr
+  }
+}
+
+// -----
+
+// Steps: load_frag writes registers.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @qr smem [64, 64] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{destination @qr must be in registers}}
+    ws.load_frag @q -> @qr
+  }
+}
+
+// -----
+
+// Steps: load_frag keeps the 16-bit element type.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  ws.buffer @qr regs [64, 64] f16 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{source and destination must have the same 16-bit element type}}
+    ws.load_frag @q -> @qr
+  }
+}
+
+// -----
+
+// Steps: load_frag takes a warpgroup's 64 rows of all the source's columns.
+ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [128, 64] bf16 stages 1
+  ws.buffer @qr regs [128, 64] bf16 stages 1
+  ws.role @r compute warps [0, 4) {
+    // expected-error @below {{destination @qr must be 64 rows of the source's 64 columns (a warpgroup's rows of a 128-row tile)}}
+    ws.load_frag @q -> @qr
+  }
+}

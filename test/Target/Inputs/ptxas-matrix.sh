@@ -14,6 +14,10 @@ for dtype in bf16 f16; do
         if [[ " ${extra[*]-} " == *" --persistent "* && $hd -gt 128 ]]; then
           continue
         fi
+        # So is Q in registers (head_dim / 4 more registers per thread).
+        if [[ " ${extra[*]-} " == *" --q-in-registers "* && $hd -gt 128 ]]; then
+          continue
+        fi
         # LSE on for every other combination to cover both epilogues.
         lse=$([[ $(( (n / 2) % 2 )) -eq 0 ]] && echo true || echo false)
         name="${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"

@@ -30,6 +30,10 @@ struct ScheduleOptions {
   /// sm_90a: keep P in registers (wgmma with A from registers). Unset: the
   /// target's default.
   std::optional<bool> pInRegisters;
+  /// sm_90a: load each consumer's Q rows into registers once (ldmatrix) and
+  /// issue Q Kᵀ with A from registers: no Q reads from shared memory per KV
+  /// block, 32 (head_dim 128) more registers per thread. Unset: off.
+  std::optional<bool> qInRegisters;
 };
 
 /// The pass-option spelling of an on/off knob: "auto" (unset), "true",

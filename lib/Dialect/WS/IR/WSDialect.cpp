@@ -585,6 +585,32 @@ LogicalResult Exp2StoreOp::verify() {
 
 LogicalResult Exp2Op::verify() { return verifyScores(*this, getScoresAttr()); }
 
+LogicalResult LoadFragOp::verify() {
+  FailureOr<BufferOp> src = lookupBuffer(*this, getSrcAttr(), "source");
+  FailureOr<BufferOp> dst = lookupBuffer(*this, getDstAttr(), "destination");
+  if (failed(src) || failed(dst))
+    return failure();
+  if (src->getSpace() != MemorySpace::smem)
+    return emitOpError() << "source " << getSrcAttr()
+                         << " must be in shared memory";
+  if (dst->getSpace() != MemorySpace::regs)
+    return emitOpError() << "destination " << getDstAttr()
+                         << " must be in registers";
+  if (src->getElementType() != dst->getElementType() ||
+      dst->getElementType().isF32())
+    return emitOpError() << "source and destination must have the same "
+                            "16-bit element type";
+  if (dst->getShape()[0] != 64 || dst->getShape()[1] != src->getShape()[1] ||
+      src->getShape()[0] % 64)
+    return emitOpError() << "destination " << getDstAttr()
+                         << " must be 64 rows of the source's "
+                         << src->getShape()[1] << " columns (a warpgroup's "
+                         << "rows of a " << src->getShape()[0] << "-row tile)";
+  if (dst->getShape()[1] % 16)
+    return emitOpError() << "needs a multiple of 16 columns (wgmma k-steps)";
+  return success();
+}
+
 LogicalResult PackPOp::verify() {
   if (failed(verifyScores(*this, getScoresAttr())))
     return failure();

@@ -280,6 +280,19 @@ def WS_MmaOp : WS_StepOp<"mma"> {
   let hasVerifier = 1;
 }
 
+def WS_LoadFragOp : WS_StepOp<"load_frag"> {
+  let summary = "Load a role's rows of a shared-memory tile as wgmma A fragments";
+  let description = [{
+    Copies the role's 64 rows of `src` (a 128B-swizzled tile in shared memory,
+    e.g. Q) into the registers `dst` names, in wgmma's register-A fragment
+    layout (sm_90a: ldmatrix), so that a later `ws.mma` with `dst` as operand
+    a reads no shared memory. The registers stay valid until the role ends.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$src, FlatSymbolRefAttr:$dst);
+  let assemblyFormat = "$src `->` $dst attr-dict";
+  let hasVerifier = 1;
+}
+
 def WS_MmaWaitOp : WS_StepOp<"mma_wait"> {
   let summary = "Wait until at most `pending` async mma groups are in flight";
   let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$pending);
