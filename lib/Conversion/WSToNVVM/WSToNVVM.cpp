@@ -194,6 +194,11 @@ private:
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
+  /// Logical not of an i1.
+  Value notI1(Value c) {
+    return arith::XOrIOp::create(
+        b, loc, c, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  }
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
@@ -882,12 +887,7 @@ LogicalResult SM90Emitter::emitAcquire(AcquireOp op, RoleState &st) {
       producer ? arith::XOrIOp::create(b, loc, phase, c32(1)) : phase;
   if (branchFree)
     parity = arith::XOrIOp::create(
-        b, loc, parity,
-        arith::ExtUIOp::create(
-            b, loc, i32,
-            arith::XOrIOp::create(
-                b, loc, exists,
-                arith::ConstantOp::create(b, loc, b.getBoolAttr(true)))));
+        b, loc, parity, arith::ExtUIOp::create(b, loc, i32, notI1(exists)));
   NVVM::MBarrierTryWaitParityOp::create(
       b, loc, barrier(pipe, /*full=*/!producer, stage), parity,
       c32(kWaitTicks));
@@ -1728,8 +1728,7 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
   SmallVector<Type> types;
   for (Value v : before)
     types.push_back(v.getType());
-  Value keep = arith::XOrIOp::create(
-      b, loc, st.skip, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  Value keep = notI1(st.skip);
   auto ifOp = scf::IfOp::create(b, loc, types, keep, /*withElseRegion=*/true);
   st.commitInRegion = false;
   {
@@ -1744,11 +1743,11 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
       return op.emitOpError() << "computes no correction factors";
     if (numP && int64_t(st.pRegs.size()) != numP)
       return op.emitOpError() << "computes no P in registers";
-    // An async wgmma inside commits its group on both paths (an empty
-    // group when skipped), so the group count a later wait sees does not
-    // depend on the path. The commit sits inside each branch: after the
-    // join, ptxas would close the kept path's group at the branch end and
-    // make the commit a second (dummy) group, so `wgmma.wait_group 1` would
+    // An async wgmma inside commits its group in the kept branch, and the
+    // skip branch below makes the group count a later wait sees independent
+    // of the path. The commit sits inside the branch: after the join,
+    // ptxas would close the kept path's group at the branch end and make
+    // the commit a second (dummy) group, so `wgmma.wait_group 1` would
     // retire P V(n) along with Q Kᵀ(n+1) and the softmax would no longer
     // overlap P V (docs/results/2026-11-29-blasst-final.md). This is safe
     // because P is written only after the wait that retires P V(n)
@@ -1760,10 +1759,11 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     scf::YieldOp::create(b, loc, results());
     // A skipped block leaves the running state as it was (correction 1).
     // Its group would be empty. When the next step waits for all but at most
-    // one group (the region's, on the kept path), the skip path can wait
-    // for all of them right here instead: the same groups are retired on
-    // both paths after that wait, and ptxas does not turn an empty commit
-    // into a dummy HGMMA that queues behind Q Kᵀ on the tensor pipe.
+    // one group (the region's, on the kept path), the skip path waits for
+    // all of them right here instead: the same groups are retired on both
+    // paths after that wait, and ptxas does not turn an empty commit into a
+    // dummy HGMMA that queues behind Q Kᵀ on the tensor pipe. Otherwise it
+    // commits the empty group.
     b.setInsertionPointToStart(ifOp.elseBlock());
     if (commit) {
       if (waitsForAllButOne(op))
