@@ -79,6 +79,10 @@ checking:
                        nothing. Outputs are poisoned (0xFF = NaN) first.
   --repeat-launches N  after the checked run, N back-to-back launches, then
                        check the output is bit-identical (determinism)
+  --vs-first           compare every O element of each kernel with the first
+                       kernel's O on the same inputs (relative L2, max abs;
+                       reported, not judged): with a dense kernel first, a
+                       sparse kernel's error against dense, at any size
   --threads N          CPU threads for the reference (default: all cores)
 timing:
   --warmup N           untimed launches first (default 10)
@@ -136,6 +140,7 @@ struct Options {
   Distribution dist = Distribution::Uniform;
   std::string json;
   int64_t repeatLaunches = 0;
+  bool vsFirst = false;
   unsigned threads = 0;
   std::optional<float> log2Threshold;
   std::optional<SparsityPolicy> sparsity; // --sparsity (threshold override)
@@ -245,6 +250,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
                 "' is not full, none or rows:K with K >= 1";
         }
       }
+    } else if (arg == "--vs-first") {
+      o->vsFirst = true;
     } else if (arg == "--warmup") {
       err = intArg(&o->warmup, 0);
     } else if (arg == "--iters") {
@@ -397,6 +404,10 @@ struct KernelResult {
       *measured = false;
     return modelRun ? modelSkipRate : -1;
   }
+
+  // --vs-first: O against the first kernel's O (rel L2 < 0: not compared).
+  double vsFirstRelL2 = -1, vsFirstMaxAbs = 0;
+  std::string vsFirstStem;
 
   int64_t repeatLaunches = 0;
   bool repeatIdentical = true;
@@ -604,6 +615,59 @@ struct HostInputs {
   DialInfo dial;
 };
 std::shared_ptr<const HostInputs> lastInputs;
+
+/// --vs-first: the first kernel's O (of a run), kept to compare the
+/// kernels after it with, when they ran on the same inputs and shape.
+struct FirstOutput {
+  std::string key; ///< the inputs' key plus O's layout
+  std::string stem;
+  std::vector<uint16_t> bits;
+};
+std::optional<FirstOutput> firstOutput;
+
+/// Relative L2 error and max abs difference of O against the first
+/// kernel's O, over every logical element (the row padding is left out).
+void compareWithFirst(KernelResult &r, const std::string &stem,
+                      const std::string &inputsKey, const Shape &s,
+                      const Strides &os, DType dtype,
+                      const std::vector<uint16_t> &outO) {
+  std::string key = inputsKey + " O " + std::to_string(os.seq) + " d" +
+                    std::to_string(s.headDimV);
+  if (!firstOutput) {
+    firstOutput = FirstOutput{key, stem, outO};
+    std::printf("  vs first: this kernel's O is the reference for the "
+                "kernels after it\n");
+    return;
+  }
+  if (firstOutput->key != key) {
+    std::printf("  vs first: not compared (the first kernel, %s, ran on "
+                "other inputs or another shape)\n",
+                firstOutput->stem.c_str());
+    return;
+  }
+  double err = 0, norm = 0, maxAbs = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t q = 0; q < s.seqQ; ++q)
+      for (int64_t h = 0; h < s.qHeads; ++h) {
+        size_t base = size_t(b * os.batch + q * os.seq + h * os.head);
+        for (int64_t d = 0; d < s.headDimV; ++d) {
+          double got = halfToFloat(dtype, outO[base + d]);
+          double want = halfToFloat(dtype, firstOutput->bits[base + d]);
+          double diff = std::fabs(got - want);
+          err += diff * diff;
+          norm += want * want;
+          // A NaN is kept (std::max would drop it).
+          if (!(diff <= maxAbs))
+            maxAbs = diff;
+        }
+      }
+  r.vsFirstRelL2 = norm > 0 ? std::sqrt(err / norm) : (err > 0 ? INFINITY : 0);
+  r.vsFirstMaxAbs = maxAbs;
+  r.vsFirstStem = firstOutput->stem;
+  std::printf("  vs first (%s): rel L2 %.3e, max abs %.3e over every O "
+              "element\n",
+              firstOutput->stem.c_str(), r.vsFirstRelL2, maxAbs);
+}
 
 bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                KernelResult &r) {
@@ -850,8 +914,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   std::vector<int64_t> statsRaw;
   // The counters are read after this run, so it happens with stats even
   // under --check none.
-  bool needFirstRun =
-      opt.check != CheckMode::None || opt.repeatLaunches > 0 || spec.stats;
+  bool needFirstRun = opt.check != CheckMode::None ||
+                      opt.repeatLaunches > 0 || spec.stats || opt.vsFirst;
   if (needFirstRun) {
     if (Status st = poisonLaunchAndRead(1, "running it once (checked run)");
         !st)
@@ -872,6 +936,9 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                              : 0.0);
     }
   }
+
+  if (opt.vsFirst)
+    compareWithFirst(r, stem, key, s, os, dtype, outO);
 
   if (opt.check != CheckMode::None) {
     r.checked = true;
@@ -1191,6 +1258,10 @@ bool writeJson(const std::string &path, const Options &opt,
         j << (f ? ", " : "") << jsonString(c.failures[f]);
       j << "]}";
     }
+    if (r.vsFirstRelL2 >= 0)
+      j << ",\n      \"vs_first\": {\"stem\": " << jsonString(r.vsFirstStem)
+        << ", \"rel_l2\": " << jsonNumber(r.vsFirstRelL2)
+        << ", \"max_abs\": " << jsonNumber(r.vsFirstMaxAbs) << "}";
     if (r.stats.size() == 2)
       j << ",\n      \"stats\": {\"visited\": " << r.stats[0]
         << ", \"skipped\": " << r.stats[1] << ", \"skip_rate\": "

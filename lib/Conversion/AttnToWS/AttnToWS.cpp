@@ -457,8 +457,13 @@ struct ConvertAttnToWSPass
                          << this->target << "' (expected sm_90a or sm_100a)";
       return signalPassFailure();
     }
-    ScheduleOptions knobs{*target, blockM,       blockN,
-                          stages,  producerRegs, consumerRegs};
+    ScheduleOptions knobs;
+    knobs.target = *target;
+    knobs.blockM = blockM;
+    knobs.blockN = blockN;
+    knobs.stages = stages;
+    knobs.producerRegs = producerRegs;
+    knobs.consumerRegs = consumerRegs;
     for (auto [name, value, knob] :
          {std::make_tuple("overlap", &overlap, &knobs.overlap),
           std::make_tuple("pingpong", &pingpong, &knobs.pingpong),
