@@ -512,6 +512,31 @@ CheckResult blasst::bench::compareOutputs(const Shape &s, DType dtype,
   return r;
 }
 
+OutputDiff blasst::bench::diffOutputs(const Shape &s, DType dtype,
+                                      const uint16_t *got,
+                                      const uint16_t *want,
+                                      const Strides &os) {
+  double err = 0, norm = 0, maxAbs = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t q = 0; q < s.seqQ; ++q)
+      for (int64_t h = 0; h < s.qHeads; ++h) {
+        size_t base = size_t(b * os.batch + q * os.seq + h * os.head);
+        for (int64_t d = 0; d < s.headDimV; ++d) {
+          double w = halfToFloat(dtype, want[base + d]);
+          double diff = std::fabs(halfToFloat(dtype, got[base + d]) - w);
+          err += diff * diff;
+          norm += w * w;
+          // A NaN sticks (std::max would drop it).
+          if (std::isnan(diff) || (!std::isnan(maxAbs) && diff > maxAbs))
+            maxAbs = diff;
+        }
+      }
+  OutputDiff r;
+  r.relL2 = norm > 0 ? std::sqrt(err / norm) : (err > 0 ? INFINITY : err);
+  r.maxAbs = maxAbs;
+  return r;
+}
+
 uint64_t blasst::bench::countWritesOutside(const Shape &s, const Strides &os,
                                            const uint16_t *buffer,
                                            size_t totalElements) {

@@ -180,6 +180,16 @@ CheckResult compareOutputs(const Shape &shape, DType dtype,
                            const Strides &os, const float *lse,
                            const Tolerances &tol);
 
+/// Difference of two outputs of one shape (16-bit patterns, strides `os`):
+/// relative L2 (||got - want|| / ||want||) and max abs over O's logical
+/// elements (row padding left out). A NaN anywhere makes both NaN.
+struct OutputDiff {
+  double relL2 = 0;
+  double maxAbs = 0;
+};
+OutputDiff diffOutputs(const Shape &shape, DType dtype, const uint16_t *got,
+                       const uint16_t *want, const Strides &os);
+
 /// Counts 16-bit elements of an output buffer of `totalElements` that lie
 /// outside O's [batch, seqQ, qHeads, headDimV] elements (row padding, gaps,
 /// the guard after the end) and are no longer kPoison16: writes outside O.

@@ -1039,6 +1039,37 @@ void testSkipEdges(Tally &t) {
   }
 }
 
+void testOutputDiff(Tally &t) {
+  std::printf("one output against another (--vs-first)\n");
+  Shape s;
+  s.batch = 2, s.seqQ = 3, s.qHeads = 2, s.headDimV = 4;
+  Strides os;
+  os.head = 4, os.seq = 2 * 4 + 3, os.batch = 3 * os.seq; // padded rows
+  size_t n = size_t(s.batch * os.batch);
+  std::vector<uint16_t> want(n, kPoison16), got;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t q = 0; q < s.seqQ; ++q)
+      for (int64_t h = 0; h < s.qHeads; ++h)
+        for (int64_t d = 0; d < 4; ++d)
+          want[size_t(b * os.batch + q * os.seq + h * os.head + d)] =
+              floatToBF16(d == 0 ? 2.0f : 0.0f);
+  got = want;
+  OutputDiff same = diffOutputs(s, DType::BF16, got.data(), want.data(), os);
+  t.check(same.relL2 == 0 && same.maxAbs == 0,
+          "identical outputs (NaN poison in the row padding is left out)");
+  // 12 rows of norm 2: ||want|| = sqrt(12 * 4); one element off by 0.5.
+  got[size_t(os.batch + 2 * os.seq + os.head + 1)] = floatToBF16(0.5f);
+  OutputDiff one = diffOutputs(s, DType::BF16, got.data(), want.data(), os);
+  t.check(std::fabs(one.relL2 - 0.5 / std::sqrt(48.0)) < 1e-12 &&
+              one.maxAbs == 0.5,
+          "one element off: rel L2 and max abs",
+          fmtD("rel L2 %.6g", one.relL2) + fmtD(", max abs %.6g", one.maxAbs));
+  got[size_t(os.head + 3)] = kPoison16;
+  OutputDiff nan = diffOutputs(s, DType::BF16, got.data(), want.data(), os);
+  t.check(std::isnan(nan.relL2) && std::isnan(nan.maxAbs),
+          "a NaN element makes both NaN");
+}
+
 void testStatsComparison(Tally &t) {
   std::printf("kernel counters vs the model\n");
   Shape s;
@@ -1209,6 +1240,7 @@ int blasst::bench::runSelfTest(bool verbose) {
   testSkipModel(t);
   testSkipEdges(t);
   testStatsComparison(t);
+  testOutputDiff(t);
   testDial(t);
   std::printf("self-test: %d passed, %d failed\n", t.passed, t.failed);
   return t.failed;

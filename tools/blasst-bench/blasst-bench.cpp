@@ -405,8 +405,9 @@ struct KernelResult {
     return modelRun ? modelSkipRate : -1;
   }
 
-  // --vs-first: O against the first kernel's O (rel L2 < 0: not compared).
-  double vsFirstRelL2 = -1, vsFirstMaxAbs = 0;
+  // --vs-first: O against the first kernel's O.
+  bool vsFirstCompared = false;
+  double vsFirstRelL2 = 0, vsFirstMaxAbs = 0;
   std::string vsFirstStem;
 
   int64_t repeatLaunches = 0;
@@ -645,28 +646,15 @@ void compareWithFirst(KernelResult &r, const std::string &stem,
                 firstOutput->stem.c_str());
     return;
   }
-  double err = 0, norm = 0, maxAbs = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t q = 0; q < s.seqQ; ++q)
-      for (int64_t h = 0; h < s.qHeads; ++h) {
-        size_t base = size_t(b * os.batch + q * os.seq + h * os.head);
-        for (int64_t d = 0; d < s.headDimV; ++d) {
-          double got = halfToFloat(dtype, outO[base + d]);
-          double want = halfToFloat(dtype, firstOutput->bits[base + d]);
-          double diff = std::fabs(got - want);
-          err += diff * diff;
-          norm += want * want;
-          // A NaN is kept (std::max would drop it).
-          if (!(diff <= maxAbs))
-            maxAbs = diff;
-        }
-      }
-  r.vsFirstRelL2 = norm > 0 ? std::sqrt(err / norm) : (err > 0 ? INFINITY : 0);
-  r.vsFirstMaxAbs = maxAbs;
+  OutputDiff d =
+      diffOutputs(s, dtype, outO.data(), firstOutput->bits.data(), os);
+  r.vsFirstCompared = true;
+  r.vsFirstRelL2 = d.relL2;
+  r.vsFirstMaxAbs = d.maxAbs;
   r.vsFirstStem = firstOutput->stem;
   std::printf("  vs first (%s): rel L2 %.3e, max abs %.3e over every O "
               "element\n",
-              firstOutput->stem.c_str(), r.vsFirstRelL2, maxAbs);
+              firstOutput->stem.c_str(), r.vsFirstRelL2, r.vsFirstMaxAbs);
 }
 
 bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
@@ -1258,7 +1246,7 @@ bool writeJson(const std::string &path, const Options &opt,
         j << (f ? ", " : "") << jsonString(c.failures[f]);
       j << "]}";
     }
-    if (r.vsFirstRelL2 >= 0)
+    if (r.vsFirstCompared)
       j << ",\n      \"vs_first\": {\"stem\": " << jsonString(r.vsFirstStem)
         << ", \"rel_l2\": " << jsonNumber(r.vsFirstRelL2)
         << ", \"max_abs\": " << jsonNumber(r.vsFirstMaxAbs) << "}";
