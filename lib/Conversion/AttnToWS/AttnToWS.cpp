@@ -49,7 +49,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // in registers; block_n 176 at head_dim 128 and 80 at head_dim 256, as
   // FA3), the fastest measured, dense and with BLASST
   // (docs/results/2026-11-29-fa3-overlap.md, 2026-11-29-blasst-overlap.md,
-  // 2026-11-29-hd256.md).
+  // 2026-11-29-hd256.md). Without the causal mask, head_dim 128 takes
+  // 192-key blocks: no spills there, dense 0.1-0.7% and BLASST up to 3.4%
+  // (92% skipped) faster at 64K; with the mask 192 spills 4-20 bytes and
+  // BLASST was up to 1.3% slower (docs/results/2026-11-29-session6.md §7).
   if (!o.overlap.has_value())
     o.overlap = hopper;
   if (!o.pInRegisters.has_value())
@@ -70,7 +73,8 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // spill and serialise the wgmmas, C7512).
   if (!o.blockN)
     o.blockN = (hopper && spec.headDim > 128) ? (fa3 ? 80 : 64)
-               : (fa3 && spec.headDim == 128) ? (*o.qInRegisters ? 144 : 176)
+               : (fa3 && spec.headDim == 128)
+                   ? (*o.qInRegisters ? 144 : spec.causal ? 176 : 192)
                                               : 128;
   if (!o.stages)
     o.stages = 2;

@@ -97,9 +97,10 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 // n+1 and P V of block n, waits for the scores only (pending = 1), runs
 // block n+1's softmax during P V, then waits for O and rescales it.
 // The sm_90a default for dense head_dim <= 128 is this schedule with P in
-// registers and, at head_dim 128, FA3's block_n 176.
-// DEFAULT-LABEL: ws.kernel @overlap_kernel target = sm_90a, block_m = 128, block_n = 176
-// DEFAULT: ws.buffer @p regs [64, 176] bf16 stages 1
+// registers and, at head_dim 128, 192-key blocks without the causal mask
+// (176, FA3's, with it: the next case).
+// DEFAULT-LABEL: ws.kernel @overlap_kernel target = sm_90a, block_m = 128, block_n = 192
+// DEFAULT: ws.buffer @p regs [64, 192] bf16 stages 1
 // With P in registers the exponentials stay f32 in S until the wait that
 // retires P V(n) (which reads the previous P); P is packed after it.
 // DEFAULT: ws.row_max @s {ahead = 1 : i64}
@@ -136,6 +137,17 @@ func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: me
 // OVERLAP-NEXT: ws.release @q_pipe
 func.func @overlap(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
+  return
+}
+
+// -----
+
+// Causal head_dim 128 keeps FA3's 176-key blocks (192 spills with the mask
+// and measured slower with BLASST, docs/results/2026-11-29-session6.md §7).
+// DEFAULT-LABEL: ws.kernel @overlap_causal_kernel target = sm_90a, block_m = 128, block_n = 176
+// DEFAULT: ws.buffer @p regs [64, 176] bf16 stages 1
+func.func @overlap_causal(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8, causal = true>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
   return
 }
 
