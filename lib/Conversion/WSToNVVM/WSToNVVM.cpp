@@ -1054,31 +1054,23 @@ LogicalResult SM90Emitter::emitMma(MmaOp op, RoleState &st) {
                : descBStage;
   };
   for (int64_t kk = 0; kk < kTotal / 16; ++kk) {
+    // B = K tile [n keys, D] for Q Kᵀ: K-major like A (64-column panels,
+    // 32 bytes per k-step). B = V tile [keys, Dv] for P V: MN-major (Dv
+    // contiguous), 16 keys per k-step; LBO steps to the next 64-column
+    // panel, SBO to the next 8 keys.
+    int64_t bOff = qk ? (kk / 4) * bRows * kSwizzleBytes + (kk % 4) * 32
+                      : kk * 16 * kSwizzleBytes;
     if (aInRegs) {
-      // B: K (K-major, as below) or V (MN-major, 16 keys per k-step).
-      int64_t bOff = qk ? (kk / 4) * bRows * kSwizzleBytes + (kk % 4) * 32
-                        : kk * 16 * kSwizzleBytes;
-      Value descB = descBAt(bOff);
-      accIn = wgmmaRegisterA(accIn, aRegs.slice(4 * kk, 4), descB, n,
+      accIn = wgmmaRegisterA(accIn, aRegs.slice(4 * kk, 4), descBAt(bOff), n,
                              /*zeroAcc=*/qk && kk == 0, /*transB=*/!qk);
       continue;
     }
     // A: K-major, 128B swizzle; 64-column panels of aRows rows.
     int64_t aOff = aBase + (kk / 4) * aRows * kSwizzleBytes + (kk % 4) * 32;
     Value descA = descriptor(smemAddr(c32(aOff)), 16, kTileAlign);
-    Value descB;
-    NVVM::MMALayout layoutB;
-    if (qk) {
-      // B = K tile [n keys, D]: K-major like A.
-      int64_t bOff = (kk / 4) * bRows * kSwizzleBytes + (kk % 4) * 32;
-      descB = descBAt(bOff);
-      layoutB = NVVM::MMALayout::col;
-    } else {
-      // B = V tile [keys, Dv] is MN-major (Dv contiguous): 16 keys per
-      // k-step; LBO steps to the next 64-column panel, SBO to the next 8 keys.
-      descB = descBAt(kk * 16 * kSwizzleBytes);
-      layoutB = NVVM::MMALayout::row;
-    }
+    Value descB = descBAt(bOff);
+    NVVM::MMALayout layoutB =
+        qk ? NVVM::MMALayout::col : NVVM::MMALayout::row;
     bool zero = qk && kk == 0;
     accIn = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, acc, accIn, descA, descB,
