@@ -28,10 +28,13 @@ for dial in 0.5 0.9; do
     --kernel "$K/sparse_a_causaltrue" --batch 1 --seq 4096 --dial "$dial" --warmup 0 --iters 1
 done
 echo "=== racecheck with skipping active ==="
-compute-sanitizer --tool racecheck --error-exitcode 9 "$BENCH" --kernel "$K/sparse_causaltrue" \
-  --batch 1 --seq 2048 --dial 0.7 --check rows:8 --warmup 0 --iters 1 >"$OUT/racecheck.log" 2>&1
-rc=$?; echo "racecheck exit $rc: $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck.log")"
-[[ $rc -eq 0 ]] || fails=$((fails + 1))
+# Both tiles: causal (176-key blocks) and non-causal (192) head_dim 128.
+for causal in true false; do
+  compute-sanitizer --tool racecheck --error-exitcode 9 "$BENCH" --kernel "$K/sparse_causal$causal" \
+    --batch 1 --seq 2048 --dial 0.7 --check rows:8 --warmup 0 --iters 1 >"$OUT/racecheck_c$causal.log" 2>&1
+  rc=$?; echo "racecheck causal=$causal exit $rc: $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_c$causal.log")"
+  [[ $rc -eq 0 ]] || fails=$((fails + 1))
+done
 echo "=== error of skipping vs dense, 8K ==="
 for dial in 0.72 0.92; do
   run "err_dial$dial" --kernel "$K/sparse_causalfalse" --kernel "$K/sparse_causaltrue" \

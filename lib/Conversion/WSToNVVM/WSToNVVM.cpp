@@ -1254,14 +1254,11 @@ LogicalResult SM90Emitter::emitRowMax(RowMaxOp op, RoleState &st) {
       if (spec.causal)
         limit = arith::MinSIOp::create(b, loc, limit,
                                        add(add(st.rowIdx[i], diag), c32(1)));
-      // keyBase + c < limit as c < limit - keyBase: one compare with a
-      // constant per score (no per-score add, fewer live registers).
-      Value room = sub(limit, keyBase);
       for (int64_t j = 0; j < n / 8; ++j)
         for (int k = 0; k < 2; ++k) {
           int64_t idx = 4 * j + 2 * i + k;
-          Value visible =
-              cmp(arith::CmpIPredicate::sgt, room, c32(8 * j + k));
+          Value key = add(keyBase, c32(8 * j + k));
+          Value visible = cmp(arith::CmpIPredicate::slt, key, limit);
           masked =
               insert(masked, select(visible, extract(st.s, idx), negInf), idx);
         }
