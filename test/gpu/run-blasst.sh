@@ -19,6 +19,11 @@ echo "=== skipping vs the reference model (every element, counters) ==="
 run m_random --kernel "$K/sparse_causalfalse" --kernel "$K/sparse_causaltrue" \
   --kernel "$K/sparse_a_causaltrue" --kernel "$K/sparse_f16_hd64_gqa" \
   --batch 2 --seq-q 1000 --seq-kv 1300 --warmup 0 --iters 1
+# seq_q 300: the last CTA's second warpgroup has no row < seq_q (an "empty
+# group", not counted by the kernels; the model's default --empty-groups idle).
+run m_empty --kernel "$K/sparse_causalfalse" --kernel "$K/sparse_causaltrue" \
+  --kernel "$K/sparse_a_causaltrue" --kernel "$K/sparse_f16_hd64_gqa" \
+  --batch 2 --seq-q 300 --seq-kv 517 --warmup 0 --iters 1
 for thr in -4 -12 1.5; do
   run "m_thr$thr" --kernel "$K/sparse_causaltrue" --kernel "$K/sparse_causalfalse" \
     --batch 1 --seq 2048 --log2-threshold "$thr" --warmup 0 --iters 1

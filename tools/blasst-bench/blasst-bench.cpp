@@ -100,8 +100,9 @@ sparse (BLASST) kernels:
                        borderline (default 0.01): counters may differ from
                        the model by the borderline count
   --empty-groups skip|keep|idle   what the model assumes a voting group
-                       without any row < seq_q does (default skip: its vote
-                       is vacuously true; idle: walks nothing)
+                       without any row < seq_q does (default idle: not
+                       counted, as the kernels do; skip: its vote is
+                       vacuously true)
 other:
   --device N           GPU ordinal (default 0)
   --json FILE          write every number as JSON
@@ -147,7 +148,9 @@ struct Options {
   bool requireStats = false;              // --stats
   std::optional<double> dial;
   double borderlineEps = 1e-2;
-  SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Skip;
+  // The kernels do not count groups without a row < seq_q (WSToNVVM's
+  // emitStatsFlush).
+  SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Idle;
   int device = 0;
   bool selfTest = false;
   bool verbose = false;

@@ -1818,8 +1818,15 @@ LogicalResult SM90Emitter::emitTurn(Operation *op, FlatSymbolRefAttr orderRef,
 
 void SM90Emitter::emitStatsFlush(RoleState &st) {
   // One thread per role adds its counts to stats[b][h] = {visited, skipped}.
+  // A role whose rows all lie past seqQ (the last CTA's second warpgroup
+  // when seqQ % block_m is in 1..64) has no rows to skip for: it walks the
+  // blocks but is not counted (its first block, computed before the loop
+  // without a vote, would count as kept and the rest as skipped).
   OpBuilder::InsertionGuard guard(b);
-  openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
+  Value firstRow = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
+  openIf(arith::AndIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)),
+      cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ))));
   Value base = mul64(
       add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)), c64(2));
   SmallVector<Value> counts = {st.visited, st.skipped};
