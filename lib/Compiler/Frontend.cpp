@@ -88,6 +88,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.pInRegisters = printScheduleKnob(opts.pInRegisters);
   passOpts.qInRegisters = printScheduleKnob(opts.qInRegisters);
   passOpts.persistent = printScheduleKnob(opts.persistent);
+  passOpts.kvMulticast = printScheduleKnob(opts.kvMulticast);
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());

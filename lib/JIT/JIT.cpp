@@ -220,7 +220,8 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
      << " pingpong=" << s.pingpong.value_or(false)
      << " p_in_registers=" << s.pInRegisters.value_or(false)
      << " q_in_registers=" << s.qInRegisters.value_or(false)
-     << " persistent=" << s.persistent.value_or(false) << "\n"
+     << " persistent=" << s.persistent.value_or(false)
+     << " kv_multicast=" << s.kvMulticast.value_or(false) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();
   std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
@@ -498,6 +499,7 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
   info.threads = lowered->threads;
   info.smemBytes = lowered->smemBytes;
   info.persistent = lowered->persistent ? 1 : 0;
+  info.clusterM = lowered->clusterM;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return llvm::createStringError("blasst-jit: cannot compile " + whatText +

@@ -222,6 +222,9 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     *slot = int(value.getInt());
   }
   k.persistent = kernelFunc->hasAttr("blasst.persistent");
+  if (auto c = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.cluster_m")))
+    k.clusterM = int(c.getInt());
   return k;
 }
 

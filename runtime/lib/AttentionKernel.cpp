@@ -87,11 +87,15 @@ const IntKey kIntKeys[] = {
      "dynamic shared memory per CTA"},
     {"persistent", &KernelInfo::persistent, 0, 1,
      "1: CTAs stay resident and walk the tiles; optional, default 0"},
+    {"cluster_m", &KernelInfo::clusterM, 1, 2,
+     "CTAs per cluster along x (2: K/V multicast pairs, K/V boxes of "
+     "block_n / 2 rows); optional, default 1"},
 };
 
 const char *const kKnownKeys[] = {
     "abi_version", "kernel",     "target",           "block_m",   "block_n",
-    "threads",     "smem_bytes", "compiler_version", "persistent"};
+    "threads",     "smem_bytes", "compiler_version", "persistent",
+    "cluster_m"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -176,6 +180,13 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   for (const IntKey &k : kIntKeys)
     if (Status s = checkInt(k, info.*k.field); !s)
       return s;
+  if (info.clusterM > 1 && info.persistent)
+    return Status::error("cluster_m = " + std::to_string(info.clusterM) +
+                         " cannot be combined with persistent = 1");
+  if (info.blockN % info.clusterM)
+    return Status::error("block_n = " + std::to_string(info.blockN) +
+                         " is not divisible by cluster_m = " +
+                         std::to_string(info.clusterM));
   if (info.compilerVersion.find_first_of("\r\n") != std::string::npos)
     return Status::error("compiler_version contains a line break");
   if (trim(info.compilerVersion) != info.compilerVersion)
@@ -192,7 +203,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
   for (const IntKey &k : kIntKeys)
     // (persistent is optional: written only when set, so the metadata of
     // the one-CTA-per-tile kernels reads as before.)
-    if (k.field != &KernelInfo::persistent || info.persistent)
+    if ((k.field != &KernelInfo::persistent || info.persistent) &&
+        (k.field != &KernelInfo::clusterM || info.clusterM != 1))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -596,6 +608,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   std::string doing = "preparing the launch of kernel " + quoted(name) + ": ";
   auto blockM = uint32_t(kernelInfo.blockM),
        blockN = uint32_t(kernelInfo.blockN);
+  // K/V multicast pairs: each CTA copies half of every K/V block.
+  uint32_t kvBoxRows = blockN / uint32_t(kernelInfo.clusterM);
   AttentionLaunch launch;
   if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q, args.batch,
                                  args.seqQ, args.numQHeads, args.headDim,
@@ -605,14 +619,14 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
     return Status::error(doing + s.message());
   if (Status s = encodeTiledBSHD(&launch.tmK, "K", dataType, args.k, args.batch,
                                  args.seqKV, args.numKVHeads, args.headDim,
-                                 args.kStrides, blockN, kTmaBoxHeadDim,
+                                 args.kStrides, kvBoxRows, kTmaBoxHeadDim,
                                  TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
   // V's head dim is head_dim_v, equal to head_dim (checked at load).
   if (Status s = encodeTiledBSHD(&launch.tmV, "V", dataType, args.v, args.batch,
                                  args.seqKV, args.numKVHeads,
-                                 kernelSpec.headDimV, args.vStrides, blockN,
+                                 kernelSpec.headDimV, args.vStrides, kvBoxRows,
                                  kTmaBoxHeadDim, TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
@@ -629,6 +643,14 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.log2Threshold = log2Threshold;
   launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
                      unsigned(args.numQHeads), unsigned(args.batch));
+  if (kernelInfo.clusterM > 1) {
+    // Whole clusters; an extra CTA past the last query block loads its
+    // share of K/V for its partner and writes nothing.
+    if (kernelInfo.persistent)
+      return Status::error(doing + "a persistent kernel cannot have clusters");
+    unsigned c = unsigned(kernelInfo.clusterM);
+    launch.grid.x = (launch.grid.x + c - 1) / c * c;
+  }
   if (kernelInfo.persistent) {
     // One resident CTA per SM (the schedules use most of the shared memory),
     // shared among the batch entries (grid z); each walks its entry's tiles.

@@ -93,6 +93,11 @@ static cl::opt<cl::boolOrDefault>
              cl::desc("sm_90a: the consumer warpgroups take turns for their "
                       "GEMMs (one's softmax overlaps the other's GEMMs)"),
              cl::cat(cat));
+static cl::opt<cl::boolOrDefault> kvMulticast(
+    "kv-multicast",
+    cl::desc("sm_90a: clusters of two neighbouring query blocks share each "
+             "K/V tile through TMA multicast (non-causal); default: off"),
+    cl::cat(cat));
 static cl::opt<cl::boolOrDefault> persistent(
     "persistent",
     cl::desc("sm_90a: persistent CTAs walking the (query block, head) tiles, "
@@ -235,6 +240,7 @@ int main(int argc, char **argv) {
     opts.pInRegisters = knob(pInRegisters);
     opts.qInRegisters = knob(qInRegisters);
     opts.persistent = knob(persistent);
+    opts.kvMulticast = knob(kvMulticast);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");
@@ -292,6 +298,7 @@ int main(int argc, char **argv) {
     info.threads = lowered->threads;
     info.smemBytes = lowered->smemBytes;
     info.persistent = lowered->persistent ? 1 : 0;
+    info.clusterM = lowered->clusterM;
     info.compilerVersion = "blasst " BLASST_VERSION_STRING;
     std::string stem = output;
     if (StringRef(stem).ends_with(".cubin"))

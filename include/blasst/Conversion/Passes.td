@@ -43,6 +43,10 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a: the consumer warpgroups take turns for their GEMMs "
            "(named barriers), so one's softmax overlaps the other's GEMMs: "
            "auto (default: off), true or false">,
+    Option<"kvMulticast", "kv-multicast", "std::string", /*default=*/"\"auto\"",
+           "sm_90a: clusters of two neighbouring query blocks share each "
+           "K/V tile through TMA multicast (non-causal): auto (default: "
+           "off), true or false">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
            "sm_90a: persistent CTAs that walk the (query block, head) tiles "
            "of their batch entry, longest causal tiles first: auto "

@@ -40,6 +40,7 @@ struct LoweredKernel {
   std::string name;
   int blockM = 0, blockN = 0, threads = 0, smemBytes = 0;
   bool persistent = false; ///< Grid x = resident CTAs walking the tiles.
+  int clusterM = 1; ///< CTAs per cluster along x (2: K/V multicast pairs).
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -63,6 +63,8 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.persistent = false;
   if (!o.qInRegisters.has_value())
     o.qInRegisters = false;
+  if (!o.kvMulticast.has_value())
+    o.kvMulticast = false;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S
@@ -436,7 +438,8 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       b, loc, b.getStringAttr(name), TargetAttr::get(ctx, opts.target),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
       attn::SpecAttr::fromSpec(ctx, spec),
-      opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr());
+      opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr(),
+      opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -473,7 +476,8 @@ struct ConvertAttnToWSPass
           std::make_tuple("pingpong", &pingpong, &knobs.pingpong),
           std::make_tuple("p-in-registers", &pInRegisters, &knobs.pInRegisters),
           std::make_tuple("q-in-registers", &qInRegisters, &knobs.qInRegisters),
-          std::make_tuple("persistent", &persistent, &knobs.persistent)})
+          std::make_tuple("persistent", &persistent, &knobs.persistent),
+          std::make_tuple("kv-multicast", &kvMulticast, &knobs.kvMulticast)})
       if (!parseScheduleKnob(value->getValue(), knob)) {
         module.emitError() << "convert-attn-to-ws: option " << name
                            << " must be auto, true or false, got '"
@@ -510,6 +514,15 @@ struct ConvertAttnToWSPass
           *target != ws::Target::sm_90a) {
         op.emitOpError() << "overlap, pingpong, p-in-registers and "
                             "q-in-registers are sm_90a schedules";
+        return signalPassFailure();
+      }
+      if (*opts.kvMulticast &&
+          (*target != ws::Target::sm_90a || spec.causal || *opts.persistent ||
+           spec.phase != Phase::Prefill)) {
+        op.emitOpError() << "kv-multicast=true is available for sm_90a "
+                            "non-causal prefill without persistent CTAs "
+                            "(a causal pair visits different numbers of KV "
+                            "blocks)";
         return signalPassFailure();
       }
       if (*opts.persistent && spec.headDim > 128) {

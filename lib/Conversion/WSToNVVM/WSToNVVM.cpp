@@ -405,6 +405,15 @@ private:
   /// Per "order/role": the named barrier the role waits on for its turn and
   /// its thread count (the role's threads + the previous role's).
   llvm::StringMap<std::pair<int64_t, int64_t>> turnBarriers;
+  /// kv_multicast: the CTA's rank in its pair (0 or 1), and the pipes whose
+  /// stages both CTAs fill (K and V): their empty barriers also count the
+  /// partner's consumer warps, which arrive remotely.
+  Value ctaRank;
+  llvm::SmallDenseSet<Operation *> multicastPipes;
+  /// Arrivals on a multicast pipe's empty barrier from the partner CTA.
+  int64_t remoteArrivals(PipeOp pipe);
+  /// All threads of both CTAs of a pair (kv_multicast).
+  void clusterSync();
 };
 
 } // namespace
@@ -467,6 +476,13 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
+  if (kernel.getKvMulticast()) {
+    ctaRank = NVVM::BlockInClusterIdXOp::create(b, loc, i32);
+    kernel.walk([&](TmaLoadOp load) {
+      if (load.getTensor() == Tensor::k || load.getTensor() == Tensor::v)
+        multicastPipes.insert(pipeOf(load.getPipeAttr()));
+    });
+  }
   emitPrologue();
   // Turn barriers first: a role passes the turn to the next role's barrier.
   for (auto order : kernel.getBody().getOps<OrderOp>()) {
@@ -488,6 +504,10 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   for (auto role : kernel.getBody().getOps<RoleOp>())
     if (failed(emitRole(role)))
       return failure();
+  // A CTA of a pair may not exit while its partner can still arrive on its
+  // barriers or multicast into its shared memory.
+  if (kernel.getKvMulticast())
+    clusterSync();
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 
   // What the host needs to launch it (blasst-compile writes <stem>.meta).
@@ -495,6 +515,11 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   func->setAttr("blasst.threads", b.getI64IntegerAttr(threads));
   if (kernel.getPersistent())
     func->setAttr("blasst.persistent", b.getUnitAttr());
+  if (kernel.getKvMulticast()) {
+    func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                  b.getDenseI32ArrayAttr({2, 1, 1}));
+    func->setAttr("blasst.cluster_m", b.getI32IntegerAttr(2));
+  }
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());
@@ -517,6 +542,7 @@ void SM90Emitter::emitPrologue() {
       emptyCount +=
           role.getKind() == RoleKind::load ? 1 : role.getNumWarps() * 32;
     }
+    emptyCount += remoteArrivals(pipe);
     for (int64_t s = 0; s < int64_t(pipe.getDepth()); ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, true, c32(s)),
                                    c32(fullCount), Value());
@@ -529,7 +555,30 @@ void SM90Emitter::emitPrologue() {
       b, loc, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   b.setInsertionPointAfter(init);
-  NVVM::Barrier0Op::create(b, loc);
+  // A pair's barriers are initialised before either CTA arrives on the
+  // other's or multicasts into it.
+  if (kernel.getKvMulticast())
+    clusterSync();
+  else
+    NVVM::Barrier0Op::create(b, loc);
+}
+
+int64_t SM90Emitter::remoteArrivals(PipeOp pipe) {
+  if (!multicastPipes.contains(pipe))
+    return 0;
+  // One arrival per consumer warp of the partner (lane 0, after the warp's
+  // last read of the stage).
+  int64_t warps = 0;
+  for (Attribute c : pipe.getConsumers())
+    warps += cast<RoleOp>(SymbolTable::lookupSymbolIn(
+                              kernel, cast<FlatSymbolRefAttr>(c).getAttr()))
+                 .getNumWarps();
+  return warps;
+}
+
+void SM90Emitter::clusterSync() {
+  NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+  NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
 }
 
 Value SM90Emitter::numKVBlocks() {
@@ -913,9 +962,22 @@ LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
                                      /*relaxed=*/false);
     return success();
   }
-  NVVM::MBarrierArriveOp::create(b, loc, Type(), barrier(pipe, false, stage),
-                                 Value(), NVVM::MemScopeKind::CTA,
+  Value empty = barrier(pipe, false, stage);
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), empty, Value(),
+                                 NVVM::MemScopeKind::CTA,
                                  /*relaxed=*/false);
+  if (multicastPipes.contains(pipe)) {
+    // The partner's producer multicasts into this stage too: lane 0 of each
+    // warp tells it the stage is free (the warp's reads are done: the
+    // release follows the wgmma wait, which is warp-synchronous).
+    openIf(cmp(arith::CmpIPredicate::eq, lane, c32(0)));
+    Value remote = NVVM::MapaOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7), empty,
+        arith::XOrIOp::create(b, loc, ctaRank, c32(1)));
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), remote, Value(),
+                                   NVVM::MemScopeKind::CLUSTER,
+                                   /*relaxed=*/false);
+  }
   return success();
 }
 
@@ -949,16 +1011,27 @@ LogicalResult SM90Emitter::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   Value stageBase =
       add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
   Value mbar = barrier(pipe, true, stage);
+  // kv_multicast: this CTA copies its half of the block's rows into both
+  // CTAs of the pair (the same offsets; each full barrier expects the whole
+  // tile, half from each producer).
+  Value mask, rowOffset = c32(0);
+  if (multicastPipes.contains(pipe)) {
+    int64_t half = rows / 2;
+    rowOffset = mul(ctaRank, c32(half));
+    seqCoord = add(seqCoord, rowOffset);
+    mask = arith::ConstantOp::create(b, loc, b.getI16IntegerAttr(3));
+  }
   // One copy per 64-column panel: [rows x 128 B], swizzled by the TMA unit.
   for (int64_t p = 0; p < cols / kPanelElems; ++p) {
     // The own CTA's shared address is a valid shared::cluster address.
     Value dstPtr = LLVM::AddrSpaceCastOp::create(
         b, loc, LLVM::LLVMPointerType::get(ctx, 7),
-        smemPtr(add(stageBase, c32(p * rows * kSwizzleBytes))));
+        smemPtr(add(add(stageBase, c32(p * rows * kSwizzleBytes)),
+                    mul(rowOffset, c32(kSwizzleBytes)))));
     SmallVector<Value> coords = {c32(p * kPanelElems), headCoord, seqCoord,
                                  batch};
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, dstPtr, tmap, coords, mbar, ValueRange{}, Value(), Value(),
+        b, loc, dstPtr, tmap, coords, mbar, ValueRange{}, mask, Value(),
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, nullptr, Value());
   }
   return success();
@@ -1823,6 +1896,7 @@ void SM90Emitter::emitStatsFlush(RoleState &st) {
   // blocks but is not counted (its first block, computed before the loop
   // without a vote, would count as kept and the rest as skipped).
   OpBuilder::InsertionGuard guard(b);
+  // (This also leaves out a kv_multicast pair's padding CTA.)
   Value firstRow = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
   openIf(arith::AndIOp::create(
       b, loc, cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)),

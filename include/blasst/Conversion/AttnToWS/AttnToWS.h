@@ -34,6 +34,9 @@ struct ScheduleOptions {
   /// issue Q Kᵀ with A from registers: no Q reads from shared memory per KV
   /// block, 32 (head_dim 128) more registers per thread. Unset: off.
   std::optional<bool> qInRegisters;
+  /// sm_90a: clusters of two neighbouring query blocks that share every K/V
+  /// tile through TMA multicast (half the L2 traffic). Unset: off.
+  std::optional<bool> kvMulticast;
 };
 
 /// The pass-option spelling of an on/off knob: "auto" (unset), "true",

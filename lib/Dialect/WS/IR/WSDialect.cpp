@@ -127,6 +127,24 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "persistent cannot be combined with ws.order "
                               "(ping-pong) yet";
   }
+  if (getKvMulticast()) {
+    if (getTarget() != Target::sm_90a)
+      return emitOpError() << "kv_multicast is implemented for sm_90a only";
+    if (getPersistent())
+      return emitOpError() << "kv_multicast cannot be combined with "
+                              "persistent (a cluster's CTAs walk one tile "
+                              "each)";
+    // Both CTAs of a pair must visit the same KV blocks.
+    if (getSpec().toSpec().causal)
+      return emitOpError() << "kv_multicast needs non-causal attention (the "
+                              "two query blocks of a causal pair visit "
+                              "different numbers of KV blocks)";
+    // Each CTA copies half of a tile: whole 8-row swizzle atoms.
+    if ((blockN / 2) % 8)
+      return emitOpError() << "kv_multicast needs block_n / 2 to be a "
+                              "multiple of 8, got block_n = "
+                           << blockN;
+  }
 
   // Warp ranges are disjoint.
   for (auto [i, a] : llvm::enumerate(roles))

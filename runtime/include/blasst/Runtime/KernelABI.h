@@ -62,6 +62,11 @@ struct KernelInfo {
   /// 1: a persistent kernel (grid x = resident CTAs that walk the (query
   /// block, q head) tiles of their batch entry); 0: one CTA per tile.
   int persistent = 0;
+  /// CTAs per cluster along grid x: 2 for kernels whose neighbouring query
+  /// blocks share K/V through TMA multicast (each CTA's K/V descriptors
+  /// then describe half a block, block_n / 2 rows, and grid x is rounded up
+  /// to even); 1 otherwise.
+  int clusterM = 1;
   std::string compilerVersion;
 };
 

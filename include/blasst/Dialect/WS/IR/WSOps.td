@@ -85,15 +85,23 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     With `persistent`, a CTA stays resident and walks the (query block, q
     head) tiles of its batch entry, longest causal tiles first; the roles'
     steps run once per tile and the K/V rings continue across tiles.
+
+    With `kv_multicast`, CTAs run in clusters of two neighbouring query
+    blocks of one (batch, head), which read the same K/V: each CTA's
+    producer copies half of every K/V tile and multicasts it into both
+    CTAs, a K/V stage is free once the consumers of both CTAs released it,
+    and the pair shares half the L2 traffic of two separate CTAs.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, WS_TargetEnum:$target,
                        I64Attr:$block_m, I64Attr:$block_n,
-                       Attn_SpecAttr:$spec, UnitAttr:$persistent);
+                       Attn_SpecAttr:$spec, UnitAttr:$persistent,
+                       UnitAttr:$kv_multicast);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
+    (`kv_multicast` $kv_multicast^)?
     attr-dict-with-keyword $body
   }];
     let extraClassDeclaration = [{
