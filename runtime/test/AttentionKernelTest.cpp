@@ -45,7 +45,8 @@ bool sameInfo(const KernelInfo &a, const KernelInfo &b) {
   return a.abiVersion == b.abiVersion && a.kernelName == b.kernelName &&
          a.target == b.target && a.blockM == b.blockM && a.blockN == b.blockN &&
          a.threads == b.threads && a.smemBytes == b.smemBytes &&
-         a.persistent == b.persistent && a.compilerVersion == b.compilerVersion;
+         a.persistent == b.persistent && a.clusterM == b.clusterM &&
+         a.compilerVersion == b.compilerVersion;
 }
 
 /// A fresh directory under $TMPDIR (or /tmp), removed by the destructor.
@@ -102,6 +103,23 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   EXPECT_TRUE(sameInfo(info, parsed));
   std::string bad = formatKernelInfo(sampleInfo()) + "persistent = 2\n";
   EXPECT_FALSE(succeeds(parseKernelInfo(bad, "x.meta", &parsed)));
+
+  // cluster_m likewise: written only when not 1, 1..2, not with persistent,
+  // dividing block_n.
+  KernelInfo pair = sampleInfo();
+  EXPECT_EQ(formatKernelInfo(pair).find("cluster_m"), std::string::npos);
+  pair.clusterM = 2;
+  text = formatKernelInfo(pair);
+  EXPECT_NE(text.find("cluster_m = 2\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_EQ(parsed.clusterM, 2);
+  EXPECT_FALSE(succeeds(parseKernelInfo(
+      formatKernelInfo(sampleInfo()) + "cluster_m = 3\n", "x.meta", &parsed)));
+  pair.persistent = 1;
+  EXPECT_FALSE(succeeds(validateKernelInfo(pair)));
+  pair.persistent = 0;
+  pair.blockN = 65;
+  EXPECT_FALSE(succeeds(validateKernelInfo(pair)));
 }
 
 TEST(KernelInfoTest, WriteAndReadFile) {

@@ -1037,3 +1037,21 @@ ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64
     ws.load_frag @q -> @qr
   }
 }
+
+// -----
+
+// kv_multicast: non-causal only (the pair must visit the same KV blocks).
+// expected-error @below {{'ws.kernel' op kv_multicast needs non-causal attention}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, causal = true> kv_multicast {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+
+// -----
+
+// expected-error @below {{'ws.kernel' op kv_multicast cannot be combined with persistent}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> persistent kv_multicast {
+  ws.role @r load warps [0, 1) {
+  }
+}
