@@ -45,6 +45,10 @@ namespace blasst::rt {
 ///   threads           int in 1..1024                           (required)
 ///   smem_bytes        int >= 0, dynamic shared memory per CTA  (required)
 ///   compiler_version  free text (informational)                (optional)
+///   persistent        0..1, CTAs walk the tiles (default 0)     (optional)
+///   cluster_m         1..2, CTAs per cluster along x; 2: K/V
+///                     multicast pairs, K/V boxes of block_n / 2
+///                     rows, grid x rounded up to even (default 1) (optional)
 /// Unknown and duplicate keys are errors. An abi_version other than
 /// kKernelABIVersion is reported before anything else, since another ABI may
 /// well have other keys. Every error names the source and the line:
