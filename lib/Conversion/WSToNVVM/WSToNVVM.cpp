@@ -405,13 +405,11 @@ private:
   /// Per "order/role": the named barrier the role waits on for its turn and
   /// its thread count (the role's threads + the previous role's).
   llvm::StringMap<std::pair<int64_t, int64_t>> turnBarriers;
-  /// kv_multicast: the CTA's rank in its pair (0 or 1), and the pipes whose
-  /// stages both CTAs fill (K and V): their empty barriers also count the
-  /// partner's consumer warps, which arrive remotely.
-  Value ctaRank;
+  /// kv_multicast: the CTA's rank in its pair (0 or 1), the partner's, and
+  /// the pipes whose stages both CTAs fill (K and V): their empty barriers
+  /// also count the partner's consumer warps, which arrive remotely.
+  Value ctaRank, partnerRank;
   llvm::SmallDenseSet<Operation *> multicastPipes;
-  /// Arrivals on a multicast pipe's empty barrier from the partner CTA.
-  int64_t remoteArrivals(PipeOp pipe);
   /// All threads of both CTAs of a pair (kv_multicast).
   void clusterSync();
 };
@@ -478,6 +476,7 @@ LogicalResult SM90Emitter::emitKernel(ModuleOp module) {
   kvHead = divu(head, c32(spec.gqaRatio()));
   if (kernel.getKvMulticast()) {
     ctaRank = NVVM::BlockInClusterIdXOp::create(b, loc, i32);
+    partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
     kernel.walk([&](TmaLoadOp load) {
       if (load.getTensor() == Tensor::k || load.getTensor() == Tensor::v)
         multicastPipes.insert(pipeOf(load.getPipeAttr()));
@@ -535,14 +534,18 @@ void SM90Emitter::emitPrologue() {
         SymbolTable::lookupSymbolIn(kernel, pipe.getProducerAttr().getAttr()));
     int64_t fullCount =
         producer.getKind() == RoleKind::load ? 1 : producer.getNumWarps() * 32;
+    // kv_multicast: the partner CTA's consumer warps also release K/V
+    // stages here (lane 0 of each, emitRelease).
+    bool remote = multicastPipes.contains(pipe);
     int64_t emptyCount = 0;
     for (Attribute c : pipe.getConsumers()) {
       auto role = cast<RoleOp>(SymbolTable::lookupSymbolIn(
           kernel, cast<FlatSymbolRefAttr>(c).getAttr()));
       emptyCount +=
           role.getKind() == RoleKind::load ? 1 : role.getNumWarps() * 32;
+      if (remote)
+        emptyCount += role.getNumWarps();
     }
-    emptyCount += remoteArrivals(pipe);
     for (int64_t s = 0; s < int64_t(pipe.getDepth()); ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, true, c32(s)),
                                    c32(fullCount), Value());
@@ -561,19 +564,6 @@ void SM90Emitter::emitPrologue() {
     clusterSync();
   else
     NVVM::Barrier0Op::create(b, loc);
-}
-
-int64_t SM90Emitter::remoteArrivals(PipeOp pipe) {
-  if (!multicastPipes.contains(pipe))
-    return 0;
-  // One arrival per consumer warp of the partner (lane 0, after the warp's
-  // last read of the stage).
-  int64_t warps = 0;
-  for (Attribute c : pipe.getConsumers())
-    warps += cast<RoleOp>(SymbolTable::lookupSymbolIn(
-                              kernel, cast<FlatSymbolRefAttr>(c).getAttr()))
-                 .getNumWarps();
-  return warps;
 }
 
 void SM90Emitter::clusterSync() {
@@ -972,8 +962,7 @@ LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
     // release follows the wgmma wait, which is warp-synchronous).
     openIf(cmp(arith::CmpIPredicate::eq, lane, c32(0)));
     Value remote = NVVM::MapaOp::create(
-        b, loc, LLVM::LLVMPointerType::get(ctx, 7), empty,
-        arith::XOrIOp::create(b, loc, ctaRank, c32(1)));
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7), empty, partnerRank);
     NVVM::MBarrierArriveOp::create(b, loc, Type(), remote, Value(),
                                    NVVM::MemScopeKind::CLUSTER,
                                    /*relaxed=*/false);
