@@ -92,6 +92,14 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());
+  // V on demand: by default wherever it applies (BLASST on the sm_90a
+  // overlap schedule); --v-on-demand asks for it (an error where it cannot
+  // be done), --v-on-demand=false leaves it out.
+  if (insertVote && opts.vOnDemand.value_or(true)) {
+    ws::BLASSTVOnDemandOptions vOpts;
+    vOpts.mode = opts.vOnDemand ? "true" : "auto";
+    pm.addPass(ws::createBLASSTVOnDemand(vOpts));
+  }
   return pm.run(module);
 }
 

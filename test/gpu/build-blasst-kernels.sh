@@ -9,7 +9,10 @@ C="$BUILD/bin/blasst-compile"; mkdir -p "$OUT"
 mk() { # name spec...
   local name="$1"; shift
   printf 'name=%s %s\n' "$name" "$*" >"$OUT/$name.in.spec"
-  "$C" --spec "$OUT/$name.in.spec" --emit cubin -o "$OUT/$name" -v ${BLASST_COMPILE_FLAGS:-} >"$OUT/$name.ptxas.log" 2>&1
+  # SPARSE_FLAGS: options for the sparse kernels only (e.g. --v-on-demand,
+  # which dense kernels refuse).
+  local extra=""; [[ $name == sparse* ]] && extra="${SPARSE_FLAGS:-}"
+  "$C" --spec "$OUT/$name.in.spec" --emit cubin -o "$OUT/$name" -v ${BLASST_COMPILE_FLAGS:-} $extra >"$OUT/$name.ptxas.log" 2>&1
 }
 base="dtype=bf16 head_dim=128 q_heads=32 kv_heads=8"
 # CAUSAL="false" builds only the non-causal kernels (e.g. with

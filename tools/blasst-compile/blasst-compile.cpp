@@ -98,6 +98,11 @@ static cl::opt<cl::boolOrDefault> kvMulticast(
     cl::desc("sm_90a: clusters of two neighbouring query blocks share each "
              "K/V tile through TMA multicast (non-causal); default: off"),
     cl::cat(cat));
+static cl::opt<cl::boolOrDefault> vOnDemand(
+    "v-on-demand",
+    cl::desc("sm_90a BLASST: copy a KV block's V only when a vote kept the "
+             "block (the overlap schedule); default: off"),
+    cl::cat(cat));
 static cl::opt<cl::boolOrDefault> persistent(
     "persistent",
     cl::desc("sm_90a: persistent CTAs walking the (query block, head) tiles, "
@@ -241,6 +246,7 @@ int main(int argc, char **argv) {
     opts.qInRegisters = knob(qInRegisters);
     opts.persistent = knob(persistent);
     opts.kvMulticast = knob(kvMulticast);
+    opts.vOnDemand = knob(vOnDemand);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("convert-attn-to-ws failed for " + t);
     lap("ws");

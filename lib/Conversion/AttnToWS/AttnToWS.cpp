@@ -65,6 +65,15 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.qInRegisters = false;
   if (!o.kvMulticast.has_value())
     o.kvMulticast = false;
+  // BLASST on the overlap schedule copies V only for kept blocks: 6% faster
+  // at 72% skipped, 8-11% at 92%, no slower with nothing skipped
+  // (docs/results/2026-11-29-session8.md). The same rule as
+  // blasst-v-on-demand's mode=auto. Above head_dim 128 (80-key blocks) the
+  // consumers spill 12 B with it: not by default there.
+  if (!o.vOnDemand.has_value())
+    o.vOnDemand = hopper && !spec.sparsity.isDense() && spec.headDim <= 128 &&
+                  *o.overlap && !*o.pingpong && !*o.persistent &&
+                  !*o.kvMulticast;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S
@@ -151,7 +160,7 @@ struct KernelBuilder {
   }
   void load(Tensor t, StringRef dst, StringRef p) {
     TmaLoadOp::create(b, loc, TensorAttr::get(b.getContext(), t), sym(dst),
-                      sym(p));
+                      sym(p), IntegerAttr(), UnitAttr());
   }
   void mma(MmaKind kind, StringRef a, StringRef bb, StringRef d,
            bool async = false, int64_t ahead = 0) {

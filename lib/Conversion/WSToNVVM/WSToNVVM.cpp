@@ -67,6 +67,11 @@ struct SmemLayout {
   llvm::StringMap<int64_t> bufferOffset;
   /// Per pipe: offset of full[0]; full[depth], then empty[depth], 8 B each.
   llvm::StringMap<int64_t> pipeBarriers;
+  /// V on demand (ws.await_vote): one mbarrier the voting roles arrive on
+  /// per voted block, then their decisions, [block parity][voter] as i32.
+  int64_t voteBarrier = -1, voteFlags = -1;
+  /// The roles whose votes are published, in kernel order.
+  llvm::StringMap<int64_t> voterIndex;
   int64_t totalBytes = 0;
 };
 
@@ -88,6 +93,18 @@ FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
   for (auto pipe : kernel.getBody().getOps<PipeOp>()) {
     layout.pipeBarriers[pipe.getSymName()] = offset;
     offset += 2 * 8 * int64_t(pipe.getDepth());
+  }
+  if (kernel.walk([](AwaitVoteOp) { return WalkResult::interrupt(); })
+          .wasInterrupted()) {
+    for (auto role : kernel.getBody().getOps<RoleOp>())
+      role.walk([&](VoteOp v) {
+        if (v.getPublish())
+          layout.voterIndex.try_emplace(role.getSymName(),
+                                        layout.voterIndex.size());
+      });
+    layout.voteBarrier = offset;
+    layout.voteFlags = offset + 8;
+    offset += 8 + 2 * 4 * int64_t(layout.voterIndex.size());
   }
   layout.totalBytes = offset;
   if (offset > kSharedMemoryBytes)
@@ -318,6 +335,12 @@ private:
   LogicalResult emitCorrect(CorrectOp op, RoleState &st);
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
   LogicalResult emitVote(VoteOp op, RoleState &st);
+  LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
+  /// The i32 slot of voter `voter`'s decision on a block of parity `parity`.
+  Value voteFlag(Value parity, int64_t voter) {
+    return smemPtr(add(c32(layout.voteFlags + 4 * voter),
+                       mul(parity, c32(4 * int64_t(layout.voterIndex.size())))));
+  }
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
   LogicalResult emitExp2ToRegisters(Exp2StoreOp op, RoleState &st, int64_t n);
   LogicalResult checkExp2Inputs(Operation *op, FlatSymbolRefAttr scores,
@@ -553,6 +576,10 @@ void SM90Emitter::emitPrologue() {
                                    c32(emptyCount), Value());
     }
   }
+  if (layout.voteBarrier >= 0)
+    NVVM::MBarrierInitOp::create(b, loc, smemPtr(c32(layout.voteBarrier)),
+                                 c32(int64_t(layout.voterIndex.size())),
+                                 Value());
   NVVM::FenceMbarrierInitOp::create(b, loc);
   NVVM::FenceProxyOp::create(
       b, loc, NVVM::ProxyKind::async_shared,
@@ -721,7 +748,7 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
     return op->emitOpError()
            << "runs in a '" << stringifyRoleKind(st.role.getKind())
            << "' role; on sm_90a it is lowered in compute roles only";
-  if (compute && isa<TmaLoadOp>(op))
+  if (compute && isa<TmaLoadOp, AwaitVoteOp>(op))
     return op->emitOpError()
            << "runs in a compute role; on sm_90a TMA loads are issued by a "
               "load role";
@@ -739,6 +766,7 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
       .Case([&](CorrectOp o) { return emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return emitEpilogue(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
+      .Case([&](AwaitVoteOp o) { return emitAwaitVote(o, st); })
       .Case([&](LoadFragOp o) { return emitLoadFrag(o, st); })
       .Case([&](MmaWaitOp o) { return emitMmaWait(o, st); })
       .Case([&](TurnWaitOp o) {
@@ -942,9 +970,20 @@ LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
   (void)phase;
   if (isProducer(pipe, st)) {
     Value full = barrier(pipe, true, stage);
+    // A V copy on demand that was not issued (every voter skipped the
+    // block): the arrive completes the stage with no bytes to wait for.
+    bool onDemand = false;
+    for (auto load : op->getBlock()->getOps<TmaLoadOp>())
+      onDemand |= load.getOnDemand() && load.getPipe() == pipe.getSymName();
+    if (onDemand && !st.skip)
+      return op.emitOpError() << "releases an on_demand copy's stage with no "
+                                 "ws.await_vote decision";
     if (std::optional<uint64_t> tx = pipe.getTxBytes())
       NVVM::MBarrierArriveExpectTxOp::create(
-          b, loc, Type(), full, c32(int64_t(*tx)), NVVM::MemScopeKind::CTA,
+          b, loc, Type(), full,
+          onDemand ? select(st.skip, c32(0), c32(int64_t(*tx)))
+                   : c32(int64_t(*tx)),
+          NVVM::MemScopeKind::CTA,
           /*relaxed=*/false, Value());
     else
       NVVM::MBarrierArriveOp::create(b, loc, Type(), full, Value(),
@@ -973,7 +1012,17 @@ LogicalResult SM90Emitter::emitRelease(ReleaseOp op, RoleState &st) {
 LogicalResult SM90Emitter::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   PipeOp pipe = pipeOf(op.getPipeAttr());
   BufferOp dst = bufferOf(op.getDstAttr());
-  auto [stage, phase] = stagePhase(st, pipe);
+  OpBuilder::InsertionGuard guard(b);
+  // A copy one block ahead, or of block 0 before the loop, runs only when
+  // that block exists (the acquire and release around it test the same).
+  if (Value exists = blockExists(st, pipe, op.getAhead()))
+    openIf(exists);
+  if (op.getOnDemand()) {
+    if (!st.skip)
+      return op.emitOpError() << "needs a ws.await_vote decision before it";
+    openIf(notI1(st.skip));
+  }
+  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
   (void)phase;
   ArrayRef<int64_t> shape = dst.getShape();
   int64_t rows = shape[0], cols = shape[1];
@@ -989,9 +1038,9 @@ LogicalResult SM90Emitter::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   case Tensor::k:
   case Tensor::v:
     tmap = param(op.getTensor() == Tensor::k ? kTmK : kTmV);
-    if (!st.inLoop)
-      return op.emitOpError() << "loads K/V outside the kv_loop";
-    seqCoord = mul(st.kvBlock, c32(blockN));
+    if (!perBlockPipes.contains(pipe))
+      return op.emitOpError() << "loads K/V on a pipe no kv_loop acquires";
+    seqCoord = mul(blockOf(st, pipe, op.getAhead()), c32(blockN));
     headCoord = kvHead;
     break;
   case Tensor::o:
@@ -1729,6 +1778,65 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
     st.skipped =
         add(st.skipped, arith::ExtUIOp::create(b, loc, i32, skipCounted));
   }
+  if (op.getPublish()) {
+    // The load role copies V of the voted block (n + 1: the vote follows
+    // row_max {ahead = 1}, the verifier checks) only if a voter keeps it:
+    // one thread writes the role's decision and arrives on the vote
+    // barrier (release: the flag is visible to the waiter). No vote on the
+    // block past the end: the load role waits for none.
+    if (!st.inLoop)
+      return op.emitOpError() << "publishes outside the kv_loop";
+    OpBuilder::InsertionGuard guard(b);
+    Value block = add(st.kvBlock, c32(1));
+    openIf(arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)),
+        cmp(arith::CmpIPredicate::slt, block, st.numBlocks)));
+    Value parity = arith::AndIOp::create(b, loc, block, c32(1));
+    LLVM::StoreOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i32, st.skip),
+        voteFlag(parity, layout.voterIndex.lookup(st.role.getSymName())));
+    // Through the CTA's own shared::cluster address: that form of the
+    // arrive returns no state (`_`). The shared::cta form's unused 64-bit
+    // state made ptxas spill 24 B at this point of peak register pressure
+    // (S, P and O live, 240 registers).
+    Value bar = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7),
+        smemPtr(c32(layout.voteBarrier)));
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value(),
+                                   NVVM::MemScopeKind::CTA,
+                                   /*relaxed=*/false);
+  }
+  return success();
+}
+
+LogicalResult SM90Emitter::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
+  if (!st.inLoop || layout.voteBarrier < 0)
+    return op.emitOpError() << "needs a kv_loop and published votes";
+  // Block n >= 1 was voted on once per voter; the barrier's phase k
+  // completes with the votes on block k + 1. Block 0 is kept.
+  Value voted = cmp(arith::CmpIPredicate::sgt, st.kvBlock, c32(0));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1}, voted,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value phase =
+        arith::AndIOp::create(b, loc, sub(st.kvBlock, c32(1)), c32(1));
+    NVVM::MBarrierTryWaitParityOp::create(
+        b, loc, smemPtr(c32(layout.voteBarrier)), phase, c32(kWaitTicks));
+    Value parity = arith::AndIOp::create(b, loc, st.kvBlock, c32(1));
+    Value all;
+    for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v) {
+      Value flag = LLVM::LoadOp::create(b, loc, i32, voteFlag(parity, v));
+      all = v ? arith::AndIOp::create(b, loc, all, flag) : flag;
+    }
+    scf::YieldOp::create(b, loc,
+                         ValueRange{cmp(arith::CmpIPredicate::ne, all, c32(0))});
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(
+        b, loc, ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))});
+  }
+  st.skip = ifOp.getResult(0);
   return success();
 }
 

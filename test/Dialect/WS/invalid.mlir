@@ -1055,3 +1055,135 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
   ws.role @r load warps [0, 1) {
   }
 }
+
+// -----
+
+// V on demand: a published vote needs a load role that awaits it.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      // expected-error @below {{publishes its decision but no load role has a ws.await_vote}}
+      ws.vote @s {publish}
+    }
+  }
+}
+
+// -----
+
+// V on demand: the load role awaits the votes.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{must be directly inside a load role's kv_loop}}
+      ws.await_vote
+    }
+  }
+}
+
+// -----
+
+// V on demand: every role that multiplies by V publishes its vote...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{role 'c' multiplies by V but publishes no vote}}
+      ws.await_vote
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe {on_demand}
+      ws.release @v_pipe
+    }
+  }
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+}
+
+// -----
+
+// ... on block n + 1 (the overlap schedule: block 0 is never voted on).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{role 'c' votes on its own block; on-demand loads need the overlap schedule's vote on block n + 1 (after ws.row_max {ahead = 1})}}
+      ws.await_vote
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe {on_demand}
+      ws.release @v_pipe
+    }
+  }
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+}
+
+// -----
+
+// V on demand: K feeds the vote, so only V copies wait for it...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 2
+  ws.pipe @k_pipe depth 2 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      // expected-error @below {{on_demand loads V only (K feeds the vote)}}
+      ws.tma_load k -> @k via @k_pipe {on_demand}
+      ws.release @k_pipe
+    }
+  }
+}
+
+// -----
+
+// ... and only after the load role learned the decision.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @v_pipe
+      // expected-error @below {{on_demand needs a preceding ws.await_vote in the same kv_loop block}}
+      ws.tma_load v -> @v via @v_pipe {on_demand}
+      ws.release @v_pipe
+    }
+  }
+}
+
+// -----
+
+// V on demand: one vote barrier per CTA and tile.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> persistent {
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{is not lowered with persistent CTAs or kv_multicast}}
+      ws.await_vote
+    }
+  }
+}

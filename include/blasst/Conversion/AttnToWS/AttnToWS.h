@@ -37,6 +37,9 @@ struct ScheduleOptions {
   /// sm_90a: clusters of two neighbouring query blocks that share every K/V
   /// tile through TMA multicast (half the L2 traffic). Unset: off.
   std::optional<bool> kvMulticast;
+  /// sm_90a BLASST: the load role copies a block's V only when a vote kept
+  /// the block (--blasst-v-on-demand after the vote pass). Unset: off.
+  std::optional<bool> vOnDemand;
 };
 
 /// The pass-option spelling of an on/off knob: "auto" (unset), "true",

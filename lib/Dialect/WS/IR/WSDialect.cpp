@@ -484,6 +484,18 @@ LogicalResult MmaWaitOp::verify() {
 }
 
 LogicalResult TmaLoadOp::verify() {
+  if (failed(verifyAhead(*this, getAhead())))
+    return failure();
+  if (getOnDemand()) {
+    if (getTensor() != Tensor::v)
+      return emitOpError() << "on_demand loads V only (K feeds the vote)";
+    bool awaited = false;
+    for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+      awaited |= isa<AwaitVoteOp>(op);
+    if (!awaited || !isa<KVLoopOp>((*this)->getParentOp()))
+      return emitOpError() << "on_demand needs a preceding ws.await_vote in "
+                              "the same kv_loop block";
+  }
   FailureOr<PipeOp> pipe = lookupPipe(*this, getPipeAttr());
   FailureOr<BufferOp> dst = lookupBuffer(*this, getDstAttr(), "destination");
   if (failed(pipe) || failed(dst))
@@ -699,6 +711,55 @@ LogicalResult VoteOp::verify() {
   if (getStats() != spec.stats)
     return emitOpError() << "stats must be set exactly when the spec asks "
                             "for statistics";
+  if (getPublish()) {
+    bool awaited = false;
+    kernel.walk([&](AwaitVoteOp) { awaited = true; });
+    if (!awaited)
+      return emitOpError() << "publishes its decision but no load role has a "
+                              "ws.await_vote";
+  }
+  return success();
+}
+
+LogicalResult AwaitVoteOp::verify() {
+  auto loop = dyn_cast<KVLoopOp>((*this)->getParentOp());
+  if (!loop || getRole().getKind() != RoleKind::load)
+    return emitOpError() << "must be directly inside a load role's kv_loop";
+  if (llvm::count_if(loop.getBody().front(),
+                     [](Operation &op) { return isa<AwaitVoteOp>(op); }) != 1)
+    return emitOpError() << "appears more than once in one kv_loop";
+  // Every role that multiplies by V must publish a vote on block n + 1 (the
+  // overlap schedule's, after row_max {ahead = 1}): the block is loaded
+  // only when one of them keeps it, and block 0 is never voted on.
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (kernel.getPersistent() || kernel.getKvMulticast())
+    return emitOpError() << "is not lowered with persistent CTAs or "
+                            "kv_multicast (the vote barrier follows one "
+                            "tile's KV blocks in one CTA)";
+  int64_t voters = 0;
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    bool pv = false;
+    role.walk([&](MmaOp m) { pv |= m.getKind() == MmaKind::pv; });
+    if (!pv)
+      continue;
+    VoteOp vote;
+    role.walk([&](VoteOp v) { vote = v; });
+    if (!vote || !vote.getPublish())
+      return emitOpError() << "role '" << role.getSymName()
+                           << "' multiplies by V but publishes no vote";
+    bool ahead = false;
+    for (Operation *op = vote->getPrevNode(); op; op = op->getPrevNode())
+      if (auto rm = dyn_cast<RowMaxOp>(op))
+        ahead |= rm.getAhead() && *rm.getAhead() == 1;
+    if (!ahead)
+      return emitOpError() << "role '" << role.getSymName()
+                           << "' votes on its own block; on-demand loads need "
+                              "the overlap schedule's vote on block n + 1 "
+                              "(after ws.row_max {ahead = 1})";
+    ++voters;
+  }
+  if (!voters)
+    return emitOpError() << "has no voter";
   return success();
 }
 
@@ -758,6 +819,7 @@ DEFINE_GET_ROLE(AcquireOp)
 DEFINE_GET_ROLE(ReleaseOp)
 DEFINE_GET_ROLE(TmaLoadOp)
 DEFINE_GET_ROLE(TmaStoreOp)
+DEFINE_GET_ROLE(AwaitVoteOp)
 DEFINE_GET_ROLE(MmaOp)
 DEFINE_GET_ROLE(ReadScoresOp)
 DEFINE_GET_ROLE(RowMaxOp)

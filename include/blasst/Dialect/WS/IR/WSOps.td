@@ -251,8 +251,16 @@ def WS_ReleaseOp : WS_StepOp<"release"> {
 
 def WS_TmaLoadOp : WS_StepOp<"tma_load"> {
   let summary = "Copy a tile of Q, K or V into a pipe's smem buffer with TMA";
+  let description = [{
+    `ahead = 1` copies the next KV block's tile (the load role running one
+    block ahead on that pipe). `on_demand` (V, after a `ws.await_vote` in the
+    same block): the copy is issued only when a voter kept the block; for a
+    block every voter skipped, the pipe's release arrives with no
+    transaction bytes, so the stage still completes and no consumer waits.
+  }];
   let arguments = (ins WS_TensorEnum:$tensor, FlatSymbolRefAttr:$dst,
-                       FlatSymbolRefAttr:$pipe);
+                       FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead,
+                       UnitAttr:$on_demand);
   let assemblyFormat = "$tensor `->` $dst `via` $pipe attr-dict";
   let hasVerifier = 1;
 }
@@ -422,12 +430,30 @@ def WS_VoteOp : WS_StepOp<"vote"> {
     within a warp, then a named-barrier AND reduction across the warpgroup.
     Rows past the end of the query sequence do not vote. With `stats`, the
     role counts visited and skipped blocks into the kernel's stats buffer.
+    With `publish`, the decision also goes to the load role's
+    `ws.await_vote` (V loaded on demand).
     The threshold comes from the kernel's `log2Threshold` argument (per the
     spec's policy: fixed ln(lambda), or log2(a) - log2(L_kv) computed in the
     kernel), so it can change between launches without recompiling.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$scores, UnitAttr:$stats);
+  let arguments = (ins FlatSymbolRefAttr:$scores, UnitAttr:$stats,
+                       UnitAttr:$publish);
   let assemblyFormat = "$scores attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_AwaitVoteOp : WS_StepOp<"await_vote"> {
+  let summary = "The load role learns whether this KV block was skipped";
+  let description = [{
+    In a load role's kv_loop: waits until every compute role whose
+    `ws.vote` has `publish` decided on the block, which is skipped when all
+    of them skipped it. Block 0 is never voted on (the overlap schedule votes
+    on block n+1), so it is kept. The decision drives the `on_demand` copies
+    that follow (BLASST without the V loads of skipped blocks): the voters
+    write their decisions to shared memory and arrive on one mbarrier per
+    block.
+  }];
+  let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }
 

@@ -20,4 +20,35 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
 
+def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
+  let summary = "Load V only for KV blocks a BLASST vote kept";
+  let description = [{
+    For every voted ws.kernel (run after --blasst-insert-vote): the load
+    role copies K one block ahead, waits for the consumers' votes on block n
+    (`ws.await_vote`) and copies block n's V only when a voter kept it
+    (`ws.tma_load v {on_demand}`); the votes publish their decisions. A
+    skipped block then costs its K tile only: the L2 to shared memory
+    traffic of V, about half of what a skipped block moves, is gone. The
+    V pipe's release still arrives on skipped blocks (no transaction
+    bytes), so the consumers' waits and releases are unchanged.
+
+    Needs the overlap schedule (the votes on block n + 1 come one block
+    before that block's P V, which hides the V copy's latency), one CTA per
+    tile (no persistent CTAs, no kv_multicast). Kernels without a sparsity
+    policy are an error: nothing decides which V tiles are needed.
+
+    `mode=auto` (what blasst-compile and the JIT use unless told) rewrites
+    only the kernels where this applies and leaves the others as they are:
+    BLASST kernels of the overlap schedule at head_dim <= 128 without
+    ping-pong, persistent CTAs or kv_multicast. `mode=true` (the default) rewrites every kernel
+    and fails with the reason on one it cannot rewrite.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
+           "true: every kernel (an error where it does not apply); auto: the "
+           "kernels where it applies">
+  ];
+  let dependentDialects = ["::blasst::ws::WSDialect"];
+}
+
 #endif // BLASST_WS_TRANSFORMS_PASSES

@@ -1,0 +1,170 @@
+//===- VOnDemand.cpp - BLASST: V copied only for kept blocks --------------===//
+//
+// A skipped block's P V does not run, so its V tile is never read. The load
+// role can leave it in L2 when it knows the decision before it issues the
+// copy: K moves one block ahead (the consumers need K of block n + 1 to
+// vote on it), and V of block n waits for the votes on block n.
+//
+//   prologue:  acquire k; tma_load k; release k            (block 0)
+//   kv_loop:   acquire k {ahead 1}; tma_load k {ahead 1}; release k {ahead 1}
+//              await_vote
+//              acquire v; tma_load v {on_demand}; release v
+//
+//===----------------------------------------------------------------------===//
+#include "blasst/Dialect/WS/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace blasst::ws {
+#define GEN_PASS_DEF_BLASSTVONDEMAND
+#include "blasst/Dialect/WS/Transforms/Passes.h.inc"
+} // namespace blasst::ws
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+
+namespace {
+struct VOnDemandPass
+    : public blasst::ws::impl::BLASSTVOnDemandBase<VOnDemandPass> {
+  using Base::Base;
+  void runOnOperation() override;
+  LogicalResult rewrite(KernelOp kernel);
+};
+
+/// One pipe's acquire, tma_load and release in a kv_loop body.
+struct LoadSteps {
+  AcquireOp acquire;
+  TmaLoadOp load;
+  ReleaseOp release;
+};
+} // namespace
+
+/// The steps of the load of `tensor` in `body`, in that order, or failure.
+static FailureOr<LoadSteps> findLoad(Block &body, Tensor tensor,
+                                     Operation *anchor) {
+  LoadSteps steps;
+  for (auto load : body.getOps<TmaLoadOp>())
+    if (load.getTensor() == tensor)
+      steps.load = load;
+  if (!steps.load)
+    return anchor->emitOpError()
+           << "blasst-v-on-demand: the load role's kv_loop has no "
+           << stringifyTensor(tensor) << " copy";
+  StringRef pipe = steps.load.getPipe();
+  for (Operation &op : body) {
+    if (auto a = dyn_cast<AcquireOp>(op); a && a.getPipe() == pipe)
+      steps.acquire = a;
+    if (auto r = dyn_cast<ReleaseOp>(op); r && r.getPipe() == pipe)
+      steps.release = r;
+  }
+  if (!steps.acquire || !steps.release ||
+      !steps.acquire->isBeforeInBlock(steps.load) ||
+      !steps.load->isBeforeInBlock(steps.release) || steps.acquire.getAhead() ||
+      steps.load.getAhead() || steps.release.getAhead())
+    return steps.load.emitOpError()
+           << "blasst-v-on-demand expects acquire, tma_load, release of one "
+              "block (no ahead) on pipe @"
+           << pipe;
+  return steps;
+}
+
+LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
+  AttentionSpec spec = kernel.getSpec().toSpec();
+  if (spec.sparsity.isDense())
+    return kernel.emitOpError()
+           << "blasst-v-on-demand needs a BLASST sparsity policy: without "
+              "votes nothing tells which V tiles are needed";
+  if (kernel.getPersistent() || kernel.getKvMulticast())
+    return kernel.emitOpError()
+           << "blasst-v-on-demand is not available with persistent CTAs or "
+              "kv_multicast";
+  bool voted = false, aheadVotes = true;
+  kernel.walk([&](VoteOp vote) {
+    voted = true;
+    bool ahead = false;
+    for (Operation *op = vote->getPrevNode(); op; op = op->getPrevNode())
+      if (auto rm = dyn_cast<RowMaxOp>(op))
+        ahead |= rm.getAhead() && *rm.getAhead() == 1;
+    aheadVotes &= ahead;
+  });
+  if (!voted)
+    return kernel.emitOpError() << "blasst-v-on-demand runs after "
+                                   "--blasst-insert-vote; the kernel has no "
+                                   "ws.vote";
+  if (!aheadVotes)
+    return kernel.emitOpError()
+           << "blasst-v-on-demand needs the overlap schedule (votes on block "
+              "n + 1, one block before its P V): with a vote on the block "
+              "itself the V copy's latency would stall every kept block";
+  if (!kernel.walk([](AwaitVoteOp) { return WalkResult::interrupt(); })
+           .wasInterrupted()) {
+    RoleOp loader;
+    for (auto role : kernel.getBody().getOps<RoleOp>())
+      if (role.getKind() == RoleKind::load) {
+        if (loader)
+          return role.emitOpError()
+                 << "blasst-v-on-demand expects one load role";
+        loader = role;
+      }
+    if (!loader)
+      return kernel.emitOpError() << "blasst-v-on-demand: no load role";
+    auto loops = loader.getBody().front().getOps<KVLoopOp>();
+    if (std::distance(loops.begin(), loops.end()) != 1)
+      return loader.emitOpError()
+             << "blasst-v-on-demand expects one kv_loop in the load role";
+    KVLoopOp loop = *loops.begin();
+    Block &body = loop.getBody().front();
+    FailureOr<LoadSteps> k = findLoad(body, Tensor::k, loader);
+    FailureOr<LoadSteps> v = findLoad(body, Tensor::v, loader);
+    if (failed(k) || failed(v))
+      return failure();
+    if (!k->release->isBeforeInBlock(v->acquire))
+      return loader.emitOpError()
+             << "blasst-v-on-demand expects the K copy before the V copy";
+    // Block 0's K before the loop, the loop's K one block ahead.
+    OpBuilder b(loop);
+    for (Operation *op : {k->acquire.getOperation(), k->load.getOperation(),
+                          k->release.getOperation()}) {
+      b.clone(*op);
+      op->setAttr("ahead", b.getI64IntegerAttr(1));
+    }
+    b.setInsertionPoint(v->acquire);
+    AwaitVoteOp::create(b, v->acquire.getLoc());
+    v->load.setOnDemand(true);
+  }
+  kernel.walk([&](VoteOp vote) { vote.setPublish(true); });
+  return success();
+}
+
+/// Whether `mode=auto` rewrites `kernel` (the cases measured on the H200).
+static bool applies(KernelOp kernel) {
+  AttentionSpec spec = kernel.getSpec().toSpec();
+  if (kernel.getTarget() != ws::Target::sm_90a || spec.sparsity.isDense() ||
+      spec.headDim > 128 ||
+      kernel.getPersistent() || kernel.getKvMulticast() ||
+      !kernel.getBody().getOps<OrderOp>().empty())
+    return false;
+  bool ahead = false;
+  kernel.walk([&](RowMaxOp rm) {
+    ahead |= rm.getAhead() && *rm.getAhead() == 1;
+  });
+  return ahead && kernel.walk([](VoteOp) {
+                          return WalkResult::interrupt();
+                        }).wasInterrupted();
+}
+
+void VOnDemandPass::runOnOperation() {
+  if (mode != "true" && mode != "auto") {
+    getOperation().emitError() << "blasst-v-on-demand: mode must be true or "
+                                  "auto, got '"
+                               << mode << "'";
+    return signalPassFailure();
+  }
+  for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
+    if (mode == "auto" && !applies(kernel))
+      continue;
+    if (failed(rewrite(kernel)))
+      return signalPassFailure();
+  }
+}

@@ -1,0 +1,53 @@
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand | FileCheck %s
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=mode=auto | FileCheck %s --check-prefix=AUTO
+// The load role copies K one block ahead (block 0 before the loop), waits
+// for the votes on block n and copies V of block n on demand; the votes
+// publish their decisions. The consumers' steps do not change.
+
+// CHECK-LABEL: ws.kernel @sparse
+// CHECK: ws.role @producer load warps [0, 4) regs 24 {
+// CHECK-NEXT: ws.acquire @q_pipe
+// CHECK-NEXT: ws.tma_load q -> @q via @q_pipe
+// CHECK-NEXT: ws.release @q_pipe
+// CHECK-NEXT: ws.acquire @k_pipe{{$}}
+// CHECK-NEXT: ws.tma_load k -> @k via @k_pipe{{$}}
+// CHECK-NEXT: ws.release @k_pipe{{$}}
+// CHECK-NEXT: ws.kv_loop {
+// CHECK-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
+// CHECK-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 1 : i64}
+// CHECK-NEXT: ws.release @k_pipe {ahead = 1 : i64}
+// CHECK-NEXT: ws.await_vote
+// CHECK-NEXT: ws.acquire @v_pipe
+// CHECK-NEXT: ws.tma_load v -> @v via @v_pipe {on_demand}
+// CHECK-NEXT: ws.release @v_pipe
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK: ws.role @consumer0
+// CHECK: ws.row_max @s {ahead = 1 : i64}
+// CHECK-NEXT: ws.vote @s {publish}
+// CHECK: ws.role @consumer1
+// CHECK: ws.vote @s {publish}
+// AUTO-LABEL: ws.kernel @sparse
+// AUTO: ws.await_vote
+// AUTO: ws.tma_load v -> @v via @v_pipe {on_demand}
+// AUTO: ws.vote @s {publish}
+func.func @sparse(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>, %o: memref<?x?x8x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 2, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x8x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x8x128xbf16>
+  return
+}
+
+// -----
+
+// mode=auto leaves kernels where it does not apply as they are: here
+// head_dim 256 (its consumers would spill); mode=true rewrites it.
+// CHECK-LABEL: ws.kernel @wide
+// CHECK: ws.await_vote
+// CHECK: ws.vote @s {publish}
+// AUTO-LABEL: ws.kernel @wide
+// AUTO-NOT: ws.await_vote
+// AUTO-NOT: on_demand
+// AUTO: ws.vote @s{{$}}
+func.func @wide(%q: memref<?x?x8x256xbf16>, %k: memref<?x?x2x256xbf16>, %v: memref<?x?x2x256xbf16>, %o: memref<?x?x8x256xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 256, q_heads = 8, kv_heads = 2, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x8x256xbf16>, memref<?x?x2x256xbf16>, memref<?x?x2x256xbf16>, memref<?x?x8x256xbf16>
+  return
+}
