@@ -65,8 +65,8 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.qInRegisters = false;
   if (!o.kvMulticast.has_value())
     o.kvMulticast = false;
-  // BLASST on the overlap schedule copies V only for kept blocks: 6% faster
-  // at 72% skipped, 8-11% at 92%, no slower with nothing skipped
+  // BLASST on the overlap schedule copies V only for kept blocks: 3-5% faster
+  // at 72% skipped, 6-12% at 92%, no slower with nothing skipped
   // (docs/results/2026-11-29-session8.md). The same rule as
   // blasst-v-on-demand's mode=auto. Above head_dim 128 (80-key blocks) the
   // consumers spill 12 B with it: not by default there.
