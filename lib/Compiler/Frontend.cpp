@@ -95,7 +95,8 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   // V on demand: by default wherever it applies (BLASST on the sm_90a
   // overlap schedule); --v-on-demand asks for it (an error where it cannot
   // be done), --v-on-demand=false leaves it out.
-  if (insertVote && opts.vOnDemand.value_or(true)) {
+  // (Asked for without the vote pass, the pass says why it cannot run.)
+  if (opts.vOnDemand ? *opts.vOnDemand : insertVote) {
     ws::BLASSTVOnDemandOptions vOpts;
     vOpts.mode = opts.vOnDemand ? "true" : "auto";
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
