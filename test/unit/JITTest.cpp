@@ -210,6 +210,26 @@ TEST(JIT, CacheKeys) {
     knobs.*field = value;
     distinct(jit::cacheKey(spec, kSM90, knobs), "a schedule knob");
   }
+
+  // V on demand: on by default for BLASST on the sm_90a overlap schedule
+  // (asking for it is the same kernel), off is another kernel; dense specs
+  // resolve it off.
+  AttentionSpec sparse = spec;
+  sparse.sparsity.kind = SparsityKind::LnLambda;
+  sparse.sparsity.value = -8.0;
+  ScheduleOptions on, off;
+  on.vOnDemand = true;
+  off.vOnDemand = false;
+  EXPECT_TRUE(*resolveSchedule(sparse, ScheduleOptions()).vOnDemand);
+  EXPECT_FALSE(*resolveSchedule(spec, ScheduleOptions()).vOnDemand);
+  std::string sparseKey = jit::cacheKey(sparse, kSM90);
+  EXPECT_EQ(jit::cacheKey(sparse, kSM90, on), sparseKey);
+  distinct(sparseKey, "a sparsity policy");
+  distinct(jit::cacheKey(sparse, kSM90, off), "v_on_demand=false");
+  ScheduleOptions pingpong;
+  pingpong.pingpong = true;
+  EXPECT_FALSE(*resolveSchedule(sparse, pingpong).vOnDemand)
+      << "not by default with ping-pong";
 }
 
 TEST(JIT, CacheDirResolution) {
@@ -252,6 +272,29 @@ TEST(JIT, CacheDirResolution) {
 //===----------------------------------------------------------------------===//
 // Cubins and the cache
 //===----------------------------------------------------------------------===//
+
+TEST_F(JITCacheTest, BLASSTLoadsVOnDemand) {
+  // A BLASST spec through the JIT: V on demand by default (the resolved
+  // schedule says so, ptxas reports no spills), the explicit knob is a cache
+  // hit, and off is a separate kernel.
+  AttentionSpec sparse = smallSpec();
+  sparse.sparsity.kind = SparsityKind::LnLambda;
+  sparse.sparsity.value = -8.0;
+  jit::CompiledKernel first = mustCompile(sparse, options());
+  ASSERT_FALSE(first.cubin.empty());
+  EXPECT_TRUE(first.schedule.vOnDemand.value_or(false));
+  EXPECT_NE(first.ptxasLog.find("0 bytes spill stores"), std::string::npos)
+      << first.ptxasLog;
+  jit::CompileOptions on = options();
+  on.schedule.vOnDemand = true;
+  EXPECT_TRUE(mustCompile(sparse, on).fromCache);
+  jit::CompileOptions off = options();
+  off.schedule.vOnDemand = false;
+  jit::CompiledKernel without = mustCompile(sparse, off);
+  EXPECT_FALSE(without.fromCache);
+  EXPECT_NE(without.cacheKey, first.cacheKey);
+  EXPECT_NE(without.cubin, first.cubin);
+}
 
 TEST_F(JITCacheTest, MissThenHit) {
   jit::CompiledKernel first = mustCompile(smallSpec(), options());
