@@ -361,6 +361,8 @@ private:
                          RoleState &st);
   Value fenceRegisters(Value acc);
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
+  LogicalResult emitFusedSkip(UnlessSkippedOp r1, ArrayRef<Operation *> mids,
+                              UnlessSkippedOp r2, RoleState &st);
   void emitStatsFlush(RoleState &st);
 
   Value quadReduce(Value v, bool isMax);
@@ -731,9 +733,157 @@ LogicalResult SM90Emitter::emitPersistentRole(RoleOp role, RoleState &st) {
 }
 
 LogicalResult SM90Emitter::emitSteps(Block &block, RoleState &st) {
-  for (Operation &op : block)
+  for (auto it = block.begin(); it != block.end(); ++it) {
+    Operation &op = *it;
+    // Two skip regions with only mma_wait / release steps between them
+    // (the overlap schedule: softmax, the P V wait and V's release, the
+    // correction and P) lower to one branch, the middle steps on both
+    // paths: ptxas schedules the kept path as one block (1-2% faster with
+    // skipping, docs/results/2026-11-29-session8.md §6).
+    if (auto r1 = dyn_cast<UnlessSkippedOp>(op)) {
+      SmallVector<Operation *> mids;
+      auto jt = std::next(it);
+      while (jt != block.end() && isa<MmaWaitOp, ReleaseOp>(*jt))
+        mids.push_back(&*jt++);
+      // (Regions that issue an async wgmma keep their own commit logic.)
+      auto noAsync = [](Operation *r) {
+        return !r->walk([](MmaOp m) {
+                   return m.getAsync() ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+                 }).wasInterrupted();
+      };
+      if (!mids.empty() && jt != block.end() && isa<UnlessSkippedOp>(*jt) &&
+          noAsync(r1) && noAsync(&*jt)) {
+        if (failed(emitFusedSkip(r1, mids, cast<UnlessSkippedOp>(*jt), st)))
+          return failure();
+        it = jt;
+        continue;
+      }
+    }
     if (failed(emitStep(&op, st)))
       return failure();
+  }
+  return success();
+}
+
+LogicalResult SM90Emitter::emitFusedSkip(UnlessSkippedOp r1,
+                                         ArrayRef<Operation *> mids,
+                                         UnlessSkippedOp r2, RoleState &st) {
+  if (!st.skip)
+    return r1.emitOpError() << "needs a preceding ws.vote";
+  bool update = false, exps = false;
+  int64_t numP = 0;
+  for (UnlessSkippedOp r : {r1, r2}) {
+    Block &body = r.getBody().front();
+    update |= !body.getOps<SoftmaxUpdateOp>().empty();
+    exps |= !body.getOps<Exp2Op>().empty();
+    for (auto e : body.getOps<Exp2StoreOp>())
+      if (bufferOf(e.getPAttr()).getSpace() == MemorySpace::regs)
+        numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
+    for (auto e : body.getOps<PackPOp>())
+      numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
+  }
+  // Snapshot what the kept path changes, for the skip path.
+  Value o0 = st.o, m0[2] = {st.m[0], st.m[1]}, l0[2] = {st.l[0], st.l[1]};
+  Value corr0[2] = {st.corr[0], st.corr[1]}, mUse0[2] = {st.mUse[0], st.mUse[1]};
+  Value s0 = st.s, mBlock0[2] = {st.mBlock[0], st.mBlock[1]};
+  Value mPart0[2] = {st.mPart[0], st.mPart[1]};
+  bool sExp0 = st.sExp;
+  SmallVector<Value> pRegs0 = st.pRegs;
+  SmallVector<Value *> inflight0 = st.inflight;
+  SmallVector<Value> pBefore;
+  for (int64_t i = 0; i < numP; ++i)
+    pBefore.push_back(int64_t(st.pRegs.size()) == numP
+                          ? st.pRegs[i]
+                          : Value(LLVM::UndefOp::create(b, loc, i32)));
+  Value one = cf(1.0f), zero = cf(0.0f);
+  auto results = [&]() {
+    SmallVector<Value> v = st.carried();
+    if (update)
+      v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
+    if (exps)
+      v.push_back(st.s);
+    if (numP)
+      v.append(st.pRegs.begin(), st.pRegs.end());
+    return v;
+  };
+  SmallVector<Type> types;
+  for (Value v : st.carried())
+    types.push_back(v.getType());
+  if (update)
+    types.append(4, f32);
+  if (exps)
+    types.push_back(st.s.getType());
+  for (int64_t i = 0; i < numP; ++i)
+    types.push_back(i32);
+  auto ifOp = scf::IfOp::create(b, loc, types, notI1(st.skip),
+                                /*withElseRegion=*/true);
+  size_t inflightAfter = 0;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    st.inSkipRegion = true;
+    if (failed(emitSteps(r1.getBody().front(), st)))
+      return failure();
+    st.inSkipRegion = false;
+    for (Operation *m : mids)
+      if (failed(emitStep(m, st)))
+        return failure();
+    st.inSkipRegion = true;
+    if (failed(emitSteps(r2.getBody().front(), st)))
+      return failure();
+    st.inSkipRegion = false;
+    if (update && !st.corr[0])
+      return r1.emitOpError() << "computes no correction factors";
+    if (numP && int64_t(st.pRegs.size()) != numP)
+      return r2.emitOpError() << "computes no P in registers";
+    scf::YieldOp::create(b, loc, results());
+    inflightAfter = st.inflight.size();
+    // The skip path: the state as it was, then the middle steps.
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    st.o = o0;
+    for (int i = 0; i < 2; ++i) {
+      st.m[i] = m0[i];
+      st.l[i] = l0[i];
+      st.corr[i] = corr0[i];
+      st.mUse[i] = mUse0[i];
+      st.mBlock[i] = mBlock0[i];
+      st.mPart[i] = mPart0[i];
+    }
+    st.s = s0;
+    st.sExp = sExp0;
+    st.pRegs = pRegs0;
+    st.inflight = inflight0;
+    for (Operation *m : mids)
+      if (failed(emitStep(m, st)))
+        return failure();
+    if (st.inflight.size() != inflightAfter)
+      return r1.emitOpError() << "fused skip regions: the paths retire "
+                                 "different wgmma groups";
+    SmallVector<Value> skipped = st.carried();
+    if (update)
+      skipped.append({one, one, zero, zero});
+    if (exps)
+      skipped.push_back(s0);
+    skipped.append(pBefore.begin(), pBefore.end());
+    scf::YieldOp::create(b, loc, skipped);
+  }
+  ValueRange r = ifOp.getResults();
+  st.setCarried(r.take_front(5));
+  size_t k = 5;
+  if (update) {
+    for (int i = 0; i < 2; ++i) {
+      st.corr[i] = r[k + i];
+      st.mUse[i] = r[k + 2 + i];
+    }
+    k += 4;
+  }
+  if (exps)
+    st.s = r[k++];
+  if (numP)
+    st.pRegs.assign(r.begin() + k, r.end());
+  for (int i = 0; i < 2; ++i)
+    st.mBlock[i] = mBlock0[i];
   return success();
 }
 
