@@ -363,6 +363,24 @@ private:
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
   LogicalResult emitFusedSkip(UnlessSkippedOp r1, ArrayRef<Operation *> mids,
                               UnlessSkippedOp r2, RoleState &st);
+  /// What leaves skip regions besides the running state (o, m, l): the
+  /// correction factors and mUse (softmax_update), the exponentials in S
+  /// (exp2), P in registers (numP i32 values).
+  struct SkipOutputs {
+    bool update = false, exps = false;
+    int64_t numP = 0;
+  };
+  SkipOutputs skipOutputsOf(ArrayRef<UnlessSkippedOp> regions);
+  /// The kept path's yield: st's values.
+  SmallVector<Value> keptYield(RoleState &st, const SkipOutputs &out);
+  /// The skip path's yield: the running state `carried`, correction 1 (mUse
+  /// 0: unused), S as it was, P as it was (or undef).
+  SmallVector<Value> skippedYield(ValueRange carried, const SkipOutputs &out,
+                                  Value s, ArrayRef<Value> pBefore);
+  /// P as the skip path keeps it: st's, or undef when st holds none.
+  SmallVector<Value> pBeforeRegion(RoleState &st, const SkipOutputs &out);
+  /// Reads a skip region's results back into st.
+  void takeSkipResults(RoleState &st, ValueRange r, const SkipOutputs &out);
   void emitStatsFlush(RoleState &st);
 
   Value quadReduce(Value v, bool isMax);
@@ -771,18 +789,9 @@ LogicalResult SM90Emitter::emitFusedSkip(UnlessSkippedOp r1,
                                          UnlessSkippedOp r2, RoleState &st) {
   if (!st.skip)
     return r1.emitOpError() << "needs a preceding ws.vote";
-  bool update = false, exps = false;
-  int64_t numP = 0;
-  for (UnlessSkippedOp r : {r1, r2}) {
-    Block &body = r.getBody().front();
-    update |= !body.getOps<SoftmaxUpdateOp>().empty();
-    exps |= !body.getOps<Exp2Op>().empty();
-    for (auto e : body.getOps<Exp2StoreOp>())
-      if (bufferOf(e.getPAttr()).getSpace() == MemorySpace::regs)
-        numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
-    for (auto e : body.getOps<PackPOp>())
-      numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
-  }
+  SkipOutputs out = skipOutputsOf({r1, r2});
+  if (out.exps && !st.s)
+    return r1.emitOpError() << "exponentiates scores nobody computed";
   // Snapshot what the kept path changes, for the skip path.
   Value o0 = st.o, m0[2] = {st.m[0], st.m[1]}, l0[2] = {st.l[0], st.l[1]};
   Value corr0[2] = {st.corr[0], st.corr[1]}, mUse0[2] = {st.mUse[0], st.mUse[1]};
@@ -791,31 +800,10 @@ LogicalResult SM90Emitter::emitFusedSkip(UnlessSkippedOp r1,
   bool sExp0 = st.sExp;
   SmallVector<Value> pRegs0 = st.pRegs;
   SmallVector<Value *> inflight0 = st.inflight;
-  SmallVector<Value> pBefore;
-  for (int64_t i = 0; i < numP; ++i)
-    pBefore.push_back(int64_t(st.pRegs.size()) == numP
-                          ? st.pRegs[i]
-                          : Value(LLVM::UndefOp::create(b, loc, i32)));
-  Value one = cf(1.0f), zero = cf(0.0f);
-  auto results = [&]() {
-    SmallVector<Value> v = st.carried();
-    if (update)
-      v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
-    if (exps)
-      v.push_back(st.s);
-    if (numP)
-      v.append(st.pRegs.begin(), st.pRegs.end());
-    return v;
-  };
+  SmallVector<Value> pBefore = pBeforeRegion(st, out);
   SmallVector<Type> types;
-  for (Value v : st.carried())
+  for (Value v : skippedYield(st.carried(), out, st.s, pBefore))
     types.push_back(v.getType());
-  if (update)
-    types.append(4, f32);
-  if (exps)
-    types.push_back(st.s.getType());
-  for (int64_t i = 0; i < numP; ++i)
-    types.push_back(i32);
   auto ifOp = scf::IfOp::create(b, loc, types, notI1(st.skip),
                                 /*withElseRegion=*/true);
   size_t inflightAfter = 0;
@@ -833,11 +821,11 @@ LogicalResult SM90Emitter::emitFusedSkip(UnlessSkippedOp r1,
     if (failed(emitSteps(r2.getBody().front(), st)))
       return failure();
     st.inSkipRegion = false;
-    if (update && !st.corr[0])
+    if (out.update && !st.corr[0])
       return r1.emitOpError() << "computes no correction factors";
-    if (numP && int64_t(st.pRegs.size()) != numP)
+    if (out.numP && int64_t(st.pRegs.size()) != out.numP)
       return r2.emitOpError() << "computes no P in registers";
-    scf::YieldOp::create(b, loc, results());
+    scf::YieldOp::create(b, loc, keptYield(st, out));
     inflightAfter = st.inflight.size();
     // The skip path: the state as it was, then the middle steps.
     b.setInsertionPointToStart(ifOp.elseBlock());
@@ -860,31 +848,80 @@ LogicalResult SM90Emitter::emitFusedSkip(UnlessSkippedOp r1,
     if (st.inflight.size() != inflightAfter)
       return r1.emitOpError() << "fused skip regions: the paths retire "
                                  "different wgmma groups";
-    SmallVector<Value> skipped = st.carried();
-    if (update)
-      skipped.append({one, one, zero, zero});
-    if (exps)
-      skipped.push_back(s0);
-    skipped.append(pBefore.begin(), pBefore.end());
-    scf::YieldOp::create(b, loc, skipped);
+    scf::YieldOp::create(b, loc,
+                         skippedYield(st.carried(), out, s0, pBefore));
   }
-  ValueRange r = ifOp.getResults();
+  takeSkipResults(st, ifOp.getResults(), out);
+  for (int i = 0; i < 2; ++i)
+    st.mBlock[i] = mBlock0[i];
+  return success();
+}
+
+SM90Emitter::SkipOutputs
+SM90Emitter::skipOutputsOf(ArrayRef<UnlessSkippedOp> regions) {
+  SkipOutputs out;
+  for (UnlessSkippedOp r : regions) {
+    Block &body = r.getBody().front();
+    out.update |= !body.getOps<SoftmaxUpdateOp>().empty();
+    out.exps |= !body.getOps<Exp2Op>().empty();
+    for (auto e : body.getOps<Exp2StoreOp>())
+      if (bufferOf(e.getPAttr()).getSpace() == MemorySpace::regs)
+        out.numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
+    for (auto e : body.getOps<PackPOp>())
+      out.numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
+  }
+  return out;
+}
+
+SmallVector<Value> SM90Emitter::keptYield(RoleState &st,
+                                          const SkipOutputs &out) {
+  SmallVector<Value> v = st.carried();
+  if (out.update)
+    v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
+  if (out.exps)
+    v.push_back(st.s);
+  if (out.numP)
+    v.append(st.pRegs.begin(), st.pRegs.end());
+  return v;
+}
+
+SmallVector<Value> SM90Emitter::skippedYield(ValueRange carried,
+                                             const SkipOutputs &out, Value s,
+                                             ArrayRef<Value> pBefore) {
+  SmallVector<Value> v(carried.begin(), carried.end());
+  if (out.update)
+    v.append({cf(1.0f), cf(1.0f), cf(0.0f), cf(0.0f)});
+  if (out.exps)
+    v.push_back(s);
+  v.append(pBefore.begin(), pBefore.end());
+  return v;
+}
+
+SmallVector<Value> SM90Emitter::pBeforeRegion(RoleState &st,
+                                              const SkipOutputs &out) {
+  SmallVector<Value> p;
+  for (int64_t i = 0; i < out.numP; ++i)
+    p.push_back(int64_t(st.pRegs.size()) == out.numP
+                    ? st.pRegs[i]
+                    : Value(LLVM::UndefOp::create(b, loc, i32)));
+  return p;
+}
+
+void SM90Emitter::takeSkipResults(RoleState &st, ValueRange r,
+                                  const SkipOutputs &out) {
   st.setCarried(r.take_front(5));
   size_t k = 5;
-  if (update) {
+  if (out.update) {
     for (int i = 0; i < 2; ++i) {
       st.corr[i] = r[k + i];
       st.mUse[i] = r[k + 2 + i];
     }
     k += 4;
   }
-  if (exps)
+  if (out.exps)
     st.s = r[k++];
-  if (numP)
+  if (out.numP)
     st.pRegs.assign(r.begin() + k, r.end());
-  for (int i = 0; i < 2; ++i)
-    st.mBlock[i] = mBlock0[i];
-  return success();
 }
 
 LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
@@ -2006,37 +2043,13 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
   // exponentials in S, P in registers. On the skip path those are identity
   // (correction 1) or unused (P V of a skipped block does not run).
   Block &body = op.getBody().front();
-  bool update = !body.getOps<SoftmaxUpdateOp>().empty();
-  bool exps = !body.getOps<Exp2Op>().empty();
-  int64_t numP = 0;
-  for (auto e : body.getOps<Exp2StoreOp>())
-    if (bufferOf(e.getPAttr()).getSpace() == MemorySpace::regs)
-      numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
-  for (auto e : body.getOps<PackPOp>())
-    numP = bufferOf(e.getScoresAttr()).getShape()[1] / 4;
-  if (exps && !st.s)
+  SkipOutputs out = skipOutputsOf({op});
+  if (out.exps && !st.s)
     return op.emitOpError() << "exponentiates scores nobody computed";
   Value mBlockBefore[2] = {st.mBlock[0], st.mBlock[1]};
-  SmallVector<Value> before = st.carried();
   // (mUse: what exp2 subtracts; unused on the skip path.)
-  if (update)
-    before.append({cf(1.0f), cf(1.0f), cf(0.0f), cf(0.0f)});
-  if (exps)
-    before.push_back(st.s);
-  for (int64_t i = 0; i < numP; ++i)
-    before.push_back(int64_t(st.pRegs.size()) == numP
-                         ? st.pRegs[i]
-                         : Value(LLVM::UndefOp::create(b, loc, i32)));
-  auto results = [&]() {
-    SmallVector<Value> v = st.carried();
-    if (update)
-      v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
-    if (exps)
-      v.push_back(st.s);
-    if (numP)
-      v.append(st.pRegs.begin(), st.pRegs.end());
-    return v;
-  };
+  SmallVector<Value> before =
+      skippedYield(st.carried(), out, st.s, pBeforeRegion(st, out));
   SmallVector<Type> types;
   for (Value v : before)
     types.push_back(v.getType());
@@ -2051,9 +2064,9 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     st.inSkipRegion = false;
     if (failed(emitted))
       return failure();
-    if (update && !st.corr[0])
+    if (out.update && !st.corr[0])
       return op.emitOpError() << "computes no correction factors";
-    if (numP && int64_t(st.pRegs.size()) != numP)
+    if (out.numP && int64_t(st.pRegs.size()) != out.numP)
       return op.emitOpError() << "computes no P in registers";
     // An async wgmma inside commits its group in the kept branch, and the
     // skip branch below makes the group count a later wait sees independent
@@ -2068,7 +2081,7 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     bool commit = st.commitInRegion;
     if (commit)
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    scf::YieldOp::create(b, loc, results());
+    scf::YieldOp::create(b, loc, keptYield(st, out));
     // A skipped block leaves the running state as it was (correction 1).
     // Its group would be empty. When the next step waits for all but at most
     // one group (the region's, on the kept path), the skip path waits for
@@ -2085,21 +2098,8 @@ LogicalResult SM90Emitter::emitUnlessSkipped(UnlessSkippedOp op,
     }
     scf::YieldOp::create(b, loc, before);
   }
-  ValueRange r = ifOp.getResults();
-  st.setCarried(r.take_front(5));
-  size_t k = 5;
   // Values computed inside do not exist on the skip path.
-  if (update) {
-    for (int i = 0; i < 2; ++i) {
-      st.corr[i] = r[k + i];
-      st.mUse[i] = r[k + 2 + i];
-    }
-    k += 4;
-  }
-  if (exps)
-    st.s = r[k++];
-  if (numP)
-    st.pRegs.assign(r.begin() + k, r.end());
+  takeSkipResults(st, ifOp.getResults(), out);
   st.commitInRegion = false;
   // A block max reduced inside the region does not exist after it.
   for (int i = 0; i < 2; ++i)
