@@ -467,7 +467,7 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
   done("attn", ck.timings.attnMs);
 
   if (failed(lowerToWS(*module, ck.schedule)))
-    return fail("convert-attn-to-ws failed");
+    return fail("lowering to ws IR failed");
   done("ws", ck.timings.wsMs);
 
   PassManager pm(&ctx);

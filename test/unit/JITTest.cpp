@@ -154,7 +154,7 @@ TEST(JIT, MLIRDiagnosticsAreInTheError) {
   opts.useCache = false;
   opts.schedule.stages = 8; // 8 K/V stages overflow shared memory
   std::string err = compileError(smallSpec(), kSM90, opts);
-  EXPECT_NE(err.find("convert-attn-to-ws failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("lowering to ws IR failed"), std::string::npos) << err;
   EXPECT_NE(err.find("jit:jit_test: error: 'ws.kernel' op shared memory "
                      "buffers need"),
             std::string::npos)

@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
     opts.kvMulticast = knob(kvMulticast);
     opts.vOnDemand = knob(vOnDemand);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
-      return fail("convert-attn-to-ws failed for " + t);
+      return fail("lowering to ws IR failed for " + t);
     lap("ws");
     if (summary)
       for (auto kernel : module->getOps<ws::KernelOp>())
