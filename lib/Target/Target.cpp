@@ -72,6 +72,9 @@ void blasst::registerBLASSTPipelines() {
         a.target = o.target;
         pm.addPass(createConvertAttnToWS(a));
         pm.addPass(ws::createBLASSTInsertVote());
+        ws::BLASSTVOnDemandOptions v;
+        v.mode = "auto"; // the default: where it applies
+        pm.addPass(ws::createBLASSTVOnDemand(v));
         buildWSToLLVMPipeline(
             pm, ws::symbolizeTarget(o.target).value_or(ws::Target::sm_90a));
       });
