@@ -176,5 +176,20 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
       os << "  TMA " << *pipe.getTxBytes() << " B/stage";
     os << "\n";
   }
+  // BLASST: how the skip decision is made and what a skipped block saves.
+  int64_t voters = 0;
+  bool stats = false, onDemand = false;
+  kernel.walk([&](ws::VoteOp v) {
+    ++voters;
+    stats |= v.getStats();
+  });
+  kernel.walk([&](ws::TmaLoadOp l) { onDemand |= l.getOnDemand(); });
+  if (voters)
+    os << "  BLASST: a vote per KV block in " << voters << " role"
+       << (voters == 1 ? "" : "s") << (stats ? ", skip counters" : "")
+       << "; a skipped block runs Q Kᵀ and its row max only"
+       << (onDemand ? ", and its V tile is not copied (V on demand)"
+                    : "; K and V are copied for every block")
+       << "\n";
   return out;
 }
