@@ -13,7 +13,8 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
     follows it (softmax_update, exp2_store_p, exp2, pack_p, correct, the P·V
     mma) in `ws.unless_skipped`. Acquires and releases stay outside, so
     every mbarrier arrival happens on both paths and the pipeline never
-    desynchronises; Q·Kᵀ and the K/V loads stay (prefill). Kernels with no sparsity policy
+    desynchronises; Q·Kᵀ and the K/V loads stay (prefill; --blasst-v-on-demand
+    then leaves out the V copies of skipped blocks). Kernels with no sparsity policy
     are left untouched, so their code is byte-identical to a build without
     the pass.
   }];
