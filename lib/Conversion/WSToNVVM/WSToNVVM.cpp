@@ -338,8 +338,9 @@ private:
   LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
   /// The i32 slot of voter `voter`'s decision on a block of parity `parity`.
   Value voteFlag(Value parity, int64_t voter) {
-    return smemPtr(add(c32(layout.voteFlags + 4 * voter),
-                       mul(parity, c32(4 * int64_t(layout.voterIndex.size())))));
+    return smemPtr(
+        add(c32(layout.voteFlags + 4 * voter),
+            mul(parity, c32(4 * int64_t(layout.voterIndex.size())))));
   }
   LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st);
   LogicalResult emitExp2ToRegisters(Exp2StoreOp op, RoleState &st, int64_t n);
@@ -750,38 +751,42 @@ LogicalResult SM90Emitter::emitPersistentRole(RoleOp role, RoleState &st) {
   return success();
 }
 
+/// The second of two skip regions that lower to one branch with `first`,
+/// and the steps between them, or null. Two skip regions with only
+/// mma_wait / release steps between them, in the shape measured on the H200
+/// (the overlap schedule with P in registers: the softmax, the P V wait and
+/// V's release, the correction and P) lower to one branch, the middle steps
+/// on both paths: ptxas schedules the kept path as one block (0.6-2% faster
+/// with skipping, docs/results/2026-11-29-session8.md §6).
+static UnlessSkippedOp fusedPartner(UnlessSkippedOp first,
+                                    SmallVectorImpl<Operation *> &mids) {
+  auto only = [](UnlessSkippedOp r, auto allowed) {
+    return llvm::all_of(r.getBody().front(), allowed);
+  };
+  Operation *op = first->getNextNode();
+  for (; op && isa<MmaWaitOp, ReleaseOp>(op); op = op->getNextNode())
+    mids.push_back(op);
+  auto second = dyn_cast_or_null<UnlessSkippedOp>(op);
+  if (mids.empty() || !second ||
+      !only(first,
+            [](Operation &o) { return isa<SoftmaxUpdateOp, Exp2Op>(o); }) ||
+      !only(second, [](Operation &o) { return isa<CorrectOp, PackPOp>(o); }))
+    return UnlessSkippedOp();
+  return second;
+}
+
 LogicalResult SM90Emitter::emitSteps(Block &block, RoleState &st) {
-  for (auto it = block.begin(); it != block.end(); ++it) {
-    Operation &op = *it;
-    // Two skip regions with only mma_wait / release steps between them
-    // (the overlap schedule with P in registers: softmax, the P V wait and
-    // V's release, the correction and P) lower to one branch, the middle
-    // steps on both paths: ptxas schedules the kept path as one block
-    // (0.6-2% faster with skipping, docs/results/2026-11-29-session8.md §6).
-    if (auto r1 = dyn_cast<UnlessSkippedOp>(op)) {
-      SmallVector<Operation *> mids;
-      auto jt = std::next(it);
-      while (jt != block.end() && isa<MmaWaitOp, ReleaseOp>(*jt))
-        mids.push_back(&*jt++);
-      // Only the shape measured on the H200 (P in registers): the softmax
-      // (softmax_update, exp2) before, the correction and P pack after.
-      auto only = [](Operation *r, auto isAllowed) {
-        return llvm::all_of(cast<UnlessSkippedOp>(r).getBody().front(),
-                            isAllowed);
-      };
-      auto softmax = [](Operation &o) {
-        return isa<SoftmaxUpdateOp, Exp2Op>(o);
-      };
-      auto finish = [](Operation &o) { return isa<CorrectOp, PackPOp>(o); };
-      if (!mids.empty() && jt != block.end() && isa<UnlessSkippedOp>(*jt) &&
-          only(r1, softmax) && only(&*jt, finish)) {
-        if (failed(emitFusedSkip(r1, mids, cast<UnlessSkippedOp>(*jt), st)))
+  for (Operation *op = block.empty() ? nullptr : &block.front(); op;
+       op = op->getNextNode()) {
+    SmallVector<Operation *> mids;
+    if (auto first = dyn_cast<UnlessSkippedOp>(op))
+      if (UnlessSkippedOp second = fusedPartner(first, mids)) {
+        if (failed(emitFusedSkip(first, mids, second, st)))
           return failure();
-        it = jt;
+        op = second;
         continue;
       }
-    }
-    if (failed(emitStep(&op, st)))
+    if (failed(emitStep(op, st)))
       return failure();
   }
   return success();
@@ -931,10 +936,9 @@ LogicalResult SM90Emitter::emitStep(Operation *op, RoleState &st) {
   // On sm_90a the warpgroups that hold S, P and O (compute roles) run the
   // math; one elected thread of a load role issues the copies.
   bool compute = st.role.getKind() == RoleKind::compute;
-  if (!compute &&
-      isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, Exp2Op, PackPOp,
-          CorrectOp, EpilogueOp, VoteOp, UnlessSkippedOp, MmaWaitOp,
-          LoadFragOp>(op))
+  if (!compute && isa<MmaOp, RowMaxOp, SoftmaxUpdateOp, Exp2StoreOp, Exp2Op,
+                      PackPOp, CorrectOp, EpilogueOp, VoteOp, UnlessSkippedOp,
+                      MmaWaitOp, LoadFragOp>(op))
     return op->emitOpError()
            << "runs in a '" << stringifyRoleKind(st.role.getKind())
            << "' role; on sm_90a it is lowered in compute roles only";
@@ -2024,7 +2028,8 @@ LogicalResult SM90Emitter::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
                          ValueRange{cmp(arith::CmpIPredicate::ne, all, c32(0))});
     b.setInsertionPointToStart(ifOp.elseBlock());
     scf::YieldOp::create(
-        b, loc, ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))});
+        b, loc,
+        ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))});
   }
   st.skip = ifOp.getResult(0);
   return success();

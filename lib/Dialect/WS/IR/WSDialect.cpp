@@ -721,6 +721,14 @@ LogicalResult VoteOp::verify() {
   return success();
 }
 
+bool VoteOp::decidesNextBlock() {
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+    if (auto rm = dyn_cast<RowMaxOp>(op);
+        rm && rm.getAhead() && *rm.getAhead() == 1)
+      return true;
+  return false;
+}
+
 LogicalResult AwaitVoteOp::verify() {
   auto loop = dyn_cast<KVLoopOp>((*this)->getParentOp());
   if (!loop || getRole().getKind() != RoleKind::load)
@@ -747,11 +755,7 @@ LogicalResult AwaitVoteOp::verify() {
     if (!vote || !vote.getPublish())
       return emitOpError() << "role '" << role.getSymName()
                            << "' multiplies by V but publishes no vote";
-    bool ahead = false;
-    for (Operation *op = vote->getPrevNode(); op; op = op->getPrevNode())
-      if (auto rm = dyn_cast<RowMaxOp>(op))
-        ahead |= rm.getAhead() && *rm.getAhead() == 1;
-    if (!ahead)
+    if (!vote.decidesNextBlock())
       return emitOpError() << "role '" << role.getSymName()
                            << "' votes on its own block; on-demand loads need "
                               "the overlap schedule's vote on block n + 1 "

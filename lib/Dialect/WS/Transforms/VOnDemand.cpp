@@ -69,6 +69,17 @@ static FailureOr<LoadSteps> findLoad(Block &body, Tensor tensor,
   return steps;
 }
 
+/// Whether `kernel` votes at all, and whether every vote decides on block
+/// n + 1 (the overlap schedule).
+static std::pair<bool, bool> voteShape(KernelOp kernel) {
+  bool voted = false, next = true;
+  kernel.walk([&](VoteOp vote) {
+    voted = true;
+    next &= vote.decidesNextBlock();
+  });
+  return {voted, next};
+}
+
 LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
   AttentionSpec spec = kernel.getSpec().toSpec();
   if (spec.sparsity.isDense())
@@ -79,15 +90,7 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     return kernel.emitOpError()
            << "blasst-v-on-demand is not available with persistent CTAs or "
               "kv_multicast";
-  bool voted = false, aheadVotes = true;
-  kernel.walk([&](VoteOp vote) {
-    voted = true;
-    bool ahead = false;
-    for (Operation *op = vote->getPrevNode(); op; op = op->getPrevNode())
-      if (auto rm = dyn_cast<RowMaxOp>(op))
-        ahead |= rm.getAhead() && *rm.getAhead() == 1;
-    aheadVotes &= ahead;
-  });
+  auto [voted, aheadVotes] = voteShape(kernel);
   if (!voted)
     return kernel.emitOpError() << "blasst-v-on-demand runs after "
                                    "--blasst-insert-vote; the kernel has no "
@@ -141,17 +144,11 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
 static bool applies(KernelOp kernel) {
   AttentionSpec spec = kernel.getSpec().toSpec();
   if (kernel.getTarget() != ws::Target::sm_90a || spec.sparsity.isDense() ||
-      spec.headDim > 128 ||
-      kernel.getPersistent() || kernel.getKvMulticast() ||
+      spec.headDim > 128 || kernel.getPersistent() || kernel.getKvMulticast() ||
       !kernel.getBody().getOps<OrderOp>().empty())
     return false;
-  bool ahead = false;
-  kernel.walk([&](RowMaxOp rm) {
-    ahead |= rm.getAhead() && *rm.getAhead() == 1;
-  });
-  return ahead && kernel.walk([](VoteOp) {
-                          return WalkResult::interrupt();
-                        }).wasInterrupted();
+  auto [voted, ahead] = voteShape(kernel);
+  return voted && ahead;
 }
 
 void VOnDemandPass::runOnOperation() {

@@ -440,6 +440,13 @@ def WS_VoteOp : WS_StepOp<"vote"> {
                        UnitAttr:$publish);
   let assemblyFormat = "$scores attr-dict";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The role that runs this step.
+    RoleOp getRole();
+    /// Whether it decides on block n + 1: it follows a `ws.row_max {ahead =
+    /// 1}` (the overlap schedule, where block 0 is never voted on).
+    bool decidesNextBlock();
+  }];
 }
 
 def WS_AwaitVoteOp : WS_StepOp<"await_vote"> {
