@@ -66,7 +66,7 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   if (!o.kvMulticast.has_value())
     o.kvMulticast = false;
   // BLASST on the overlap schedule copies V only for kept blocks: 3-5% faster
-  // at 72% skipped, 6-12% at 92%, no slower with nothing skipped
+  // at 72% skipped, 6-12% at 92%, within noise with nothing skipped
   // (docs/results/2026-11-29-session8.md). The same rule as
   // blasst-v-on-demand's mode=auto. Above head_dim 128 (80-key blocks) the
   // consumers spill 12 B with it: not by default there.
