@@ -67,8 +67,10 @@ struct SmemLayout {
   llvm::StringMap<int64_t> bufferOffset;
   /// Per pipe: offset of full[0]; full[depth], then empty[depth], 8 B each.
   llvm::StringMap<int64_t> pipeBarriers;
-  /// V on demand (ws.await_vote): one mbarrier the voting roles arrive on
-  /// per voted block, then their decisions, [block parity][voter] as i32.
+  /// V on demand (ws.await_vote): two mbarriers the voting roles arrive on,
+  /// one per block parity (a load role that speculates reads a block's votes
+  /// one block late: with one barrier it could fall two phases behind),
+  /// then their decisions, [block parity][voter] as i32.
   int64_t voteBarrier = -1, voteFlags = -1;
   /// The roles whose votes are published, in kernel order.
   llvm::StringMap<int64_t> voterIndex;
@@ -103,8 +105,8 @@ FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
                                         layout.voterIndex.size());
       });
     layout.voteBarrier = offset;
-    layout.voteFlags = offset + 8;
-    offset += 8 + 2 * 4 * int64_t(layout.voterIndex.size());
+    layout.voteFlags = offset + 2 * 8;
+    offset += 2 * 8 + 2 * 4 * int64_t(layout.voterIndex.size());
   }
   layout.totalBytes = offset;
   if (offset > kSharedMemoryBytes)
@@ -148,7 +150,12 @@ struct RoleState {
   bool inSkipRegion = false;      // Emitting a ws.unless_skipped body.
   bool commitInRegion = false; // An async wgmma in it awaits its commit.
   bool stats = false;
-  Value visited, skipped; // i32 block counters (loop-carried).
+  Value skipped; // i32 skipped-block counter (loop-carried).
+  // A load role's ws.await_vote {speculate_after}: whether the decision on
+  // the previous block is known (its votes were read), that decision (kept),
+  // and how many blocks before it were kept in a row (loop-carried).
+  int64_t speculateAfter = 0;
+  Value voteKnown, voteKept, keptRun;
 
   /// The values a skipped block must leave untouched.
   SmallVector<Value> carried() { return {o, m[0], m[1], l[0], l[1]}; }
@@ -336,6 +343,13 @@ private:
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st);
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
+  /// Waits for the votes on block `block` (>= 1) and returns whether every
+  /// voter skipped it.
+  Value readVotes(Value block);
+  /// The vote barrier of blocks of parity `parity`.
+  Value voteBarrier(Value parity) {
+    return smemPtr(add(c32(layout.voteBarrier), mul(parity, c32(8))));
+  }
   /// The i32 slot of voter `voter`'s decision on a block of parity `parity`.
   Value voteFlag(Value parity, int64_t voter) {
     return smemPtr(
@@ -598,9 +612,10 @@ void SM90Emitter::emitPrologue() {
     }
   }
   if (layout.voteBarrier >= 0)
-    NVVM::MBarrierInitOp::create(b, loc, smemPtr(c32(layout.voteBarrier)),
-                                 c32(int64_t(layout.voterIndex.size())),
-                                 Value());
+    for (int64_t parity = 0; parity < 2; ++parity)
+      NVVM::MBarrierInitOp::create(
+          b, loc, smemPtr(c32(layout.voteBarrier + 8 * parity)),
+          c32(int64_t(layout.voterIndex.size())), Value());
   NVVM::FenceMbarrierInitOp::create(b, loc);
   NVVM::FenceProxyOp::create(
       b, loc, NVVM::ProxyKind::async_shared,
@@ -659,6 +674,9 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
   VoteOp vote;
   role.walk([&](VoteOp v) { vote = v; });
   st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute;
+  role.walk([&](AwaitVoteOp a) {
+    st.speculateAfter = int64_t(a.getSpeculateAfter().value_or(0));
+  });
   if (!kernel.getPersistent())
     startTile(st);
   st.rowBegin = role.getRowBegin().value_or(0);
@@ -711,7 +729,7 @@ void SM90Emitter::startTile(RoleState &st) {
     st.l[i] = cf(0.0f);
   }
   if (st.stats)
-    st.visited = st.skipped = c32(0);
+    st.skipped = c32(0);
 }
 
 /// A persistent CTA walks the (query block, q head) tiles of its batch entry
@@ -1025,19 +1043,23 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   bool carryCorr = compute && st.corr[0] && correctFirst;
   bool carrySkip = compute && sawVote && skipFirst;
   if (carrySkip) {
+    // Block 0 (the prologue's softmax) is never skipped; the loop's votes
+    // count blocks 1.. (and not the block past the end).
     st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
-    // Block 0 (the prologue's softmax) is visited and never skipped; the
-    // loop's votes count blocks 1.. (and not the block past the end).
-    if (st.stats)
-      st.visited = arith::ExtUIOp::create(
-          b, loc, i32, cmp(arith::CmpIPredicate::sgt, st.numBlocks, c32(0)));
   }
   size_t numP = compute ? st.pRegs.size() : 0;
+  bool carryVote = !compute && st.speculateAfter > 0;
+  if (carryVote) {
+    // Before block 0 (whose await yields its own state): any values.
+    st.voteKnown = st.voteKept =
+        arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    st.keptRun = c32(0);
+  }
   SmallVector<Value> init;
   if (compute)
     init = st.carried();
   if (st.stats)
-    init.append({st.visited, st.skipped});
+    init.push_back(st.skipped);
   if (carryS)
     init.push_back(st.s);
   if (carryCorr)
@@ -1045,6 +1067,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   init.append(st.pRegs.begin(), st.pRegs.begin() + numP);
   if (carrySkip)
     init.push_back(st.skip);
+  if (carryVote)
+    init.append({st.voteKnown, st.voteKept, st.keptRun});
   auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
@@ -1057,10 +1081,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
       st.setCarried(vals.take_front(5));
       k = 5;
     }
-    if (st.stats) {
-      st.visited = vals[k++];
+    if (st.stats)
       st.skipped = vals[k++];
-    }
     if (carryS)
       st.s = vals[k++];
     if (carryCorr) {
@@ -1071,6 +1093,11 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
       st.pRegs[i] = vals[k++];
     if (carrySkip)
       st.skip = vals[k++];
+    if (carryVote) {
+      st.voteKnown = vals[k++];
+      st.voteKept = vals[k++];
+      st.keptRun = vals[k++];
+    }
   };
   unpack(forOp.getRegionIterArgs());
   st.sNext = Value();
@@ -1082,7 +1109,7 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     if (compute)
       yields = st.carried();
     if (st.stats)
-      yields.append({st.visited, st.skipped});
+      yields.push_back(st.skipped);
     if (carryS) {
       if (!st.sNext)
         return loop.emitOpError()
@@ -1104,6 +1131,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     yields.append(st.pRegs.begin(), st.pRegs.begin() + numP);
     if (carrySkip)
       yields.push_back(st.skip);
+    if (carryVote)
+      yields.append({st.voteKnown, st.voteKept, st.keptRun});
     scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
@@ -1963,12 +1992,12 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
                 .getResult(0);
   if (st.stats) {
     // A block past the end (the overlap schedule's last look-ahead) is
-    // masked out, "skipped" and not counted.
-    Value counted =
-        st.scoresReal ? st.scoresReal
-                      : arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
-    Value skipCounted = arith::AndIOp::create(b, loc, st.skip, counted);
-    st.visited = add(st.visited, arith::ExtUIOp::create(b, loc, i32, counted));
+    // masked out, "skipped" and not counted. Every role visits each of the
+    // tile's blocks once: the visited count is the block count
+    // (emitStatsFlush), one loop-carried register fewer.
+    Value skipCounted =
+        st.scoresReal ? arith::AndIOp::create(b, loc, st.skip, st.scoresReal)
+                      : st.skip;
     st.skipped =
         add(st.skipped, arith::ExtUIOp::create(b, loc, i32, skipCounted));
   }
@@ -1994,8 +2023,7 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
     // state made ptxas spill 24 B at this point of peak register pressure
     // (S, P and O live, 240 registers).
     Value bar = LLVM::AddrSpaceCastOp::create(
-        b, loc, LLVM::LLVMPointerType::get(ctx, 7),
-        smemPtr(c32(layout.voteBarrier)));
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7), voteBarrier(parity));
     NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value(),
                                    NVVM::MemScopeKind::CTA,
                                    /*relaxed=*/false);
@@ -2003,35 +2031,91 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
   return success();
 }
 
+Value SM90Emitter::readVotes(Value block) {
+  // Votes on blocks of one parity go to one barrier, whose phase k
+  // completes with the votes on its k-th block: block n is phase
+  // (n - 1) / 2 of barrier n % 2. The load role reads every block's votes
+  // once and in order, before it copies the V of the block after it, and
+  // the voters vote on block n + 2 only after that copy: each barrier is
+  // within one phase of the wait, and the decision slot of n is intact.
+  Value parity = arith::AndIOp::create(b, loc, block, c32(1));
+  Value phase = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, sub(block, c32(1)), c32(1)),
+      c32(1));
+  NVVM::MBarrierTryWaitParityOp::create(b, loc, voteBarrier(parity), phase,
+                                        c32(kWaitTicks));
+  Value all;
+  for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v) {
+    Value flag = LLVM::LoadOp::create(b, loc, i32, voteFlag(parity, v));
+    all = v ? arith::AndIOp::create(b, loc, all, flag) : flag;
+  }
+  return cmp(arith::CmpIPredicate::ne, all, c32(0));
+}
+
 LogicalResult SM90Emitter::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
   if (!st.inLoop || layout.voteBarrier < 0)
     return op.emitOpError() << "needs a kv_loop and published votes";
-  // Block n >= 1 was voted on once per voter; the barrier's phase k
-  // completes with the votes on block k + 1. Block 0 is kept.
+  // Block n >= 1 was voted on once per voter. Block 0 is kept.
   Value voted = cmp(arith::CmpIPredicate::sgt, st.kvBlock, c32(0));
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1}, voted,
+  Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  Value no = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  if (!st.speculateAfter) {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1}, voted,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, ValueRange{readVotes(st.kvBlock)});
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{no});
+    st.skip = ifOp.getResult(0);
+    return success();
+  }
+  // speculate_after = K: after K kept blocks in a row, block n counts as
+  // kept without its votes, which are read at block n + 1 (to know whether
+  // n was kept). Yields (skip, known, kept, run) for block n.
+  int64_t k = st.speculateAfter;
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1, i32}, voted,
                                 /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value phase =
-        arith::AndIOp::create(b, loc, sub(st.kvBlock, c32(1)), c32(1));
-    NVVM::MBarrierTryWaitParityOp::create(
-        b, loc, smemPtr(c32(layout.voteBarrier)), phase, c32(kWaitTicks));
-    Value parity = arith::AndIOp::create(b, loc, st.kvBlock, c32(1));
-    Value all;
-    for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v) {
-      Value flag = LLVM::LoadOp::create(b, loc, i32, voteFlag(parity, v));
-      all = v ? arith::AndIOp::create(b, loc, all, flag) : flag;
+    // Whether block n - 1 was kept: known, or read from its votes now.
+    auto prev = scf::IfOp::create(b, loc, TypeRange{i1}, st.voteKnown,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(prev.thenBlock());
+      scf::YieldOp::create(b, loc, ValueRange{st.voteKept});
+      b.setInsertionPointToStart(prev.elseBlock());
+      scf::YieldOp::create(
+          b, loc, ValueRange{notI1(readVotes(sub(st.kvBlock, c32(1))))});
+    }
+    // Kept blocks in a row up to n - 1.
+    Value run = select(prev.getResult(0),
+                       arith::MinSIOp::create(b, loc, add(st.keptRun, c32(1)),
+                                              c32(k)),
+                       c32(0));
+    auto guess = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1},
+                                   cmp(arith::CmpIPredicate::sge, run, c32(k)),
+                                   /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(guess.thenBlock());
+      scf::YieldOp::create(b, loc, ValueRange{no, no, yes});
+      b.setInsertionPointToStart(guess.elseBlock());
+      Value skipped = readVotes(st.kvBlock);
+      scf::YieldOp::create(b, loc, ValueRange{skipped, yes, notI1(skipped)});
     }
     scf::YieldOp::create(b, loc,
-                         ValueRange{cmp(arith::CmpIPredicate::ne, all, c32(0))});
+                         ValueRange{guess.getResult(0), guess.getResult(1),
+                                    guess.getResult(2), run});
     b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))});
+    scf::YieldOp::create(b, loc, ValueRange{no, yes, yes, c32(0)});
   }
   st.skip = ifOp.getResult(0);
+  st.voteKnown = ifOp.getResult(1);
+  st.voteKept = ifOp.getResult(2);
+  st.keptRun = ifOp.getResult(3);
   return success();
 }
 
@@ -2158,7 +2242,9 @@ void SM90Emitter::emitStatsFlush(RoleState &st) {
       cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ))));
   Value base = mul64(
       add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)), c64(2));
-  SmallVector<Value> counts = {st.visited, st.skipped};
+  // Each role walks every block of its tile once (the look-ahead past the
+  // last block is not a block), so it visited numBlocks of them.
+  SmallVector<Value> counts = {st.numBlocks, st.skipped};
   for (auto [k, v] : llvm::enumerate(counts)) {
     Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),
                                     ValueRange{add64(base, c64(k))});

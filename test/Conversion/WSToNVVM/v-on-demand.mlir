@@ -1,4 +1,15 @@
 // RUN: blasst-opt %s --blasst-attn-to-llvm | FileCheck %s
+// The load role speculates after two kept blocks in a row (the run length
+// saturates at 2); with speculate-after=0 it waits for every block's votes.
+// RUN: blasst-opt %s --blasst-attn-to-llvm | FileCheck %s --check-prefix=SPEC
+// RUN: blasst-opt %s --convert-attn-to-ws --blasst-insert-vote "--blasst-v-on-demand=mode=auto speculate-after=0" --blasst-ws-to-llvm | FileCheck %s --check-prefix=WAIT
+// SPEC-LABEL: llvm.func @sparse_kernel
+// SPEC: %[[TWO:[0-9]+]] = llvm.mlir.constant(2 : i32) : i32
+// SPEC: llvm.intr.smin(%{{[0-9]+}}, %[[TWO]]) : (i32, i32) -> i32
+// SPEC-LABEL: llvm.func @dense_kernel
+// WAIT-LABEL: llvm.func @sparse_kernel
+// WAIT-NOT: llvm.intr.smin
+// WAIT-LABEL: llvm.func @dense_kernel
 // The named pipeline builds the default schedule, V on demand included for
 // BLASST kernels: each consumer warpgroup publishes its vote with a
 // state-less arrive on its own CTA's shared::cluster address; the dense

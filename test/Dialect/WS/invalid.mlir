@@ -1187,3 +1187,15 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
     }
   }
 }
+
+// -----
+
+// Speculating after zero kept blocks would never read a vote.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{speculate_after must be at least 1 (the kept blocks before a copy issued without its votes)}}
+      ws.await_vote {speculate_after = 0}
+    }
+  }
+}

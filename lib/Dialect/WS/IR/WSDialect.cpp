@@ -736,6 +736,9 @@ LogicalResult AwaitVoteOp::verify() {
   if (llvm::count_if(loop.getBody().front(),
                      [](Operation &op) { return isa<AwaitVoteOp>(op); }) != 1)
     return emitOpError() << "appears more than once in one kv_loop";
+  if (std::optional<uint64_t> k = getSpeculateAfter(); k && *k < 1)
+    return emitOpError() << "speculate_after must be at least 1 (the kept "
+                            "blocks before a copy issued without its votes)";
   // Every role that multiplies by V must publish a vote on block n + 1 (the
   // overlap schedule's, after row_max {ahead = 1}): the block is loaded
   // only when one of them keeps it, and block 0 is never voted on.

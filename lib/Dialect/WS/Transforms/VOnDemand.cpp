@@ -7,8 +7,12 @@
 //
 //   prologue:  acquire k; tma_load k; release k            (block 0)
 //   kv_loop:   acquire k {ahead 1}; tma_load k {ahead 1}; release k {ahead 1}
-//              await_vote
+//              await_vote {speculate_after = 2}
 //              acquire v; tma_load v {on_demand}; release v
+//
+// With speculate_after = K, V of a block that follows K kept blocks is
+// copied without waiting for its votes (as early as without this pass); its
+// votes are read one block later and only steer the next copy.
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/Dialect/WS/Transforms/Passes.h"
@@ -133,7 +137,9 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
       op->setAttr("ahead", b.getI64IntegerAttr(1));
     }
     b.setInsertionPoint(v->acquire);
-    AwaitVoteOp::create(b, v->acquire.getLoc());
+    auto await = AwaitVoteOp::create(b, v->acquire.getLoc(), IntegerAttr());
+    if (speculateAfter > 0)
+      await.setSpeculateAfter(uint64_t(speculateAfter));
     v->load.setOnDemand(true);
   }
   kernel.walk([&](VoteOp vote) { vote.setPublish(true); });
@@ -152,6 +158,13 @@ static bool applies(KernelOp kernel) {
 }
 
 void VOnDemandPass::runOnOperation() {
+  if (speculateAfter < 0) {
+    getOperation().emitError() << "blasst-v-on-demand: speculate-after must "
+                                  "be 0 (always wait for the votes) or more, "
+                                  "got "
+                               << int64_t(speculateAfter);
+    return signalPassFailure();
+  }
   if (mode != "true" && mode != "auto") {
     getOperation().emitError() << "blasst-v-on-demand: mode must be true or "
                                   "auto, got '"

@@ -1,5 +1,11 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand | FileCheck %s
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=mode=auto | FileCheck %s --check-prefix=AUTO
+// speculate-after=0: every block from 1 on waits for its votes; 3: after
+// three kept blocks in a row (the default is 2).
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=0 | FileCheck %s --check-prefix=WAIT
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=3 | FileCheck %s --check-prefix=SPEC3
+// WAIT: ws.await_vote{{$}}
+// SPEC3: ws.await_vote {speculate_after = 3 : i64}
 // The load role copies K one block ahead (block 0 before the loop), waits
 // for the votes on block n and copies V of block n on demand; the votes
 // publish their decisions. The consumers' steps do not change.
@@ -16,7 +22,7 @@
 // CHECK-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
 // CHECK-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 1 : i64}
 // CHECK-NEXT: ws.release @k_pipe {ahead = 1 : i64}
-// CHECK-NEXT: ws.await_vote
+// CHECK-NEXT: ws.await_vote {speculate_after = 2 : i64}
 // CHECK-NEXT: ws.acquire @v_pipe
 // CHECK-NEXT: ws.tma_load v -> @v via @v_pipe {on_demand}
 // CHECK-NEXT: ws.release @v_pipe

@@ -457,9 +457,17 @@ def WS_AwaitVoteOp : WS_StepOp<"await_vote"> {
     of them skipped it. Block 0 is never voted on (the overlap schedule votes
     on block n+1), so it is kept. The decision drives the `on_demand` copies
     that follow (BLASST without the V loads of skipped blocks): the voters
-    write their decisions to shared memory and arrive on one mbarrier per
-    block.
+    write their decisions to shared memory and arrive on one of two
+    mbarriers (by block parity) per block.
+
+    `speculate_after = K`: when the K blocks before this one were all kept,
+    the block counts as kept without waiting for its votes (which are read
+    at the next block). The copy is then issued about one block earlier than
+    a vote allows, so a run of kept blocks never waits for V, and a
+    mispredicted skipped block costs a V copy nobody reads. Without it every
+    block from 1 on waits for its votes.
   }];
+  let arguments = (ins OptionalAttr<I64Attr>:$speculate_after);
   let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }

@@ -29,7 +29,11 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     (`ws.await_vote`) and copies block n's V only when a voter kept it
     (`ws.tma_load v {on_demand}`); the votes publish their decisions. A
     skipped block then costs its K tile only: the L2 to shared memory
-    traffic of V, about half of what a skipped block moves, is gone. The
+    traffic of V, about half of what a skipped block moves, is gone. After
+    `speculate-after` kept blocks in a row (default 2) the load role copies
+    the next V without waiting for its votes, a block earlier: with nothing
+    skippable the V copies are as early as without this pass, and a
+    skipped block right after such a run costs one unread V copy. The
     V pipe's release still arrives on skipped blocks (no transaction
     bytes), so the consumers' waits and releases are unchanged.
 
@@ -47,7 +51,10 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
            "true: every kernel (an error where it does not apply); auto: the "
-           "kernels where it applies">
+           "kernels where it applies">,
+    Option<"speculateAfter", "speculate-after", "int64_t", /*default=*/"2",
+           "copy V without waiting for the votes after this many kept blocks "
+           "in a row (ws.await_vote {speculate_after}); 0: always wait">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
