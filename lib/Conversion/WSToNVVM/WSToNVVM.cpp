@@ -72,8 +72,12 @@ struct SmemLayout {
   /// one block late: with one barrier it could fall two phases behind),
   /// then their decisions, [block parity][voter] as i32.
   int64_t voteBarrier = -1, voteFlags = -1;
-  /// The roles whose votes are published, in kernel order.
+  /// The roles whose votes are published, in kernel order, and the first
+  /// CTA row of each.
   llvm::StringMap<int64_t> voterIndex;
+  SmallVector<int64_t> voterRowBegin;
+  /// The published votes ask for statistics: the load role counts them.
+  bool voteStats = false;
   int64_t totalBytes = 0;
 };
 
@@ -100,9 +104,13 @@ FailureOr<SmemLayout> computeLayout(KernelOp kernel) {
           .wasInterrupted()) {
     for (auto role : kernel.getBody().getOps<RoleOp>())
       role.walk([&](VoteOp v) {
-        if (v.getPublish())
-          layout.voterIndex.try_emplace(role.getSymName(),
-                                        layout.voterIndex.size());
+        if (v.getPublish() &&
+            layout.voterIndex
+                .try_emplace(role.getSymName(), layout.voterIndex.size())
+                .second) {
+          layout.voterRowBegin.push_back(role.getRowBegin().value_or(0));
+          layout.voteStats |= v.getStats();
+        }
       });
     layout.voteBarrier = offset;
     layout.voteFlags = offset + 2 * 8;
@@ -156,6 +164,10 @@ struct RoleState {
   // and how many blocks before it were kept in a row (loop-carried).
   int64_t speculateAfter = 0;
   Value voteKnown, voteKept, keptRun;
+  // The load role counts the published votes (statistics of a kernel with
+  // V on demand): the voters' skipped blocks (loop-carried).
+  bool countVotes = false;
+  Value voteSkips;
 
   /// The values a skipped block must leave untouched.
   SmallVector<Value> carried() { return {o, m[0], m[1], l[0], l[1]}; }
@@ -344,8 +356,15 @@ private:
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
   /// Waits for the votes on block `block` (>= 1) and returns whether every
-  /// voter skipped it.
-  Value readVotes(Value block);
+  /// voter skipped it, and (with countVotes) how many voters with rows
+  /// skipped it.
+  std::pair<Value, Value> readVotes(Value block, RoleState &st);
+  /// Whether voter `v` has a row below seqQ in this tile (statistics leave
+  /// out a warpgroup with none).
+  Value voterHasRows(int64_t v);
+  void emitVoteStatsFlush(RoleState &st);
+  /// Adds the counts to stats[batch][head] = {visited, skipped}.
+  void addStats(Value visited, Value skipped);
   /// The vote barrier of blocks of parity `parity`.
   Value voteBarrier(Value parity) {
     return smemPtr(add(c32(layout.voteBarrier), mul(parity, c32(8))));
@@ -673,9 +692,14 @@ LogicalResult SM90Emitter::emitRole(RoleOp role) {
   st.threadInRole = sub(tid, c32(begin * 32));
   VoteOp vote;
   role.walk([&](VoteOp v) { vote = v; });
-  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute;
+  // With V on demand the load role reads every published vote: it counts
+  // them, and the voters keep no counters (their loop is the critical one).
+  bool voterCounted = vote && vote.getPublish() && layout.voteBarrier >= 0;
+  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute &&
+             !voterCounted;
   role.walk([&](AwaitVoteOp a) {
     st.speculateAfter = int64_t(a.getSpeculateAfter().value_or(0));
+    st.countVotes = layout.voteStats;
   });
   if (!kernel.getPersistent())
     startTile(st);
@@ -721,6 +745,8 @@ void SM90Emitter::startTile(RoleState &st) {
   for (int i = 0; i < 2; ++i)
     st.mBlock[i] = st.mPart[i] = st.mUse[i] = st.corr[i] = Value();
   st.numBlocks = numKVBlocks();
+  if (st.countVotes)
+    st.voteSkips = c32(0);
   if (st.role.getKind() != RoleKind::compute)
     return;
   st.o = LLVM::ZeroOp::create(b, loc, accType(spec.headDimV));
@@ -1069,6 +1095,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
     init.push_back(st.skip);
   if (carryVote)
     init.append({st.voteKnown, st.voteKept, st.keptRun});
+  if (st.countVotes)
+    init.push_back(st.voteSkips);
   auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
@@ -1098,6 +1126,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
       st.voteKept = vals[k++];
       st.keptRun = vals[k++];
     }
+    if (st.countVotes)
+      st.voteSkips = vals[k++];
   };
   unpack(forOp.getRegionIterArgs());
   st.sNext = Value();
@@ -1133,6 +1163,8 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
       yields.push_back(st.skip);
     if (carryVote)
       yields.append({st.voteKnown, st.voteKept, st.keptRun});
+    if (st.countVotes)
+      yields.push_back(st.voteSkips);
     scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
@@ -1149,6 +1181,24 @@ LogicalResult SM90Emitter::emitLoop(KVLoopOp loop, RoleState &st) {
   st.s = Value();
   if (st.stats)
     emitStatsFlush(st);
+  if (st.countVotes) {
+    if (carryVote) {
+      // The votes on the last block were not read when the load role
+      // copied its V without them.
+      auto last = scf::IfOp::create(b, loc, TypeRange{i32},
+                                    notI1(st.voteKnown),
+                                    /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      scf::YieldOp::create(
+          b, loc, ValueRange{readVotes(sub(st.numBlocks, c32(1)), st).second});
+      b.setInsertionPointToStart(last.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{c32(0)});
+      b.setInsertionPointAfter(last);
+      st.voteSkips = add(st.voteSkips, last.getResult(0));
+    }
+    emitVoteStatsFlush(st);
+  }
   return success();
 }
 
@@ -2031,7 +2081,8 @@ LogicalResult SM90Emitter::emitVote(VoteOp op, RoleState &st) {
   return success();
 }
 
-Value SM90Emitter::readVotes(Value block) {
+std::pair<Value, Value> SM90Emitter::readVotes(Value block,
+                                               RoleState &st) {
   // Votes on blocks of one parity go to one barrier, whose phase k
   // completes with the votes on its k-th block: block n is phase
   // (n - 1) / 2 of barrier n % 2. The load role reads every block's votes
@@ -2044,78 +2095,116 @@ Value SM90Emitter::readVotes(Value block) {
       c32(1));
   NVVM::MBarrierTryWaitParityOp::create(b, loc, voteBarrier(parity), phase,
                                         c32(kWaitTicks));
-  Value all;
+  Value all, count = c32(0);
   for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v) {
     Value flag = LLVM::LoadOp::create(b, loc, i32, voteFlag(parity, v));
     all = v ? arith::AndIOp::create(b, loc, all, flag) : flag;
+    if (st.countVotes)
+      count = add(count, select(voterHasRows(v), flag, c32(0)));
   }
-  return cmp(arith::CmpIPredicate::ne, all, c32(0));
+  return {cmp(arith::CmpIPredicate::ne, all, c32(0)), count};
+}
+
+Value SM90Emitter::voterHasRows(int64_t v) {
+  Value firstRow =
+      add(mul(mBlock, c32(blockM)), c32(layout.voterRowBegin[size_t(v)]));
+  return cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ));
+}
+
+void SM90Emitter::emitVoteStatsFlush(RoleState &st) {
+  // The load role (one thread) adds the voters' counts to stats[b][h] =
+  // {visited, skipped}: every voter with rows visits each of the tile's
+  // blocks once; a voter whose rows all lie past seqQ is not counted (as
+  // emitStatsFlush leaves it out).
+  Value voters = c32(0);
+  for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v)
+    voters = add(voters, arith::ExtUIOp::create(b, loc, i32, voterHasRows(v)));
+  addStats(mul(st.numBlocks, voters), st.voteSkips);
+}
+
+void SM90Emitter::addStats(Value visited, Value skipped) {
+  Value base = mul64(
+      add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)), c64(2));
+  for (auto [k, v] : llvm::enumerate(ValueRange{visited, skipped})) {
+    Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),
+                                    ValueRange{add64(base, c64(k))});
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, ptr, ext64(v),
+                              LLVM::AtomicOrdering::monotonic);
+  }
 }
 
 LogicalResult SM90Emitter::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
   if (!st.inLoop || layout.voteBarrier < 0)
     return op.emitOpError() << "needs a kv_loop and published votes";
-  // Block n >= 1 was voted on once per voter. Block 0 is kept.
+  // Block n >= 1 was voted on once per voter. Block 0 is kept. Each region
+  // also yields how many voters skipped the blocks whose votes it read.
   Value voted = cmp(arith::CmpIPredicate::sgt, st.kvBlock, c32(0));
   Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
   Value no = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  Value counted;
   if (!st.speculateAfter) {
-    auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1}, voted,
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1, i32}, voted,
                                   /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, loc, ValueRange{readVotes(st.kvBlock)});
+    auto [skipped, count] = readVotes(st.kvBlock, st);
+    scf::YieldOp::create(b, loc, ValueRange{skipped, count});
     b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, loc, ValueRange{no});
+    scf::YieldOp::create(b, loc, ValueRange{no, c32(0)});
     st.skip = ifOp.getResult(0);
-    return success();
-  }
-  // speculate_after = K: after K kept blocks in a row, block n counts as
-  // kept without its votes, which are read at block n + 1 (to know whether
-  // n was kept). Yields (skip, known, kept, run) for block n.
-  int64_t k = st.speculateAfter;
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1, i32}, voted,
-                                /*withElseRegion=*/true);
-  {
+    counted = ifOp.getResult(1);
+  } else {
+    // speculate_after = K: after K kept blocks in a row, block n counts as
+    // kept without its votes, which are read at block n + 1 (to know
+    // whether n was kept). Yields (skip, known, kept, run) for block n.
+    // Block 0 starts a run of K - 1: block 1 follows K kept blocks.
+    int64_t k = st.speculateAfter;
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1, i32, i32},
+                                  voted, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     // Whether block n - 1 was kept: known, or read from its votes now.
-    auto prev = scf::IfOp::create(b, loc, TypeRange{i1}, st.voteKnown,
+    auto prev = scf::IfOp::create(b, loc, TypeRange{i1, i32}, st.voteKnown,
                                   /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(prev.thenBlock());
-      scf::YieldOp::create(b, loc, ValueRange{st.voteKept});
+      scf::YieldOp::create(b, loc, ValueRange{st.voteKept, c32(0)});
       b.setInsertionPointToStart(prev.elseBlock());
-      scf::YieldOp::create(
-          b, loc, ValueRange{notI1(readVotes(sub(st.kvBlock, c32(1))))});
+      auto [skipped, count] = readVotes(sub(st.kvBlock, c32(1)), st);
+      scf::YieldOp::create(b, loc, ValueRange{notI1(skipped), count});
     }
     // Kept blocks in a row up to n - 1.
     Value run = select(prev.getResult(0),
                        arith::MinSIOp::create(b, loc, add(st.keptRun, c32(1)),
                                               c32(k)),
                        c32(0));
-    auto guess = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1},
+    auto guess = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1, i32},
                                    cmp(arith::CmpIPredicate::sge, run, c32(k)),
                                    /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(guess.thenBlock());
-      scf::YieldOp::create(b, loc, ValueRange{no, no, yes});
+      scf::YieldOp::create(b, loc, ValueRange{no, no, yes, c32(0)});
       b.setInsertionPointToStart(guess.elseBlock());
-      Value skipped = readVotes(st.kvBlock);
-      scf::YieldOp::create(b, loc, ValueRange{skipped, yes, notI1(skipped)});
+      auto [skipped, count] = readVotes(st.kvBlock, st);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{skipped, yes, notI1(skipped), count});
     }
-    scf::YieldOp::create(b, loc,
-                         ValueRange{guess.getResult(0), guess.getResult(1),
-                                    guess.getResult(2), run});
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{guess.getResult(0), guess.getResult(1), guess.getResult(2),
+                   run, add(prev.getResult(1), guess.getResult(3))});
     b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, loc, ValueRange{no, yes, yes, c32(0)});
+    scf::YieldOp::create(b, loc, ValueRange{no, yes, yes, c32(k - 1), c32(0)});
+    st.skip = ifOp.getResult(0);
+    st.voteKnown = ifOp.getResult(1);
+    st.voteKept = ifOp.getResult(2);
+    st.keptRun = ifOp.getResult(3);
+    counted = ifOp.getResult(4);
   }
-  st.skip = ifOp.getResult(0);
-  st.voteKnown = ifOp.getResult(1);
-  st.voteKept = ifOp.getResult(2);
-  st.keptRun = ifOp.getResult(3);
+  if (st.countVotes)
+    st.voteSkips = add(st.voteSkips, counted);
   return success();
 }
 
@@ -2240,17 +2329,9 @@ void SM90Emitter::emitStatsFlush(RoleState &st) {
   openIf(arith::AndIOp::create(
       b, loc, cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)),
       cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ))));
-  Value base = mul64(
-      add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)), c64(2));
   // Each role walks every block of its tile once (the look-ahead past the
   // last block is not a block), so it visited numBlocks of them.
-  SmallVector<Value> counts = {st.numBlocks, st.skipped};
-  for (auto [k, v] : llvm::enumerate(counts)) {
-    Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),
-                                    ValueRange{add64(base, c64(k))});
-    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, ptr, ext64(v),
-                              LLVM::AtomicOrdering::monotonic);
-  }
+  addStats(st.numBlocks, st.skipped);
 }
 
 LogicalResult SM90Emitter::emit(ModuleOp module) {
