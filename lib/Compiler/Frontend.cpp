@@ -184,12 +184,21 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     stats |= v.getStats();
   });
   kernel.walk([&](ws::TmaLoadOp l) { onDemand |= l.getOnDemand(); });
-  if (voters)
+  std::optional<uint64_t> speculate;
+  kernel.walk([&](ws::AwaitVoteOp a) { speculate = a.getSpeculateAfter(); });
+  if (voters) {
     os << "  BLASST: a vote per KV block in " << voters << " role"
        << (voters == 1 ? "" : "s") << (stats ? ", skip counters" : "")
-       << "; a skipped block runs Q Kᵀ and its row max only"
-       << (onDemand ? ", and its V tile is not copied (V on demand)"
-                    : "; K and V are copied for every block")
-       << "\n";
+       << "; a skipped block runs Q Kᵀ and its row max only";
+    if (!onDemand)
+      os << "; K and V are copied for every block";
+    else if (!speculate)
+      os << ", and its V tile is not copied (V on demand)";
+    else
+      os << ", and its V tile is not copied (V on demand) unless it follows "
+         << *speculate << " kept block" << (*speculate == 1 ? "" : "s")
+         << " (copied before the votes)";
+    os << "\n";
+  }
   return out;
 }

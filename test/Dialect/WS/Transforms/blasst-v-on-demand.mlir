@@ -1,9 +1,9 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand | FileCheck %s
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=mode=auto | FileCheck %s --check-prefix=AUTO
 // speculate-after=0: every block from 1 on waits for its votes; 3: after
-// three kept blocks in a row (the default is 2).
+// three kept blocks in a row (the default is 2; printed and parsed back).
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=0 | FileCheck %s --check-prefix=WAIT
-// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=3 | FileCheck %s --check-prefix=SPEC3
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=3 | blasst-opt -split-input-file | FileCheck %s --check-prefix=SPEC3
 // WAIT: ws.await_vote{{$}}
 // SPEC3: ws.await_vote {speculate_after = 3 : i64}
 // The load role copies K one block ahead (block 0 before the loop), waits

@@ -14,7 +14,8 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
     mma) in `ws.unless_skipped`. Acquires and releases stay outside, so
     every mbarrier arrival happens on both paths and the pipeline never
     desynchronises; Q·Kᵀ and the K/V loads stay (prefill; --blasst-v-on-demand
-    then leaves out the V copies of skipped blocks). Kernels with no sparsity policy
+    then leaves out the V copies of skipped blocks, all but those it issues
+    before the votes after a run of kept blocks). Kernels with no sparsity policy
     are left untouched, so their code is byte-identical to a build without
     the pass.
   }];
