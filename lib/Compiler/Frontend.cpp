@@ -96,9 +96,19 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   // overlap schedule); --v-on-demand asks for it (an error where it cannot
   // be done), --v-on-demand=false leaves it out.
   // (Asked for without the vote pass, the pass says why it cannot run.)
-  if (opts.vOnDemand ? *opts.vOnDemand : insertVote) {
+  // A speculation depth asks for V on demand.
+  if (opts.vSpeculateAfter && opts.vOnDemand == false)
+    return module.emitError()
+           << "the V speculation depth needs V on demand, which is off "
+              "(--v-on-demand=false)";
+  std::optional<bool> vOnDemand = opts.vOnDemand;
+  if (!vOnDemand && opts.vSpeculateAfter)
+    vOnDemand = true;
+  if (vOnDemand ? *vOnDemand : insertVote) {
     ws::BLASSTVOnDemandOptions vOpts;
-    vOpts.mode = opts.vOnDemand ? "true" : "auto";
+    vOpts.mode = vOnDemand ? "true" : "auto";
+    if (opts.vSpeculateAfter)
+      vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
   return pm.run(module);

@@ -222,7 +222,8 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
      << " q_in_registers=" << s.qInRegisters.value_or(false)
      << " persistent=" << s.persistent.value_or(false)
      << " kv_multicast=" << s.kvMulticast.value_or(false)
-     << " v_on_demand=" << s.vOnDemand.value_or(false) << "\n"
+     << " v_on_demand=" << s.vOnDemand.value_or(false)
+     << " v_speculate_after=" << s.vSpeculateAfter.value_or(-1) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();
   std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(

@@ -230,6 +230,21 @@ TEST(JIT, CacheKeys) {
   pingpong.pingpong = true;
   EXPECT_FALSE(*resolveSchedule(sparse, pingpong).vOnDemand)
       << "not by default with ping-pong";
+
+  // The speculation depth: 2 where V on demand is on (asking for 2 is the
+  // same kernel), unset where it is off; another depth is another kernel,
+  // and asking for one asks for V on demand.
+  EXPECT_EQ(resolveSchedule(sparse, ScheduleOptions()).vSpeculateAfter,
+            std::optional<int64_t>(2));
+  EXPECT_FALSE(resolveSchedule(spec, ScheduleOptions()).vSpeculateAfter);
+  ScheduleOptions two, wait;
+  two.vSpeculateAfter = 2;
+  wait.vSpeculateAfter = 0;
+  EXPECT_EQ(jit::cacheKey(sparse, kSM90, two), sparseKey);
+  distinct(jit::cacheKey(sparse, kSM90, wait), "v_speculate_after=0");
+  pingpong.vSpeculateAfter = 1;
+  EXPECT_TRUE(*resolveSchedule(sparse, pingpong).vOnDemand)
+      << "a speculation depth asks for V on demand";
 }
 
 TEST(JIT, CacheDirResolution) {

@@ -101,8 +101,16 @@ static cl::opt<cl::boolOrDefault> kvMulticast(
 static cl::opt<cl::boolOrDefault> vOnDemand(
     "v-on-demand",
     cl::desc("sm_90a BLASST: copy a KV block's V only when a vote kept the "
-             "block (the overlap schedule); default: off"),
+             "block (the overlap schedule); default: on for BLASST at "
+             "head_dim <= 128 without ping-pong, persistent CTAs or "
+             "multicast"),
     cl::cat(cat));
+static cl::opt<int64_t> vSpeculateAfter(
+    "v-speculate-after",
+    cl::desc("sm_90a BLASST with V on demand: copy V without waiting for the "
+             "votes after this many kept blocks in a row (0: always wait); "
+             "default: 2. Asks for V on demand"),
+    cl::value_desc("n"), cl::cat(cat));
 static cl::opt<cl::boolOrDefault> persistent(
     "persistent",
     cl::desc("sm_90a: persistent CTAs walking the (query block, head) tiles, "
@@ -247,6 +255,8 @@ int main(int argc, char **argv) {
     opts.persistent = knob(persistent);
     opts.kvMulticast = knob(kvMulticast);
     opts.vOnDemand = knob(vOnDemand);
+    if (vSpeculateAfter.getNumOccurrences())
+      opts.vSpeculateAfter = int64_t(vSpeculateAfter);
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("lowering to ws IR failed for " + t);
     lap("ws");

@@ -70,10 +70,18 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // (docs/results/2026-11-29-session8.md). The same rule as
   // blasst-v-on-demand's mode=auto. Above head_dim 128 (80-key blocks) the
   // consumers spill 12 B with it: not by default there.
+  // A speculation depth asks for V on demand (where it cannot be done the
+  // pass says why instead of dropping the knob).
+  if (!o.vOnDemand.has_value() && o.vSpeculateAfter.has_value())
+    o.vOnDemand = true;
   if (!o.vOnDemand.has_value())
     o.vOnDemand = hopper && !spec.sparsity.isDense() && spec.headDim <= 128 &&
                   *o.overlap && !*o.pingpong && !*o.persistent &&
                   !*o.kvMulticast;
+  // Two kept blocks in a row before a V copy that does not wait for its
+  // votes: K = 1 / 2 / 3 measured (docs/results/2026-11-29-session9.md §3).
+  if (*o.vOnDemand && !o.vSpeculateAfter.has_value())
+    o.vSpeculateAfter = 2;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S

@@ -38,8 +38,14 @@ struct ScheduleOptions {
   /// tile through TMA multicast (half the L2 traffic). Unset: off.
   std::optional<bool> kvMulticast;
   /// sm_90a BLASST: the load role copies a block's V only when a vote kept
-  /// the block (--blasst-v-on-demand after the vote pass). Unset: off.
+  /// the block (--blasst-v-on-demand after the vote pass). Unset: on for
+  /// BLASST on the overlap schedule at head_dim <= 128 without ping-pong,
+  /// persistent CTAs or multicast; otherwise off.
   std::optional<bool> vOnDemand;
+  /// With V on demand: copy V without waiting for the votes after this many
+  /// kept blocks in a row (0: always wait). Unset: 2 where V on demand is on.
+  /// Setting it asks for V on demand.
+  std::optional<int64_t> vSpeculateAfter;
 };
 
 /// The pass-option spelling of an on/off knob: "auto" (unset), "true",
