@@ -359,9 +359,9 @@ private:
   /// voter skipped it, and (with countVotes) how many voters with rows
   /// skipped it.
   std::pair<Value, Value> readVotes(Value block, RoleState &st);
-  /// Whether voter `v` has a row below seqQ in this tile (statistics leave
-  /// out a warpgroup with none).
-  Value voterHasRows(int64_t v);
+  /// Whether the role whose rows start at CTA row `rowBegin` has a row below
+  /// seqQ in this tile (statistics leave out a warpgroup with none).
+  Value hasRows(int64_t rowBegin);
   void emitVoteStatsFlush(RoleState &st);
   /// Adds the counts to stats[batch][head] = {visited, skipped}.
   void addStats(Value visited, Value skipped);
@@ -2100,14 +2100,13 @@ std::pair<Value, Value> SM90Emitter::readVotes(Value block,
     Value flag = LLVM::LoadOp::create(b, loc, i32, voteFlag(parity, v));
     all = v ? arith::AndIOp::create(b, loc, all, flag) : flag;
     if (st.countVotes)
-      count = add(count, select(voterHasRows(v), flag, c32(0)));
+      count = add(count, select(hasRows(layout.voterRowBegin[size_t(v)]), flag, c32(0)));
   }
   return {cmp(arith::CmpIPredicate::ne, all, c32(0)), count};
 }
 
-Value SM90Emitter::voterHasRows(int64_t v) {
-  Value firstRow =
-      add(mul(mBlock, c32(blockM)), c32(layout.voterRowBegin[size_t(v)]));
+Value SM90Emitter::hasRows(int64_t rowBegin) {
+  Value firstRow = add(mul(mBlock, c32(blockM)), c32(rowBegin));
   return cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ));
 }
 
@@ -2118,7 +2117,7 @@ void SM90Emitter::emitVoteStatsFlush(RoleState &st) {
   // emitStatsFlush leaves it out).
   Value voters = c32(0);
   for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v)
-    voters = add(voters, arith::ExtUIOp::create(b, loc, i32, voterHasRows(v)));
+    voters = add(voters, arith::ExtUIOp::create(b, loc, i32, hasRows(layout.voterRowBegin[size_t(v)])));
   addStats(mul(st.numBlocks, voters), st.voteSkips);
 }
 
@@ -2325,10 +2324,9 @@ void SM90Emitter::emitStatsFlush(RoleState &st) {
   // without a vote, would count as kept and the rest as skipped).
   OpBuilder::InsertionGuard guard(b);
   // (This also leaves out a kv_multicast pair's padding CTA.)
-  Value firstRow = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
   openIf(arith::AndIOp::create(
       b, loc, cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)),
-      cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ))));
+      hasRows(st.rowBegin)));
   // Each role walks every block of its tile once (the look-ahead past the
   // last block is not a block), so it visited numBlocks of them.
   addStats(st.numBlocks, st.skipped);
