@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The PTX-hash safety net: compiles every sm_90a schedule variant the
+# compiler builds (dense and BLASST, head_dim 64/128/256, causal or not,
+# MHA/GQA/MQA, LSE and statistics, every schedule knob of the ptxas
+# matrices) to PTX and prints one line per variant, "<sha256> <name>", sorted
+# by name. A variant the compiler refuses prints "error <name>", so refusals
+# are pinned as well. A restructuring keeps every line; a deliberate change
+# regenerates the stored list in the same commit and says why:
+#   bash test/Target/Inputs/ptx-hashes.sh build/bin/blasst-compile /tmp/h \
+#     > test/Target/Inputs/ptx-hashes.txt
+# Usage: ptx-hashes.sh BLASST_COMPILE OUTDIR
+set -euo pipefail
+compile="$1"; out="$2"; mkdir -p "$out"
+
+# name|spec|flags
+variants() {
+  local knobs=(
+    "default|"
+    "plain|--overlap=false"
+    "overlap-psmem|--overlap --p-in-registers=false"
+    "plain-pregs|--overlap=false --p-in-registers"
+    "pingpong|--pingpong"
+    "persistent|--persistent --overlap=false"
+    "qregs|--q-in-registers"
+    "multicast|--kv-multicast"
+    "bn64-st3|--block-n=64 --stages=3"
+  )
+  local sparse_knobs=(
+    "vod-off|--v-on-demand=false"
+    "spec0|--v-speculate-after=0"
+    "spec1|--v-speculate-after=1"
+  )
+  for hd in 64 128 256; do
+    for heads in "16 16" "16 4" "8 1"; do
+      read -r qh kvh <<<"$heads"
+      for causal in false true; do
+        for sp in none a stats fixed; do
+          case $sp in
+          none) sparsity="sparsity=none stats=false" ;;
+          a) sparsity="sparsity=blasst:a=256 stats=false" ;;
+          stats) sparsity="sparsity=blasst:a=64 stats=true" ;;
+          fixed) sparsity="sparsity=blasst:ln_lambda=-8 stats=false" ;;
+          esac
+          # MQA only with the default knobs; LSE on for every other variant.
+          lse=$([[ $causal == true ]] && echo true || echo false)
+          spec="dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=$lse $sparsity"
+          base="bf16_hd${hd}_q${qh}kv${kvh}_c${causal}_${sp}"
+          local list=("${knobs[@]}")
+          [[ $kvh == 1 ]] && list=("default|")
+          [[ $sp != none && $kvh != 1 ]] && list+=("${sparse_knobs[@]}")
+          # Spread the sparse variants over fewer head layouts.
+          [[ $sp == fixed && $qh$kvh != 164 ]] && list=("default|")
+          for k in "${list[@]}"; do
+            echo "${base}_${k%%|*}|$spec|${k#*|}"
+          done
+        done
+      done
+    done
+  done
+  # f16, the element type's own instructions.
+  for hd in 64 128 256; do
+    echo "f16_hd${hd}_q16kv4_ctrue_a_default|dtype=f16 head_dim=$hd q_heads=16 kv_heads=4 causal=true lse=true sparsity=blasst:a=256 stats=true|"
+    echo "f16_hd${hd}_q16kv4_cfalse_none_default|dtype=f16 head_dim=$hd q_heads=16 kv_heads=4 causal=false lse=false|"
+  done
+  # The presets as shipped.
+  for p in llama3-8b-prefill llama3-8b-prefill-blasst llama3-8b-decode mha-hd64-prefill mha-hd128-prefill; do
+    echo "preset_${p}|preset=$p|"
+  done
+}
+
+one() {
+  local name="$1" spec="$2" flags="$3"
+  # A preset must come first; the name (the kernel's symbol) after it.
+  printf '%s\n' "$spec name=k_${name//-/_}" >"$out/$name.spec"
+  # shellcheck disable=SC2086
+  if "$compile" --spec "$out/$name.spec" --target sm_90a --emit ptx \
+      -o "$out/$name.ptx" $flags 2>"$out/$name.err"; then
+    echo "$(sha256sum <"$out/$name.ptx" | cut -c1-16) $name"
+  else
+    echo "error $name"
+  fi
+}
+export -f one
+export compile out
+
+variants | sort | xargs -d '\n' -P "$(nproc)" -I{} bash -c \
+  'IFS="|" read -r n s f <<<"$1"; one "$n" "$s" "$f"' _ {} | sort -k2
