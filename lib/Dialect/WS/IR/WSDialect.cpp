@@ -820,24 +820,54 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
 #define GET_OP_CLASSES
 #include "blasst/Dialect/WS/IR/WSOps.cpp.inc"
 
-#define DEFINE_GET_ROLE(OpTy)                                                  \
-  RoleOp OpTy::getRole() { return (*this)->getParentOfType<RoleOp>(); }
-DEFINE_GET_ROLE(AcquireOp)
-DEFINE_GET_ROLE(ReleaseOp)
-DEFINE_GET_ROLE(TmaLoadOp)
-DEFINE_GET_ROLE(TmaStoreOp)
-DEFINE_GET_ROLE(AwaitVoteOp)
-DEFINE_GET_ROLE(MmaOp)
-DEFINE_GET_ROLE(ReadScoresOp)
-DEFINE_GET_ROLE(RowMaxOp)
-DEFINE_GET_ROLE(SoftmaxUpdateOp)
-DEFINE_GET_ROLE(Exp2StoreOp)
-DEFINE_GET_ROLE(Exp2Op)
-DEFINE_GET_ROLE(PackPOp)
-DEFINE_GET_ROLE(CorrectOp)
-DEFINE_GET_ROLE(EpilogueOp)
-DEFINE_GET_ROLE(VoteOp)
-DEFINE_GET_ROLE(MmaWaitOp)
-DEFINE_GET_ROLE(TurnWaitOp)
-DEFINE_GET_ROLE(TurnPassOp)
-#undef DEFINE_GET_ROLE
+#include "blasst/Dialect/WS/IR/WSInterfaces.cpp.inc"
+
+void blasst::ws::getStepBufferAccesses(
+    Operation *op, SmallVectorImpl<BufferAccess> &accesses) {
+  auto read = [&](FlatSymbolRefAttr buf) {
+    if (buf)
+      accesses.push_back({buf, /*write=*/false});
+  };
+  auto write = [&](FlatSymbolRefAttr buf) {
+    if (buf)
+      accesses.push_back({buf, /*write=*/true});
+  };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](TmaLoadOp o) { write(o.getDstAttr()); })
+      .Case([&](TmaStoreOp o) { read(o.getSrcAttr()); })
+      .Case([&](MmaOp o) {
+        read(o.getAAttr());
+        read(o.getBAttr());
+        // P V accumulates into O: it reads what it writes.
+        if (o.getKind() == MmaKind::pv)
+          read(o.getDAttr());
+        write(o.getDAttr());
+      })
+      .Case([&](LoadFragOp o) {
+        read(o.getSrcAttr());
+        write(o.getDstAttr());
+      })
+      .Case<ReadScoresOp, RowMaxOp, SoftmaxUpdateOp, VoteOp>(
+          [&](auto o) { read(o.getScoresAttr()); })
+      .Case([&](Exp2StoreOp o) {
+        read(o.getScoresAttr());
+        write(o.getPAttr());
+      })
+      .Case([&](Exp2Op o) {
+        read(o.getScoresAttr());
+        write(o.getScoresAttr());
+      })
+      .Case([&](PackPOp o) {
+        read(o.getScoresAttr());
+        write(o.getPAttr());
+      })
+      .Case([&](CorrectOp o) {
+        read(o.getAccAttr());
+        write(o.getAccAttr());
+      })
+      .Case([&](EpilogueOp o) {
+        read(o.getAccAttr());
+        write(o.getStagingAttr());
+      })
+      .Default([](Operation *) {});
+}

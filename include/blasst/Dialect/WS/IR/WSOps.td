@@ -16,6 +16,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "blasst/Dialect/Attn/IR/AttnBase.td"
+include "blasst/Dialect/WS/IR/WSInterfaces.td"
 
 def WS_Dialect : Dialect {
   let name = "ws";
@@ -220,12 +221,8 @@ def WS_KVLoopOp : WS_Op<"kv_loop", [HasParent<"RoleOp">, NoTerminator,
 
 class WS_StepOp<string mnemonic, list<Trait> traits = []>
     : WS_Op<mnemonic, !listconcat(traits, [
-        ParentOneOf<["RoleOp", "KVLoopOp", "UnlessSkippedOp"]>])> {
-  let extraClassDeclaration = [{
-    /// The role that runs this step.
-    RoleOp getRole();
-  }];
-}
+        ParentOneOf<["RoleOp", "KVLoopOp", "UnlessSkippedOp"]>,
+        WS_StepOpInterface])>;
 
 def WS_AcquireOp : WS_StepOp<"acquire"> {
   let summary = "Wait until the pipe's current stage is ready for this role";
@@ -441,8 +438,6 @@ def WS_VoteOp : WS_StepOp<"vote"> {
   let assemblyFormat = "$scores attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The role that runs this step.
-    RoleOp getRole();
     /// Whether it decides on block n + 1: it follows a `ws.row_max {ahead =
     /// 1}` (the overlap schedule, where block 0 is never voted on).
     bool decidesNextBlock();

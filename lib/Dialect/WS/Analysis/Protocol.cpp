@@ -1,0 +1,213 @@
+//===- Protocol.cpp - The pipeline protocol of a ws.kernel ----------------===//
+#include "blasst/Dialect/WS/Analysis/Protocol.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+
+/// Threads of `role` that arrive on a barrier: one elected thread of a load
+/// role (it issues the copies), every thread of the others.
+static int64_t arrivingThreads(RoleOp role) {
+  return role.getKind() == RoleKind::load ? 1 : role.getNumWarps() * 32;
+}
+
+static RoleOp lookupRole(KernelOp kernel, Attribute ref) {
+  return cast<RoleOp>(SymbolTable::lookupSymbolIn(
+      kernel, cast<FlatSymbolRefAttr>(ref).getAttr()));
+}
+
+ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
+  llvm::SmallDenseSet<Operation *> perBlock, multicast;
+  kernel.walk([&](AcquireOp a) {
+    if (a->getParentOfType<KVLoopOp>())
+      perBlock.insert(
+          SymbolTable::lookupSymbolIn(kernel, a.getPipeAttr().getAttr()));
+  });
+  if (kernel.getKvMulticast())
+    kernel.walk([&](TmaLoadOp load) {
+      if (load.getTensor() == Tensor::k || load.getTensor() == Tensor::v)
+        multicast.insert(
+            SymbolTable::lookupSymbolIn(kernel, load.getPipeAttr().getAttr()));
+    });
+  for (PipeOp p : kernel.getBody().getOps<PipeOp>()) {
+    PipeInfo info;
+    info.depth = int64_t(p.getDepth());
+    info.perBlock = perBlock.contains(p);
+    info.multicast = multicast.contains(p);
+    info.fullArrivals = arrivingThreads(lookupRole(kernel, p.getProducerAttr()));
+    for (Attribute c : p.getConsumers()) {
+      RoleOp role = lookupRole(kernel, c);
+      info.emptyArrivals += arrivingThreads(role);
+      if (info.multicast)
+        info.emptyArrivals += role.getNumWarps();
+    }
+    pipes[p] = info;
+  }
+
+  for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {
+    bool seenLoop = false;
+    for (Operation &top : role.getBody().front()) {
+      bool isLoop = isa<KVLoopOp>(top);
+      top.walk([&](StepOpInterface s) {
+        StepInfo info;
+        info.role = role;
+        PipeOp pipe;
+        if (FlatSymbolRefAttr ref = s.getStepPipe())
+          pipe = cast<PipeOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
+        if (isLoop)
+          info.block = {BlockRef::Kind::Current, s.getStepAhead()};
+        else if (pipe && !pipes[pipe].perBlock)
+          info.block = {BlockRef::Kind::Once, 0};
+        else
+          info.block = {seenLoop ? BlockRef::Kind::Last : BlockRef::Kind::First,
+                        0};
+        if (pipe) {
+          bool producer = pipe.getProducer() == role.getSymName();
+          if (isa<AcquireOp>(s))
+            info.events.push_back({BarrierEvent::Kind::Wait, pipe,
+                                   /*full=*/!producer, 0, 0});
+          else if (isa<ReleaseOp>(s))
+            info.events.push_back(
+                {BarrierEvent::Kind::Arrive, pipe, /*full=*/producer,
+                 arrivingThreads(role),
+                 producer ? int64_t(pipe.getTxBytes().value_or(0)) : 0});
+        }
+        SmallVector<BufferAccess> accesses;
+        s.getBufferAccesses(accesses);
+        for (const BufferAccess &a : accesses) {
+          auto buf = cast<BufferOp>(
+              SymbolTable::lookupSymbolIn(kernel, a.buffer.getAttr()));
+          (a.write ? info.writes : info.reads).push_back(regionOf(buf, role));
+        }
+        steps[s] = std::move(info);
+      });
+      seenLoop |= isLoop;
+    }
+  }
+}
+
+BufferRegion ProtocolAnalysis::regionOf(BufferOp buffer, RoleOp role) const {
+  BufferOp owner = buffer;
+  while (std::optional<StringRef> target = owner.getAliases())
+    owner = cast<BufferOp>(SymbolTable::lookupSymbolIn(
+        kernel, FlatSymbolRefAttr::get(kernel.getContext(), *target).getAttr()));
+  ArrayRef<int64_t> shape = buffer.getShape();
+  BufferRegion r{owner, 0, shape[0], 0, shape[1]};
+  // A compute role works on its own rows of a CTA-wide tile (Q, P in
+  // shared memory); register tiles are private to the role anyway.
+  if (std::optional<int64_t> rowBegin = role.getRowBegin())
+    if (shape[0] == int64_t(kernel.getBlockM()) &&
+        buffer.getSpace() != MemorySpace::regs) {
+      r.rowBegin = *rowBegin;
+      r.rowEnd = role.getRowEnd().value_or(shape[0]);
+    }
+  return r;
+}
+
+LoopCarried ProtocolAnalysis::carried(KVLoopOp loop) const {
+  LoopCarried c;
+  RoleOp role = loop->getParentOfType<RoleOp>();
+  bool compute = role.getKind() == RoleKind::compute;
+  // Before the loop: a Q Kᵀ of block 0 (scores in flight into the loop) and
+  // a softmax_update (block 0's correction factors).
+  bool qkBefore = false, updateBefore = false;
+  for (Operation &op : role.getBody().front()) {
+    if (&op == loop.getOperation())
+      break;
+    op.walk([&](Operation *o) {
+      if (auto m = dyn_cast<MmaOp>(o))
+        qkBefore |= m.getKind() == MmaKind::qk;
+      updateBefore |= isa<SoftmaxUpdateOp>(o);
+    });
+  }
+  // One pass over the body, in order and into skip regions.
+  bool softmaxAhead = false, qkAhead = false, correctFirst = false,
+       sawUpdate = false, skipFirst = false, sawVote = false;
+  auto isAhead = [](std::optional<uint64_t> a) { return a && *a == 1; };
+  loop.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto r = dyn_cast<RowMaxOp>(op))
+      softmaxAhead |= isAhead(r.getAhead());
+    else if (auto m = dyn_cast<MmaOp>(op))
+      qkAhead |= m.getKind() == MmaKind::qk && isAhead(m.getAhead());
+    else if (isa<SoftmaxUpdateOp>(op))
+      sawUpdate = true;
+    else if (isa<CorrectOp>(op))
+      correctFirst |= !sawUpdate;
+    else if (auto v = dyn_cast<VoteOp>(op)) {
+      sawVote = true;
+      c.counters |= v.getStats();
+    } else if (isa<UnlessSkippedOp>(op))
+      skipFirst |= !sawVote;
+    else if (auto a = dyn_cast<AwaitVoteOp>(op))
+      c.voteState |= a.getSpeculateAfter().value_or(0) > 0;
+  });
+  c.scores = compute && qkBefore && qkAhead && !softmaxAhead;
+  c.correction = compute && updateBefore && correctFirst;
+  c.skip = compute && sawVote && skipFirst;
+  c.voteState &= role.getKind() == RoleKind::load;
+  return c;
+}
+
+static void printRegion(raw_ostream &os, BufferRegion r) {
+  os << "@" << r.buffer.getSymName() << "[" << r.rowBegin << ":" << r.rowEnd
+     << ", " << r.colBegin << ":" << r.colEnd << "]";
+}
+
+void ProtocolAnalysis::print(raw_ostream &os) const {
+  os << "protocol of @" << kernel.getSymName() << "\n";
+  for (PipeOp p : kernel.getBody().getOps<PipeOp>()) {
+    const PipeInfo &info = pipe(p);
+    os << "  pipe @" << p.getSymName() << " depth " << info.depth
+       << (info.perBlock ? " per-block" : " once") << " full-arrivals "
+       << info.fullArrivals << " empty-arrivals " << info.emptyArrivals
+       << (info.multicast ? " multicast" : "") << "\n";
+  }
+  static const char *kinds[] = {"once", "first", "n", "last"};
+  for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {
+    os << "  role @" << role.getSymName() << "\n";
+    role.walk([&](StepOpInterface s) {
+      const StepInfo &info = *step(s);
+      os << "    " << s->getName().stripDialect() << " block "
+         << kinds[int(info.block.kind)];
+      if (info.block.kind == BlockRef::Kind::Current && info.block.ahead)
+        os << (info.block.ahead > 0 ? "+" : "") << info.block.ahead;
+      for (const BarrierEvent &e : info.events) {
+        os << (e.kind == BarrierEvent::Kind::Wait ? " wait " : " arrive ")
+           << "@" << PipeOp(e.pipe).getSymName() << (e.full ? ".full" : ".empty");
+        if (e.arrivals)
+          os << " x" << e.arrivals;
+        if (e.txBytes)
+          os << " tx " << e.txBytes;
+      }
+      for (const BufferRegion &r : info.reads) {
+        os << " reads ";
+        printRegion(os, r);
+      }
+      for (const BufferRegion &r : info.writes) {
+        os << " writes ";
+        printRegion(os, r);
+      }
+      os << "\n";
+    });
+    role.walk([&](KVLoopOp loop) {
+      LoopCarried c = carried(loop);
+      os << "    kv_loop carries";
+      if (role.getKind() == RoleKind::compute)
+        os << " o m l";
+      if (c.scores)
+        os << " scores";
+      if (c.correction)
+        os << " correction";
+      if (c.skip)
+        os << " skip";
+      if (c.voteState)
+        os << " vote-state";
+      if (c.counters)
+        os << " counters";
+      os << "\n";
+    });
+  }
+}
