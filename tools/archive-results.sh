@@ -4,8 +4,8 @@
 # same bytes (sorted names, fixed owner, mtime and modes, single-threaded xz).
 # Paths inside the archive are relative to the round's folder (r48/log.txt).
 #   bash tools/archive-results.sh docs/results/<round>
-# The folder is left in place: check the listing, then delete it
-# (git rm -r -q docs/results/<round>) and add the archive.
+# The folder (ignored by git) is left in place: commit the archive, then
+# delete the folder. docs/results/README.md has the convention.
 set -euo pipefail
 
 dir="${1:?usage: bash tools/archive-results.sh docs/results/<round>}"
