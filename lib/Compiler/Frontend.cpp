@@ -123,6 +123,19 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
      << kernel.getBlockM() << " q rows x " << kernel.getBlockN()
      << " keys per KV block\n";
   os << "  spec: " << spec.toShortString() << "\n";
+  if (std::optional<DictionaryAttr> schedule = kernel.getSchedule()) {
+    os << "  schedule:";
+    for (NamedAttribute knob : *schedule) {
+      os << " " << knob.getName().getValue() << "=";
+      if (auto flag = dyn_cast<BoolAttr>(knob.getValue()))
+        os << (flag.getValue() ? "true" : "false");
+      else if (auto n = dyn_cast<IntegerAttr>(knob.getValue()))
+        os << n.getInt();
+    }
+    if (kernel.getReverseTiles())
+      os << "  (last query blocks first)";
+    os << "\n";
+  }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "
      << kernel.getSharedMemoryBytes() << " B";
@@ -195,10 +208,17 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
   });
   kernel.walk([&](ws::TmaLoadOp l) { onDemand |= l.getOnDemand(); });
   std::optional<uint64_t> speculate;
-  kernel.walk([&](ws::AwaitVoteOp a) { speculate = a.getSpeculateAfter(); });
+  bool loadCounts = false;
+  kernel.walk([&](ws::AwaitVoteOp a) {
+    speculate = a.getSpeculateAfter();
+    loadCounts |= a.getStats();
+  });
   if (voters) {
     os << "  BLASST: a vote per KV block in " << voters << " role"
-       << (voters == 1 ? "" : "s") << (stats ? ", skip counters" : "")
+       << (voters == 1 ? "" : "s")
+       << (stats        ? ", skip counters"
+           : loadCounts ? ", skip counters (kept by the load role)"
+                        : "")
        << "; a skipped block runs Q Kᵀ and its row max only";
     if (!onDemand)
       os << "; K and V are copied for every block";

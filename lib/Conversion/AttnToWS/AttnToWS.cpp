@@ -447,16 +447,51 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   kb.endRegion(kernel);
 }
 
+DictionaryAttr blasst::scheduleAttr(MLIRContext *ctx,
+                                    const ScheduleOptions &opts) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> knobs;
+  auto add = [&](StringRef name, Attribute value) {
+    knobs.push_back(b.getNamedAttr(name, value));
+  };
+  for (auto [name, v] : {std::make_pair("block_m", opts.blockM),
+                         {"block_n", opts.blockN},
+                         {"stages", opts.stages},
+                         {"producer_regs", opts.producerRegs},
+                         {"consumer_regs", opts.consumerRegs}})
+    add(name, b.getI64IntegerAttr(v));
+  for (auto [name, v] : {std::make_pair("overlap", opts.overlap),
+                         {"pingpong", opts.pingpong},
+                         {"persistent", opts.persistent},
+                         {"p_in_registers", opts.pInRegisters},
+                         {"q_in_registers", opts.qInRegisters},
+                         {"kv_multicast", opts.kvMulticast}})
+    if (v)
+      add(name, b.getBoolAttr(*v));
+  // V on demand is decided by the vote passes after this one (the IR shows
+  // it: ws.await_vote); recorded here when it was asked for.
+  if (opts.vOnDemand)
+    add("v_on_demand", b.getBoolAttr(*opts.vOnDemand));
+  if (opts.vSpeculateAfter)
+    add("v_speculate_after", b.getI64IntegerAttr(*opts.vSpeculateAfter));
+  return b.getDictionaryAttr(knobs);
+}
+
 KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
                              const AttentionSpec &spec,
                              const ScheduleOptions &opts) {
   MLIRContext *ctx = b.getContext();
+  bool persistent = opts.persistent.value_or(false);
+  // The longest causal tiles (the last query blocks) first; a persistent
+  // CTA walks its tiles that way too.
+  bool reverseTiles = spec.causal || persistent;
   auto kernel = KernelOp::create(
       b, loc, b.getStringAttr(name), TargetAttr::get(ctx, opts.target),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
       attn::SpecAttr::fromSpec(ctx, spec),
-      opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr(),
-      opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr());
+      persistent ? b.getUnitAttr() : UnitAttr(),
+      opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr(),
+      reverseTiles ? b.getUnitAttr() : UnitAttr(), scheduleAttr(ctx, opts));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),

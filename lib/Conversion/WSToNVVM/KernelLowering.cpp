@@ -65,10 +65,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   warp = divu(tid, c32(32));
   lane = remu(tid, c32(32));
   mBlock = NVVM::BlockIdXOp::create(b, loc, i32);
-  // Causal: the hardware hands out CTAs in ctaid.x order, so the last query
-  // blocks (the longest causal tiles) go first and the short ones fill the
-  // tail of the last wave.
-  if (spec.causal && !kernel.getPersistent())
+  // reverse_tiles: the hardware hands out CTAs in ctaid.x order, so the
+  // last query blocks (the longest causal tiles) go first and the short ones
+  // fill the tail of the last wave.
+  if (kernel.getReverseTiles() && !kernel.getPersistent())
     mBlock = sub(sub(NVVM::GridDimXOp::create(b, loc, i32), c32(1)), mBlock);
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
@@ -201,14 +201,12 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   st.threadInRole = sub(tid, c32(begin * 32));
   VoteOp vote;
   role.walk([&](VoteOp v) { vote = v; });
-  // With V on demand the load role reads every published vote: it counts
-  // them, and the voters keep no counters (their loop is the critical one).
-  bool voterCounted = vote && vote.getPublish() && layout.voteBarrier >= 0;
-  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute &&
-             !voterCounted;
+  // Who counts the statistics is in the IR: a voter with `stats`, or the
+  // load role whose ws.await_vote has `stats` (it reads every vote anyway).
+  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute;
   role.walk([&](AwaitVoteOp a) {
     st.speculateAfter = int64_t(a.getSpeculateAfter().value_or(0));
-    st.countVotes = layout.voteStats;
+    st.countVotes = a.getStats();
   });
   if (!kernel.getPersistent())
     startTile(st);
@@ -260,8 +258,8 @@ void KernelLowering::startTile(RoleState &st) {
 }
 
 /// A persistent CTA walks the (query block, q head) tiles of its batch entry
-/// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the longest causal tiles
-/// (the last query blocks) first. The role's steps run once per tile; the
+/// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the last query blocks first
+/// with reverse_tiles (the longest causal tiles). The role's steps run once per tile; the
 /// K/V rings continue across tiles (a loop-carried count of the blocks
 /// already streamed), the Q pipe flips phase per tile.
 LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
@@ -276,7 +274,9 @@ LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
     Value tile = forOp.getInductionVar();
-    mBlock = sub(sub(numMBlocks, c32(1)), divu(tile, c32(spec.numQHeads)));
+    mBlock = kernel.getReverseTiles()
+                 ? sub(sub(numMBlocks, c32(1)), divu(tile, c32(spec.numQHeads)))
+                 : divu(tile, c32(spec.numQHeads));
     head = remu(tile, c32(spec.numQHeads));
     kvHead = divu(head, c32(spec.gqaRatio()));
     blockBase = forOp.getRegionIterArgs()[0];

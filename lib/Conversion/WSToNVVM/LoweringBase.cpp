@@ -34,7 +34,6 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
                 .try_emplace(role.getSymName(), layout.voterIndex.size())
                 .second) {
           layout.voterRowBegin.push_back(role.getRowBegin().value_or(0));
-          layout.voteStats |= v.getStats();
         }
       });
     layout.voteBarrier = offset;

@@ -63,8 +63,6 @@ struct SmemLayout {
   /// CTA row of each.
   llvm::StringMap<int64_t> voterIndex;
   SmallVector<int64_t> voterRowBegin;
-  /// The published votes ask for statistics: the load role counts them.
-  bool voteStats = false;
   int64_t totalBytes = 0;
 };
 

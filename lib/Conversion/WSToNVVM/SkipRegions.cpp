@@ -15,36 +15,18 @@ using namespace blasst;
 using namespace blasst::ws;
 using namespace blasst::ws::lowering;
 
-/// The second of two skip regions that lower to one branch with `first`,
-/// and the steps between them, or null. Two skip regions with only
-/// mma_wait / release steps between them, in the shape measured on the H200
-/// (the overlap schedule with P in registers: the softmax, the P V wait and
-/// V's release, the correction and P) lower to one branch, the middle steps
-/// on both paths: ptxas schedules the kept path as one block (0.6-2% faster
-/// with skipping, docs/results/2026-11-29-session8.md §6).
-static UnlessSkippedOp fusedPartner(UnlessSkippedOp first,
-                                    SmallVectorImpl<Operation *> &mids) {
-  auto only = [](UnlessSkippedOp r, auto allowed) {
-    return llvm::all_of(r.getBody().front(), allowed);
-  };
-  Operation *op = first->getNextNode();
-  for (; op && isa<MmaWaitOp, ReleaseOp>(op); op = op->getNextNode())
-    mids.push_back(op);
-  auto second = dyn_cast_or_null<UnlessSkippedOp>(op);
-  if (mids.empty() || !second ||
-      !only(first,
-            [](Operation &o) { return isa<SoftmaxUpdateOp, Exp2Op>(o); }) ||
-      !only(second, [](Operation &o) { return isa<CorrectOp, PackPOp>(o); }))
-    return UnlessSkippedOp();
-  return second;
-}
-
 LogicalResult KernelLowering::emitSteps(Block &block, RoleState &st) {
   for (Operation *op = block.empty() ? nullptr : &block.front(); op;
        op = op->getNextNode()) {
+    // Two skip regions the IR fuses (`fuse_next`, set by the vote pass where
+    // the shape measured on the H200 holds: the softmax, the P V wait and
+    // V's release, the correction and P) lower to one branch, the steps
+    // between them on both paths: ptxas schedules the kept path as one
+    // block (0.6-2% faster with skipping,
+    // docs/results/2026-11-29-session8.md §6).
     SmallVector<Operation *> mids;
-    if (auto first = dyn_cast<UnlessSkippedOp>(op))
-      if (UnlessSkippedOp second = fusedPartner(first, mids)) {
+    if (auto first = dyn_cast<UnlessSkippedOp>(op); first && first.getFuseNext())
+      if (UnlessSkippedOp second = first.getFusablePartner(mids)) {
         if (failed(emitFusedSkip(first, mids, second, st)))
           return failure();
         op = second;

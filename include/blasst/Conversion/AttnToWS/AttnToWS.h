@@ -58,6 +58,11 @@ bool parseScheduleKnob(llvm::StringRef text, std::optional<bool> *knob);
 ScheduleOptions resolveSchedule(const AttentionSpec &spec,
                                 ScheduleOptions opts);
 
+/// The resolved schedule as the `schedule` record of a ws.kernel (every
+/// knob that has a value, by its pass-option name with '_' for '-').
+mlir::DictionaryAttr scheduleAttr(mlir::MLIRContext *ctx,
+                                  const ScheduleOptions &opts);
+
 /// Builds a `ws.kernel` named `name` at the builder's insertion point with
 /// the default schedule of `opts.target` for `spec`. The caller verifies it.
 ws::KernelOp buildKernel(mlir::OpBuilder &b, mlir::Location loc,

@@ -51,14 +51,24 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
     bool seenLoop = false;
     for (Operation &top : role.getBody().front()) {
       bool isLoop = isa<KVLoopOp>(top);
+      // The softmax steps after a `row_max {ahead = k}` work on that block
+      // (the overlap schedule's block n + 1), as do the vote and the P they
+      // produce.
+      int64_t scoreAhead = 0;
       top.walk([&](StepOpInterface s) {
+        if (isa<RowMaxOp>(s.getOperation()))
+          scoreAhead = s.getStepAhead();
+        int64_t ahead = s.getStepAhead();
+        if (isa<VoteOp, SoftmaxUpdateOp, Exp2Op, Exp2StoreOp, PackPOp,
+                CorrectOp, ReadScoresOp>(s.getOperation()))
+          ahead = scoreAhead;
         StepInfo info;
         info.role = role;
         PipeOp pipe;
         if (FlatSymbolRefAttr ref = s.getStepPipe())
           pipe = cast<PipeOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
         if (isLoop)
-          info.block = {BlockRef::Kind::Current, s.getStepAhead()};
+          info.block = {BlockRef::Kind::Current, ahead};
         else if (pipe && !pipes[pipe].perBlock)
           info.block = {BlockRef::Kind::Once, 0};
         else
@@ -141,8 +151,10 @@ LoopCarried ProtocolAnalysis::carried(KVLoopOp loop) const {
       c.counters |= v.getStats();
     } else if (isa<UnlessSkippedOp>(op))
       skipFirst |= !sawVote;
-    else if (auto a = dyn_cast<AwaitVoteOp>(op))
+    else if (auto a = dyn_cast<AwaitVoteOp>(op)) {
       c.voteState |= a.getSpeculateAfter().value_or(0) > 0;
+      c.counters |= a.getStats();
+    }
   });
   c.scores = compute && qkBefore && qkAhead && !softmaxAhead;
   c.correction = compute && updateBefore && correctFirst;
@@ -207,6 +219,8 @@ void ProtocolAnalysis::print(raw_ostream &os) const {
         os << " vote-state";
       if (c.counters)
         os << " counters";
+      if (role.getKind() != RoleKind::compute && !c.voteState && !c.counters)
+        os << " nothing";
       os << "\n";
     });
   }

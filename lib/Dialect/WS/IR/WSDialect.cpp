@@ -708,16 +708,21 @@ LogicalResult VoteOp::verify() {
   AttentionSpec spec = kernel.getSpec().toSpec();
   if (spec.sparsity.isDense())
     return emitOpError() << "in a kernel whose spec has no sparsity policy";
-  if (getStats() != spec.stats)
-    return emitOpError() << "stats must be set exactly when the spec asks "
-                            "for statistics";
-  if (getPublish()) {
-    bool awaited = false;
-    kernel.walk([&](AwaitVoteOp) { awaited = true; });
-    if (!awaited)
-      return emitOpError() << "publishes its decision but no load role has a "
-                              "ws.await_vote";
-  }
+  // Exactly one role kind counts the statistics the spec asks for: the
+  // voters, or the load role that reads their published votes.
+  AwaitVoteOp await;
+  kernel.walk([&](AwaitVoteOp a) { await = a; });
+  bool counted = getStats() || (getPublish() && await && await.getStats());
+  if (counted != spec.stats)
+    return emitOpError() << "stats must be counted (here, or by the "
+                            "ws.await_vote {stats} that reads this vote) "
+                            "exactly when the spec asks for statistics";
+  if (getStats() && await && await.getStats() && getPublish())
+    return emitOpError() << "stats are counted twice: by this vote and by "
+                            "the ws.await_vote {stats} that reads it";
+  if (getPublish() && !await)
+    return emitOpError() << "publishes its decision but no load role has a "
+                            "ws.await_vote";
   return success();
 }
 
@@ -783,7 +788,30 @@ LogicalResult UnlessSkippedOp::verify() {
       return op.emitOpError()
              << "cannot be skipped: pipe traffic and votes must run on both "
                 "paths";
+  SmallVector<Operation *> mids;
+  if (getFuseNext() && !getFusablePartner(mids))
+    return emitOpError()
+           << "fuse_next needs a next ws.unless_skipped after only mma_wait "
+              "and release steps, this one holding only softmax_update and "
+              "exp2, the next only correct and pack_p";
   return success();
+}
+
+UnlessSkippedOp
+UnlessSkippedOp::getFusablePartner(SmallVectorImpl<Operation *> &mids) {
+  auto only = [](UnlessSkippedOp r, auto allowed) {
+    return llvm::all_of(r.getBody().front(), allowed);
+  };
+  Operation *op = (*this)->getNextNode();
+  for (; op && isa<MmaWaitOp, ReleaseOp>(op); op = op->getNextNode())
+    mids.push_back(op);
+  auto second = dyn_cast_or_null<UnlessSkippedOp>(op);
+  if (mids.empty() || !second ||
+      !only(*this,
+            [](Operation &o) { return isa<SoftmaxUpdateOp, Exp2Op>(o); }) ||
+      !only(second, [](Operation &o) { return isa<CorrectOp, PackPOp>(o); }))
+    return UnlessSkippedOp();
+  return second;
 }
 
 //===----------------------------------------------------------------------===//
