@@ -6,8 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchCore.h"
-#include "SkipModel.h"
+#include "blasst/Reference/Compare.h"
+#include "blasst/Reference/Reference.h"
+#include "blasst/Reference/SkipModel.h"
 
 #include "blasst/Runtime/AttentionKernel.h"
 
@@ -18,7 +19,7 @@
 #include <string>
 
 using namespace blasst;
-using namespace blasst::bench;
+using namespace blasst::ref;
 
 namespace {
 
@@ -1231,6 +1232,10 @@ void testDial(Tally &t) {
 }
 
 } // namespace
+
+namespace blasst::bench {
+int runSelfTest(bool verbose);
+} // namespace blasst::bench
 
 int blasst::bench::runSelfTest(bool verbose) {
   Tally t{verbose};

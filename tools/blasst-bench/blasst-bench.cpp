@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchCore.h"
-#include "SkipModel.h"
-
+#include "blasst/Reference/Compare.h"
+#include "blasst/Reference/Reference.h"
+#include "blasst/Reference/SkipModel.h"
 #include "blasst/Runtime/AttentionKernel.h"
 
 #include <algorithm>
@@ -32,8 +32,13 @@
 #include <vector>
 
 using namespace blasst;
-using namespace blasst::bench;
+using namespace blasst::ref;
 using namespace blasst::rt;
+
+namespace blasst::bench {
+/// SelfTest.cpp: the checks of the CPU reference; the number that failed.
+int runSelfTest(bool verbose);
+} // namespace blasst::bench
 
 namespace {
 
@@ -511,54 +516,6 @@ double relL2Of(const std::vector<double> &a, const std::vector<double> &b) {
   return n > 0 ? std::sqrt(e / n) : (e > 0 ? INFINITY : 0.0);
 }
 
-/// After a failed O check with borderline decisions: checks again with the
-/// rows of every group that had a borderline decision left out (their
-/// reference replaced by the kernel's own values), to tell a borderline
-/// block decided the other way from a real error. Informational only.
-void recheckWithoutBorderline(const Shape &s, DType dtype,
-                              const SkipModel &model, const uint16_t *o,
-                              const Strides &os, const float *lse,
-                              KernelResult &r) {
-  const SkipConfig &c = model.config;
-  Reference ref = model.out;
-  std::vector<uint8_t> touched(size_t(s.batch * s.qHeads * s.seqQ), 0);
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.qHeads; ++h)
-      for (int64_t m = 0; m < model.mBlocks; ++m)
-        for (int64_t g = 0; g < model.groups; ++g)
-          for (int64_t n = 0; n < model.nBlocksMax; ++n) {
-            if (!(model
-                      .decisions[model.decisionIndex(s.qHeads, b, h, m, g, n)] &
-                  kBorderline))
-              continue;
-            int64_t r0 = m * c.blockM + g * c.groupRows;
-            int64_t r1 =
-                std::min({r0 + c.groupRows, (m + 1) * c.blockM, s.seqQ});
-            for (int64_t i = r0; i < r1; ++i)
-              touched[size_t((b * s.qHeads + h) * s.seqQ + i)] = 1;
-          }
-  r.borderlineRows = 0;
-  for (uint8_t t : touched)
-    r.borderlineRows += t;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.qHeads; ++h)
-      for (size_t ri = 0; ri < ref.rows.size(); ++ri) {
-        int64_t i = ref.rows[ri];
-        if (!touched[size_t((b * s.qHeads + h) * s.seqQ + i)])
-          continue;
-        size_t idx = ref.index(s, b, h, ri);
-        const uint16_t *got = o + b * os.batch + i * os.seq + h * os.head;
-        for (int64_t d = 0; d < s.headDimV; ++d)
-          ref.o[idx * size_t(s.headDimV) + size_t(d)] =
-              double(halfToFloat(dtype, got[d]));
-        if (lse)
-          ref.lse[idx] = double(lse[(b * s.qHeads + h) * s.seqQ + i]);
-      }
-  CheckResult again =
-      compareOutputs(s, dtype, ref, o, os, lse, tolerancesFor(dtype));
-  r.borderlineRecheck = again.pass ? 1 : 0;
-}
-
 /// The dial's cold fraction beside the skip rate.
 void printDialLine(const KernelResult &r, const char *indent) {
   bool measured = false;
@@ -972,8 +929,13 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                          .relL2;
       r.modelDenseRelL2 = relL2Of(model.out.o, denseRef.o);
       if (!r.check.pass && model.totalBorderline > 0)
-        recheckWithoutBorderline(s, dtype, model, outO.data(), os,
-                                 spec.lse ? outLse.data() : nullptr, r);
+      {
+        BorderlineRecheck again = recheckWithoutBorderline(
+            s, dtype, model, outO.data(), os,
+            spec.lse ? outLse.data() : nullptr);
+        r.borderlineRows = again.rows;
+        r.borderlineRecheck = again.pass ? 1 : 0;
+      }
       if (spec.stats && !statsRaw.empty()) {
         r.statsChecked = true;
         r.statsCheck = compareStats(s, model, statsRaw.data());
@@ -1347,7 +1309,7 @@ int main(int argc, char **argv) {
     return kExitUsage;
   }
   if (opt.selfTest) {
-    int failed = runSelfTest(opt.verbose);
+    int failed = blasst::bench::runSelfTest(opt.verbose);
     return failed ? kExitFail : kExitPass;
   }
 
