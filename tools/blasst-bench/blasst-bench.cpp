@@ -3,12 +3,13 @@
 // Loads kernels the blasst compiler produced (<stem>.cubin/.meta/.spec),
 // runs each once on random inputs with poisoned outputs, compares every
 // output element (or K evenly spaced rows) with a double-precision CPU
-// reference, optionally checks that repeated launches are bit-identical,
-// then times it with CUDA events.
+// reference (BLASSTReference), optionally checks that repeated launches are
+// bit-identical, then times it with CUDA events.
 //
-// Runtime-only: links BLASSTRuntime and BLASSTSpec, no LLVM/MLIR, and
-// libcuda is dlopen'ed, so it starts on any machine. Exit codes: 0 all
-// kernels passed, 1 something failed, 2 skipped (no usable GPU), 64 usage.
+// Runtime-only: links BLASSTRuntime, BLASSTReference and BLASSTSpec, no
+// LLVM/MLIR, and libcuda is dlopen'ed, so it starts on any machine. Exit
+// codes: 0 all kernels passed, 1 something failed, 2 skipped (no usable
+// GPU), 64 usage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,11 +36,6 @@ using namespace blasst;
 using namespace blasst::ref;
 using namespace blasst::rt;
 
-namespace blasst::bench {
-/// SelfTest.cpp: the checks of the CPU reference; the number that failed.
-int runSelfTest(bool verbose);
-} // namespace blasst::bench
-
 namespace {
 
 constexpr int kExitPass = 0;
@@ -57,7 +53,6 @@ constexpr int kVotingGroups = 2;
 
 const char *kUsage =
     R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
-       blasst-bench --self-test [--verbose]
 
 Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile),
 checks each kernel against a double-precision CPU reference and times it.
@@ -111,7 +106,6 @@ sparse (BLASST) kernels:
 other:
   --device N           GPU ordinal (default 0)
   --json FILE          write every number as JSON
-  --self-test          check the bench's own reference/comparison logic (no GPU)
   --help
 
 PASS needs: no NaN/inf (unwritten poison counts), relative L2 error <= 1e-2
@@ -157,8 +151,6 @@ struct Options {
   // emitStatsFlush).
   SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Idle;
   int device = 0;
-  bool selfTest = false;
-  bool verbose = false;
 };
 
 bool parseInt64(const std::string &s, int64_t *out) {
@@ -336,17 +328,13 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       int64_t n = 0;
       if ((err = intArg(&n, 0)).empty())
         o->device = int(n);
-    } else if (arg == "--self-test") {
-      o->selfTest = true;
-    } else if (arg == "--verbose" || arg == "-v") {
-      o->verbose = true;
     } else {
       err = "unknown argument '" + args[i] + "'";
     }
     if (!err.empty())
       return err;
   }
-  if (!o->selfTest && o->kernels.empty())
+  if (o->kernels.empty())
     return "no --kernel given";
   return "";
 }
@@ -1307,10 +1295,6 @@ int main(int argc, char **argv) {
   if (std::string err = parseOptions(argc, argv, &opt); !err.empty()) {
     std::fprintf(stderr, "blasst-bench: %s\n\n%s", err.c_str(), kUsage);
     return kExitUsage;
-  }
-  if (opt.selfTest) {
-    int failed = blasst::bench::runSelfTest(opt.verbose);
-    return failed ? kExitFail : kExitPass;
   }
 
   // What needs no GPU first: a missing or malformed file is an error even on
