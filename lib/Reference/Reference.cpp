@@ -1,6 +1,6 @@
-//===- BenchCore.cpp - Host-side numerics of blasst-bench -----------------===//
+//===- Reference.cpp - Attention on the CPU, in double precision ----------===//
 
-#include "BenchCore.h"
+#include "blasst/Reference/Reference.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,7 @@
 #include <thread>
 
 using namespace blasst;
-using namespace blasst::bench;
+using namespace blasst::ref;
 
 //===----------------------------------------------------------------------===//
 // 16-bit floats
@@ -32,7 +32,7 @@ float bitsFloat(uint32_t u) {
 
 } // namespace
 
-uint16_t blasst::bench::floatToBF16(float value) {
+uint16_t blasst::ref::floatToBF16(float value) {
   uint32_t u = floatBits(value);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) // NaN: keep the sign, make it quiet
     return uint16_t((u >> 16) | 0x0040u);
@@ -42,11 +42,11 @@ uint16_t blasst::bench::floatToBF16(float value) {
   return uint16_t(u >> 16);
 }
 
-float blasst::bench::bf16ToFloat(uint16_t bits) {
+float blasst::ref::bf16ToFloat(uint16_t bits) {
   return bitsFloat(uint32_t(bits) << 16);
 }
 
-uint16_t blasst::bench::floatToF16(float value) {
+uint16_t blasst::ref::floatToF16(float value) {
   uint32_t x = floatBits(value);
   uint16_t sign = uint16_t((x >> 16) & 0x8000u);
   x &= 0x7FFFFFFFu;
@@ -78,7 +78,7 @@ uint16_t blasst::bench::floatToF16(float value) {
   return uint16_t(sign | h);
 }
 
-float blasst::bench::f16ToFloat(uint16_t bits) {
+float blasst::ref::f16ToFloat(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000u) << 16;
   uint32_t exponent = (bits >> 10) & 0x1Fu;
   uint32_t mantissa = bits & 0x3FFu;
@@ -91,15 +91,15 @@ float blasst::bench::f16ToFloat(uint16_t bits) {
   return bitsFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 
-uint16_t blasst::bench::floatToHalf(DType dtype, float value) {
+uint16_t blasst::ref::floatToHalf(DType dtype, float value) {
   return dtype == DType::BF16 ? floatToBF16(value) : floatToF16(value);
 }
 
-float blasst::bench::halfToFloat(DType dtype, uint16_t bits) {
+float blasst::ref::halfToFloat(DType dtype, uint16_t bits) {
   return dtype == DType::BF16 ? bf16ToFloat(bits) : f16ToFloat(bits);
 }
 
-double blasst::bench::unitRoundoff(DType dtype) {
+double blasst::ref::unitRoundoff(DType dtype) {
   return dtype == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
 }
 
@@ -107,13 +107,13 @@ double blasst::bench::unitRoundoff(DType dtype) {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-unsigned blasst::bench::defaultThreads() {
+unsigned blasst::ref::defaultThreads() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? n : 1;
 }
 
-void blasst::bench::parallelFor(size_t n, unsigned threads,
-                                const std::function<void(size_t, size_t)> &fn) {
+void blasst::ref::parallelFor(size_t n, unsigned threads,
+                              const std::function<void(size_t, size_t)> &fn) {
   if (threads == 0)
     threads = defaultThreads();
   if (n == 0)
@@ -136,7 +136,7 @@ void blasst::bench::parallelFor(size_t n, unsigned threads,
     t.join();
 }
 
-const char *blasst::bench::toString(Distribution d) {
+const char *blasst::ref::toString(Distribution d) {
   return d == Distribution::Uniform ? "uniform" : "normal";
 }
 
@@ -154,11 +154,10 @@ double unit(uint64_t h) { return (double(h >> 11) + 0.5) * 0x1.0p-53; }
 
 } // namespace
 
-void blasst::bench::generateTensor(DType dtype, Distribution dist,
-                                   uint64_t seed, uint64_t stream, size_t count,
-                                   std::vector<uint16_t> &bits,
-                                   std::vector<float> &values,
-                                   unsigned threads) {
+void blasst::ref::generateTensor(DType dtype, Distribution dist, uint64_t seed,
+                                 uint64_t stream, size_t count,
+                                 std::vector<uint16_t> &bits,
+                                 std::vector<float> &values, unsigned threads) {
   bits.resize(count);
   values.resize(count);
   uint64_t key = splitmix64(seed ^ splitmix64(stream + 0x5EEDull));
@@ -229,7 +228,7 @@ double Shape::flops() const {
          double(headDim + headDimV);
 }
 
-std::vector<int64_t> blasst::bench::selectRows(int64_t seqQ, int64_t count) {
+std::vector<int64_t> blasst::ref::selectRows(int64_t seqQ, int64_t count) {
   std::vector<int64_t> rows;
   if (count >= seqQ || seqQ <= 1) {
     for (int64_t i = 0; i < seqQ; ++i)
@@ -252,12 +251,12 @@ std::vector<int64_t> blasst::bench::selectRows(int64_t seqQ, int64_t count) {
 // Reference
 //===----------------------------------------------------------------------===//
 
-void blasst::bench::referenceAttention(const Shape &s, const float *q,
-                                       const Strides &qs, const float *k,
-                                       const Strides &ks, const float *v,
-                                       const Strides &vs,
-                                       const std::vector<int64_t> &rows,
-                                       unsigned threads, Reference *out) {
+void blasst::ref::referenceAttention(const Shape &s, const float *q,
+                                     const Strides &qs, const float *k,
+                                     const Strides &ks, const float *v,
+                                     const Strides &vs,
+                                     const std::vector<int64_t> &rows,
+                                     unsigned threads, Reference *out) {
   if (threads == 0)
     threads = defaultThreads();
   out->rows = rows;
@@ -366,193 +365,4 @@ void blasst::bench::referenceAttention(const Shape &s, const float *q,
   worker();
   for (std::thread &t : pool)
     t.join();
-}
-
-//===----------------------------------------------------------------------===//
-// Comparison
-//===----------------------------------------------------------------------===//
-
-Tolerances blasst::bench::tolerancesFor(DType dtype) {
-  Tolerances t;
-  t.relL2 = dtype == DType::BF16 ? 1e-2 : 5e-3;
-  t.lseAbs = 1e-3;
-  return t;
-}
-
-namespace {
-
-std::string fmt(const char *format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
-std::string at(int64_t b, int64_t h, int64_t i, int64_t d) {
-  return "[b=" + std::to_string(b) + ", q=" + std::to_string(i) +
-         ", h=" + std::to_string(h) +
-         (d >= 0 ? ", d=" + std::to_string(d) : "") + "]";
-}
-
-} // namespace
-
-CheckResult blasst::bench::compareOutputs(const Shape &s, DType dtype,
-                                          const Reference &ref,
-                                          const uint16_t *o, const Strides &os,
-                                          const float *lse,
-                                          const Tolerances &tol) {
-  CheckResult r;
-  const int64_t Dv = s.headDimV;
-  const double u = unitRoundoff(dtype);
-  double errSq = 0, refSq = 0;
-  r.rowsChecked = ref.rows.size();
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.qHeads; ++h)
-      for (size_t ri = 0; ri < ref.rows.size(); ++ri) {
-        int64_t i = ref.rows[ri];
-        const double *want = &ref.o[ref.index(s, b, h, ri) * size_t(Dv)];
-        const uint16_t *got = o + b * os.batch + i * os.seq + h * os.head;
-        for (int64_t d = 0; d < Dv; ++d) {
-          ++r.elementsChecked;
-          double g = double(halfToFloat(dtype, got[d]));
-          double w = want[d];
-          if (!std::isfinite(g)) {
-            if (r.nonFinite++ == 0) {
-              r.nanB = b, r.nanH = h, r.nanRow = i, r.nanD = d;
-            }
-            refSq += w * w;
-            continue;
-          }
-          double e = std::fabs(g - w);
-          errSq += e * e;
-          refSq += w * w;
-          if (e > r.maxAbs) {
-            r.maxAbs = e;
-            r.worstB = b, r.worstH = h, r.worstRow = i, r.worstD = d;
-            r.worstRef = w, r.worstOut = g;
-          }
-          if (e > tol.elementFactor * u * (ref.maxAbsV + std::fabs(w)))
-            ++r.overBound;
-        }
-      }
-  double errNorm = std::sqrt(errSq), refNorm = std::sqrt(refSq);
-  r.relL2 = refNorm > 0
-                ? errNorm / refNorm
-                : (errNorm > 0 ? std::numeric_limits<double>::infinity() : 0.0);
-
-  if (r.nonFinite) {
-    r.failures.push_back(
-        std::to_string(r.nonFinite) + " of " +
-        std::to_string(r.elementsChecked) +
-        " checked O elements are NaN/inf (NaN = poison left unwritten, or a "
-        "computed NaN); first at " +
-        at(r.nanB, r.nanH, r.nanRow, r.nanD));
-  }
-  if (!(r.relL2 <= tol.relL2))
-    r.failures.push_back("relative L2 error " + fmt("%.3e", r.relL2) +
-                         " exceeds " + fmt("%.1e", tol.relL2));
-  if (r.overBound)
-    r.failures.push_back(
-        std::to_string(r.overBound) + " O elements differ by more than " +
-        fmt("%g", tol.elementFactor) +
-        "u(max|V| + |ref|) (u = " + fmt("%.3g", u) +
-        ", max|V| = " + fmt("%.3g", ref.maxAbsV) + "); worst at " +
-        at(r.worstB, r.worstH, r.worstRow, r.worstD) + ": got " +
-        fmt("%.6g", r.worstOut) + ", expected " + fmt("%.6g", r.worstRef));
-
-  if (lse) {
-    r.lseChecked = true;
-    double maxAbsBase2 = 0;
-    bool base2Finite = true;
-    std::string firstMasked;
-    const double log2e = 1.4426950408889634;
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t h = 0; h < s.qHeads; ++h)
-        for (size_t ri = 0; ri < ref.rows.size(); ++ri) {
-          int64_t i = ref.rows[ri];
-          double want = ref.lse[ref.index(s, b, h, ri)];
-          double got = double(lse[(b * s.qHeads + h) * s.seqQ + i]);
-          ++r.lseCount;
-          if (std::isinf(want) && want < 0) {
-            if (!(std::isinf(got) && got < 0)) {
-              if (r.lseMaskedMismatch++ == 0)
-                firstMasked = at(b, h, i, -1) + " got " + fmt("%g", got);
-            }
-            continue;
-          }
-          if (!std::isfinite(got)) {
-            ++r.lseNonFinite;
-            base2Finite = false;
-            continue;
-          }
-          r.lseMaxAbs = std::max(r.lseMaxAbs, std::fabs(got - want));
-          maxAbsBase2 = std::max(maxAbsBase2, std::fabs(got - want * log2e));
-        }
-    if (r.lseNonFinite)
-      r.failures.push_back(std::to_string(r.lseNonFinite) +
-                           " LSE values are NaN/inf where the reference is "
-                           "finite (NaN = poison left unwritten)");
-    if (!(r.lseMaxAbs <= tol.lseAbs)) {
-      r.lseLooksBase2 = base2Finite && maxAbsBase2 <= tol.lseAbs;
-      r.failures.push_back(
-          "LSE max abs error " + fmt("%.3e", r.lseMaxAbs) + " exceeds " +
-          fmt("%.1e", tol.lseAbs) +
-          (r.lseLooksBase2
-               ? " (but it matches log2(sum 2^(x*log2e)): the kernel writes "
-                 "a base-2 LSE, the bench expects the natural log)"
-               : ""));
-    }
-    if (r.lseMaskedMismatch)
-      r.failures.push_back(
-          std::to_string(r.lseMaskedMismatch) +
-          " rows that see no key (causal, seqQ > seqKV) have LSE != -inf, "
-          "e.g. " +
-          firstMasked);
-  }
-  r.pass = r.failures.empty();
-  return r;
-}
-
-OutputDiff blasst::bench::diffOutputs(const Shape &s, DType dtype,
-                                      const uint16_t *got,
-                                      const uint16_t *want,
-                                      const Strides &os) {
-  double err = 0, norm = 0, maxAbs = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t q = 0; q < s.seqQ; ++q)
-      for (int64_t h = 0; h < s.qHeads; ++h) {
-        size_t base = size_t(b * os.batch + q * os.seq + h * os.head);
-        for (int64_t d = 0; d < s.headDimV; ++d) {
-          double w = halfToFloat(dtype, want[base + d]);
-          double diff = std::fabs(halfToFloat(dtype, got[base + d]) - w);
-          err += diff * diff;
-          norm += w * w;
-          // A NaN sticks (std::max would drop it).
-          if (std::isnan(diff) || (!std::isnan(maxAbs) && diff > maxAbs))
-            maxAbs = diff;
-        }
-      }
-  OutputDiff r;
-  r.relL2 = norm > 0 ? std::sqrt(err / norm) : (err > 0 ? INFINITY : err);
-  r.maxAbs = maxAbs;
-  return r;
-}
-
-uint64_t blasst::bench::countWritesOutside(const Shape &s, const Strides &os,
-                                           const uint16_t *buffer,
-                                           size_t totalElements) {
-  // Mark O's own elements, then count every other element that changed.
-  std::vector<bool> inside(totalElements, false);
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t i = 0; i < s.seqQ; ++i)
-      for (int64_t h = 0; h < s.qHeads; ++h) {
-        int64_t base = b * os.batch + i * os.seq + h * os.head;
-        for (int64_t d = 0; d < s.headDimV; ++d)
-          if (size_t(base + d) < totalElements)
-            inside[size_t(base + d)] = true;
-      }
-  uint64_t count = 0;
-  for (size_t e = 0; e < totalElements; ++e)
-    if (!inside[e] && buffer[e] != kPoison16)
-      ++count;
-  return count;
 }

@@ -11,10 +11,14 @@
 //    (ABI parameter 5), and the output O/LSE over the kept keys (optionally
 //    the dense reference from the same scores);
 //  - the comparison of the kernel's counters with the model's;
+//  - the O check again without the rows of borderline decisions;
 //  - the "sparsity dial": synthetic Q/K whose fraction of cold (skippable)
 //    KV blocks is an input.
 //
-// The vote (what the model implements; see README.md for the derivation):
+// Plain C++17, no LLVM/MLIR (see Reference.h).
+//
+// The vote (what the model implements; tools/blasst-bench/README.md has the
+// derivation):
 //   x[r][j] = (q_r . k_j) * scale * log2(e), key j visible to row r iff
 //   j < seqKV and (!causal or j <= r + seqKV - seqQ).
 //   CTA m owns rows [m*blockM, (m+1)*blockM), split into groups of
@@ -32,10 +36,11 @@
 //   nothing to O, l or m of the group.
 //
 //===----------------------------------------------------------------------===//
-#ifndef BLASST_BENCH_SKIPMODEL_H
-#define BLASST_BENCH_SKIPMODEL_H
+#ifndef BLASST_REFERENCE_SKIPMODEL_H
+#define BLASST_REFERENCE_SKIPMODEL_H
 
-#include "BenchCore.h"
+#include "blasst/Reference/Compare.h"
+#include "blasst/Reference/Reference.h"
 
 #include "blasst/Spec/AttentionSpec.h"
 
@@ -44,7 +49,7 @@
 #include <string>
 #include <vector>
 
-namespace blasst::bench {
+namespace blasst::ref {
 
 //===----------------------------------------------------------------------===//
 // Thresholds
@@ -139,7 +144,7 @@ void skipModelAttention(const Shape &shape, const float *q, const Strides &qs,
                         SkipModel *out, Reference *dense = nullptr);
 
 //===----------------------------------------------------------------------===//
-// The kernel's counters against the model
+// The kernel's counters and output against the model
 //===----------------------------------------------------------------------===//
 
 struct StatsCheck {
@@ -161,6 +166,21 @@ struct StatsCheck {
 /// by at most the model's borderline decision count of that (b, h).
 StatsCheck compareStats(const Shape &shape, const SkipModel &model,
                         const int64_t *stats);
+
+/// After a failed O check of a sparse kernel with borderline decisions: the
+/// check again with the rows of every group that had a borderline decision
+/// left out (their reference replaced by the kernel's own values), to tell
+/// a borderline block decided the other way from a real error. `o`, `os`
+/// and `lse` as for compareOutputs, checked against model.out with
+/// tolerancesFor(dtype).
+struct BorderlineRecheck {
+  uint64_t rows = 0; ///< (batch, head, row)s touched by borderline decisions
+  bool pass = false; ///< whether the check passes without them
+};
+BorderlineRecheck recheckWithoutBorderline(const Shape &shape, DType dtype,
+                                           const SkipModel &model,
+                                           const uint16_t *o, const Strides &os,
+                                           const float *lse);
 
 //===----------------------------------------------------------------------===//
 // The sparsity dial
@@ -226,6 +246,6 @@ void generateDialInputs(const Shape &shape, DType dtype,
 double dialWalkedColdFraction(const Shape &shape, const SkipConfig &config,
                               const DialInfo &dial);
 
-} // namespace blasst::bench
+} // namespace blasst::ref
 
-#endif // BLASST_BENCH_SKIPMODEL_H
+#endif // BLASST_REFERENCE_SKIPMODEL_H

@@ -1,6 +1,6 @@
 //===- SkipModel.cpp - BLASST block skipping on the CPU -------------------===//
 
-#include "SkipModel.h"
+#include "blasst/Reference/SkipModel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <thread>
 
 using namespace blasst;
-using namespace blasst::bench;
+using namespace blasst::ref;
 
 namespace {
 
@@ -41,8 +41,8 @@ uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
 // Thresholds
 //===----------------------------------------------------------------------===//
 
-double blasst::bench::kernelLog2Threshold(const SparsityPolicy &policy,
-                                          double param, int64_t seqKV) {
+double blasst::ref::kernelLog2Threshold(const SparsityPolicy &policy,
+                                        double param, int64_t seqKV) {
   switch (policy.kind) {
   case SparsityKind::None:
     return -kInf;
@@ -54,8 +54,8 @@ double blasst::bench::kernelLog2Threshold(const SparsityPolicy &policy,
   return -kInf;
 }
 
-double blasst::bench::paramForKernelLog2Threshold(const SparsityPolicy &policy,
-                                                  double T, int64_t seqKV) {
+double blasst::ref::paramForKernelLog2Threshold(const SparsityPolicy &policy,
+                                                double T, int64_t seqKV) {
   if (policy.kind == SparsityKind::ScaleFactor)
     return T + std::log2(double(seqKV));
   return T;
@@ -65,7 +65,7 @@ double blasst::bench::paramForKernelLog2Threshold(const SparsityPolicy &policy,
 // The skipping model
 //===----------------------------------------------------------------------===//
 
-const char *blasst::bench::toString(SkipConfig::EmptyGroup e) {
+const char *blasst::ref::toString(SkipConfig::EmptyGroup e) {
   switch (e) {
   case SkipConfig::EmptyGroup::Skip:
     return "skip";
@@ -77,8 +77,8 @@ const char *blasst::bench::toString(SkipConfig::EmptyGroup e) {
   return "?";
 }
 
-int64_t blasst::bench::ctaKVBlocks(const Shape &s, const SkipConfig &c,
-                                   int64_t mBlock) {
+int64_t blasst::ref::ctaKVBlocks(const Shape &s, const SkipConfig &c,
+                                 int64_t mBlock) {
   int64_t n = ceilDiv(s.seqKV, c.blockN);
   if (s.causal) {
     int64_t limit =
@@ -88,13 +88,13 @@ int64_t blasst::bench::ctaKVBlocks(const Shape &s, const SkipConfig &c,
   return n;
 }
 
-void blasst::bench::skipModelAttention(const Shape &s, const float *q,
-                                       const Strides &qs, const float *k,
-                                       const Strides &ks, const float *v,
-                                       const Strides &vs,
-                                       const std::vector<int64_t> &rows,
-                                       const SkipConfig &c, unsigned threads,
-                                       SkipModel *out, Reference *dense) {
+void blasst::ref::skipModelAttention(const Shape &s, const float *q,
+                                     const Strides &qs, const float *k,
+                                     const Strides &ks, const float *v,
+                                     const Strides &vs,
+                                     const std::vector<int64_t> &rows,
+                                     const SkipConfig &c, unsigned threads,
+                                     SkipModel *out, Reference *dense) {
   if (threads == 0)
     threads = defaultThreads();
   const int64_t D = s.headDim, Dv = s.headDimV;
@@ -345,11 +345,11 @@ void blasst::bench::skipModelAttention(const Shape &s, const float *q,
 }
 
 //===----------------------------------------------------------------------===//
-// Counters
+// The kernel's counters and output against the model
 //===----------------------------------------------------------------------===//
 
-StatsCheck blasst::bench::compareStats(const Shape &s, const SkipModel &model,
-                                       const int64_t *stats) {
+StatsCheck blasst::ref::compareStats(const Shape &s, const SkipModel &model,
+                                     const int64_t *stats) {
   StatsCheck r;
   std::string firstVisited, firstSkipped;
   for (int64_t b = 0; b < s.batch; ++b)
@@ -391,6 +391,49 @@ StatsCheck blasst::bench::compareStats(const Shape &s, const SkipModel &model,
   return r;
 }
 
+BorderlineRecheck
+blasst::ref::recheckWithoutBorderline(const Shape &s, DType dtype,
+                                      const SkipModel &model, const uint16_t *o,
+                                      const Strides &os, const float *lse) {
+  const SkipConfig &c = model.config;
+  Reference ref = model.out;
+  std::vector<uint8_t> touched(size_t(s.batch * s.qHeads * s.seqQ), 0);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h)
+      for (int64_t m = 0; m < model.mBlocks; ++m)
+        for (int64_t g = 0; g < model.groups; ++g)
+          for (int64_t n = 0; n < model.nBlocksMax; ++n) {
+            if (!(model
+                      .decisions[model.decisionIndex(s.qHeads, b, h, m, g, n)] &
+                  kBorderline))
+              continue;
+            int64_t r0 = m * c.blockM + g * c.groupRows;
+            int64_t r1 =
+                std::min({r0 + c.groupRows, (m + 1) * c.blockM, s.seqQ});
+            for (int64_t i = r0; i < r1; ++i)
+              touched[size_t((b * s.qHeads + h) * s.seqQ + i)] = 1;
+          }
+  BorderlineRecheck r;
+  for (uint8_t t : touched)
+    r.rows += t;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h)
+      for (size_t ri = 0; ri < ref.rows.size(); ++ri) {
+        int64_t i = ref.rows[ri];
+        if (!touched[size_t((b * s.qHeads + h) * s.seqQ + i)])
+          continue;
+        size_t idx = ref.index(s, b, h, ri);
+        const uint16_t *got = o + b * os.batch + i * os.seq + h * os.head;
+        for (int64_t d = 0; d < s.headDimV; ++d)
+          ref.o[idx * size_t(s.headDimV) + size_t(d)] =
+              double(halfToFloat(dtype, got[d]));
+        if (lse)
+          ref.lse[idx] = double(lse[(b * s.qHeads + h) * s.seqQ + i]);
+      }
+  r.pass = compareOutputs(s, dtype, ref, o, os, lse, tolerancesFor(dtype)).pass;
+  return r;
+}
+
 //===----------------------------------------------------------------------===//
 // The sparsity dial
 //===----------------------------------------------------------------------===//
@@ -417,7 +460,7 @@ int DialInfo::windowFactor(int64_t p, int64_t j) const {
   return w;
 }
 
-void blasst::bench::generateDialInputs(
+void blasst::ref::generateDialInputs(
     const Shape &s, DType dtype, const DialConfig &config, uint64_t seed,
     const Strides &qs, size_t qCount, std::vector<uint16_t> &qBits,
     std::vector<float> &q, const Strides &ks, size_t kCount,
@@ -565,9 +608,8 @@ void blasst::bench::generateDialInputs(
     I.maxAbsK = std::max(I.maxAbsK, double(std::fabs(x)));
 }
 
-double blasst::bench::dialWalkedColdFraction(const Shape &s,
-                                             const SkipConfig &c,
-                                             const DialInfo &dial) {
+double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
+                                           const DialInfo &dial) {
   const int64_t mBlocks = ceilDiv(s.seqQ, c.blockM);
   const int64_t groups = ceilDiv(c.blockM, c.groupRows);
   const int64_t gqa = s.qHeads / s.kvHeads;
