@@ -78,23 +78,13 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
   }
   emitPrologue();
-  // Turn barriers first: a role passes the turn to the next role's barrier.
-  for (auto order : kernel.getBody().getOps<OrderOp>()) {
-    ArrayAttr roles = order.getRoles();
-    for (auto [i, r] : llvm::enumerate(roles)) {
-      auto prev = cast<RoleOp>(SymbolTable::lookupSymbolIn(
-          kernel,
-          cast<FlatSymbolRefAttr>(roles[(i + roles.size() - 1) % roles.size()])
-              .getAttr()));
-      auto self = cast<RoleOp>(SymbolTable::lookupSymbolIn(
-          kernel, cast<FlatSymbolRefAttr>(r).getAttr()));
-      int64_t id = env.nextBarrierId++;
-      if (id > 15)
+  // Named barriers (the protocol allocates them: turns first, then one
+  // per compute warpgroup); the hardware has 16, id 0 is __syncthreads.
+  for (auto order : kernel.getBody().getOps<OrderOp>())
+    for (Attribute r : order.getRoles())
+      if (protocol.turnBarrier(order, cast<FlatSymbolRefAttr>(r).getValue())
+              .id > 15)
         return order.emitOpError() << "needs more than 15 named barriers";
-      turnBarriers[(order.getSymName() + "/" + self.getSymName()).str()] = {
-          id, 32 * (self.getNumWarps() + prev.getNumWarps())};
-    }
-  }
   for (auto role : kernel.getBody().getOps<RoleOp>())
     if (failed(emitRole(role)))
       return failure();
@@ -215,7 +205,7 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
     // One thread issues every TMA copy and drives the pipes.
     openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
   } else if (role.getKind() == RoleKind::compute) {
-    st.barrierId = env.nextBarrierId++;
+    st.barrierId = protocol.roleBarrier(role).id;
     if (st.barrierId > 15)
       return role.emitOpError() << "needs more than 15 named barriers";
     if (vote) {
@@ -316,12 +306,8 @@ LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
       .Case([&](AwaitVoteOp o) { return emitAwaitVote(o, st); })
       .Case([&](LoadFragOp o) { return target.emitLoadFrag(o, st); })
       .Case([&](MmaWaitOp o) { return target.emitMmaWait(o, st); })
-      .Case([&](TurnWaitOp o) {
-        return emitTurn(o, o.getOrderAttr(), /*wait=*/true, st);
-      })
-      .Case([&](TurnPassOp o) {
-        return emitTurn(o, o.getOrderAttr(), /*wait=*/false, st);
-      })
+      .Case([&](TurnWaitOp o) { return emitTurn(o, /*wait=*/true); })
+      .Case([&](TurnPassOp o) { return emitTurn(o, /*wait=*/false); })
       .Case([&](UnlessSkippedOp o) { return emitUnlessSkipped(o, st); })
       .Default([&](Operation *o) {
         return o->emitOpError() << "is not lowered on " << target.name();
@@ -487,31 +473,17 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   return success();
 }
 
-LogicalResult KernelLowering::emitTurn(Operation *op, FlatSymbolRefAttr orderRef,
-                                    bool wait, RoleState &st) {
-  auto order =
-      cast<OrderOp>(SymbolTable::lookupSymbolIn(kernel, orderRef.getAttr()));
-  ArrayAttr roles = order.getRoles();
-  auto self = FlatSymbolRefAttr::get(st.role.getSymNameAttr());
-  size_t idx = llvm::find(roles, self) - roles.begin();
-  bool first = idx == 0, last = idx + 1 == roles.size();
-  if (wait) {
-    // The first role holds the turn before its first wait.
-    if (first && !st.inLoop && !st.afterLoop)
-      return success();
-    auto [id, count] = turnBarriers.lookup(
-        (order.getSymName() + "/" + st.role.getSymName()).str());
-    NVVM::BarrierOp::create(b, loc, Type(), c32(id), c32(count), nullptr,
-                            Value());
-    return success();
+LogicalResult KernelLowering::emitTurn(Operation *op, bool wait) {
+  // The protocol says which barrier; a step it gives none (the first role
+  // holds the turn before its first wait, the last role's pass after its
+  // loop has no matching wait) emits nothing.
+  for (const BarrierEvent &e : protocol.step(op)->events) {
+    if (wait)
+      NVVM::BarrierOp::create(b, loc, Type(), c32(e.named.id),
+                              c32(e.named.threads), nullptr, Value());
+    else
+      NVVM::BarrierArriveOp::create(b, loc, c32(e.named.id),
+                                    c32(e.named.threads));
   }
-  // The last role's pass after its loop would have no matching wait.
-  if (last && st.afterLoop)
-    return success();
-  auto next = cast<FlatSymbolRefAttr>(roles[(idx + 1) % roles.size()]);
-  auto [id, count] =
-      turnBarriers.lookup((order.getSymName() + "/" + next.getValue()).str());
-  NVVM::BarrierArriveOp::create(b, loc, c32(id), c32(count));
-  (void)op;
   return success();
 }

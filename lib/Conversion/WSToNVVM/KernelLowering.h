@@ -37,8 +37,7 @@ private:
   LogicalResult emitSteps(Block &block, RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
   LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
-  LogicalResult emitTurn(Operation *op, FlatSymbolRefAttr order, bool wait,
-                         RoleState &st);
+  LogicalResult emitTurn(Operation *op, bool wait);
 
   // --- Pipes and copies (Pipes.cpp) -------------------------------------------
   LogicalResult emitAcquire(AcquireOp op, RoleState &st);
@@ -91,9 +90,6 @@ private:
   }
 
   TargetLowering &target;
-  /// Per "order/role": the named barrier the role waits on for its turn and
-  /// its thread count (the role's threads + the previous role's).
-  llvm::StringMap<std::pair<int64_t, int64_t>> turnBarriers;
 };
 
 } // namespace blasst::ws::lowering

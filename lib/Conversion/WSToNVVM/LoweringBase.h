@@ -148,7 +148,6 @@ struct KernelEnv {
   /// Persistent kernels, inside a role's tile loop: KV blocks the CTA
   /// streamed before this tile, and the tile count's parity (Q's phase).
   Value blockBase, tileParity;
-  int64_t nextBarrierId = 1; // 0 is __syncthreads.
   /// kv_multicast: the CTA's rank in its pair (0 or 1) and the partner's.
   Value ctaRank, partnerRank;
 };

@@ -47,6 +47,23 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
     pipes[p] = info;
   }
 
+  // Named barriers: the turns first (a role passes the turn to the next
+  // role's barrier), then one per compute warpgroup.
+  int64_t nextId = 1;
+  for (OrderOp order : kernel.getBody().getOps<OrderOp>()) {
+    ArrayAttr roles = order.getRoles();
+    for (auto [i, r] : llvm::enumerate(roles)) {
+      RoleOp prev = lookupRole(kernel, roles[(i + roles.size() - 1) % roles.size()]);
+      RoleOp self = lookupRole(kernel, r);
+      turnBarriers[(order.getSymName() + "/" + self.getSymName()).str()] = {
+          nextId++, 32 * (self.getNumWarps() + prev.getNumWarps())};
+    }
+  }
+  for (RoleOp role : kernel.getBody().getOps<RoleOp>())
+    if (role.getKind() == RoleKind::compute)
+      roleBarriers[role] = {nextId++, role.getNumWarps() * 32};
+  lastNamedBarrier = nextId - 1;
+
   for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {
     bool seenLoop = false;
     for (Operation &top : role.getBody().front()) {
@@ -74,16 +91,73 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
         else
           info.block = {seenLoop ? BlockRef::Kind::Last : BlockRef::Kind::First,
                         0};
+        using K = BarrierEvent::Kind;
+        using B = BarrierEvent::Barrier;
         if (pipe) {
           bool producer = pipe.getProducer() == role.getSymName();
-          if (isa<AcquireOp>(s))
-            info.events.push_back({BarrierEvent::Kind::Wait, pipe,
-                                   /*full=*/!producer, 0, 0});
-          else if (isa<ReleaseOp>(s))
-            info.events.push_back(
-                {BarrierEvent::Kind::Arrive, pipe, /*full=*/producer,
-                 arrivingThreads(role),
-                 producer ? int64_t(pipe.getTxBytes().value_or(0)) : 0});
+          BarrierEvent e;
+          e.pipe = pipe;
+          if (isa<AcquireOp>(s)) {
+            e.kind = K::Wait;
+            e.barrier = producer ? B::PipeEmpty : B::PipeFull;
+            info.events.push_back(e);
+          } else if (isa<ReleaseOp>(s)) {
+            e.kind = K::Arrive;
+            e.barrier = producer ? B::PipeFull : B::PipeEmpty;
+            e.arrivals = arrivingThreads(role);
+            e.txBytes = producer ? int64_t(pipe.getTxBytes().value_or(0)) : 0;
+            info.events.push_back(e);
+          }
+        }
+        BarrierEvent named;
+        named.barrier = B::Named;
+        named.arrivals = arrivingThreads(role);
+        if (auto turn = dyn_cast<TurnWaitOp>(s.getOperation())) {
+          auto order = cast<OrderOp>(
+              SymbolTable::lookupSymbolIn(kernel, turn.getOrderAttr().getAttr()));
+          // The first role holds the turn before its first wait.
+          bool first = order.getRoles()[0] ==
+                       FlatSymbolRefAttr::get(role.getSymNameAttr());
+          if (!(first && info.block.kind == BlockRef::Kind::First)) {
+            named.kind = K::Sync;
+            named.named = turnBarrier(order, role.getSymName());
+            info.events.push_back(named);
+          }
+        } else if (auto turn = dyn_cast<TurnPassOp>(s.getOperation())) {
+          auto order = cast<OrderOp>(
+              SymbolTable::lookupSymbolIn(kernel, turn.getOrderAttr().getAttr()));
+          ArrayAttr roles = order.getRoles();
+          size_t idx = llvm::find(roles, FlatSymbolRefAttr::get(
+                                             role.getSymNameAttr())) -
+                       roles.begin();
+          // The last role's pass after its loop would have no matching wait.
+          if (!(idx + 1 == roles.size() &&
+                info.block.kind == BlockRef::Kind::Last)) {
+            named.kind = K::Arrive;
+            named.named = turnBarrier(
+                order, cast<FlatSymbolRefAttr>(roles[(idx + 1) % roles.size()])
+                           .getValue());
+            info.events.push_back(named);
+          }
+        } else if (auto vote = dyn_cast<VoteOp>(s.getOperation())) {
+          // The warpgroup's AND reduction, then (published) one thread's
+          // arrival on the vote barrier of the block's parity.
+          named.kind = K::Sync;
+          named.named = roleBarrier(role);
+          info.events.push_back(named);
+          if (vote.getPublish())
+            info.events.push_back({K::Arrive, B::Vote, PipeOp(), {}, 1, 0});
+        } else if (isa<AwaitVoteOp>(s.getOperation())) {
+          info.events.push_back({K::Wait, B::Vote, PipeOp(), {}, 0, 0});
+        } else if (auto store = dyn_cast<Exp2StoreOp>(s.getOperation())) {
+          // P in shared memory: the warpgroup waits for all of its P.
+          auto p = cast<BufferOp>(
+              SymbolTable::lookupSymbolIn(kernel, store.getPAttr().getAttr()));
+          if (p.getSpace() == MemorySpace::smem) {
+            named.kind = K::Sync;
+            named.named = roleBarrier(role);
+            info.events.push_back(named);
+          }
         }
         SmallVector<BufferAccess> accesses;
         s.getBufferAccesses(accesses);
@@ -187,8 +261,21 @@ void ProtocolAnalysis::print(raw_ostream &os) const {
       if (info.block.kind == BlockRef::Kind::Current && info.block.ahead)
         os << (info.block.ahead > 0 ? "+" : "") << info.block.ahead;
       for (const BarrierEvent &e : info.events) {
-        os << (e.kind == BarrierEvent::Kind::Wait ? " wait " : " arrive ")
-           << "@" << PipeOp(e.pipe).getSymName() << (e.full ? ".full" : ".empty");
+        static const char *verbs[] = {" wait ", " arrive ", " sync "};
+        os << verbs[int(e.kind)];
+        switch (e.barrier) {
+        case BarrierEvent::Barrier::PipeFull:
+        case BarrierEvent::Barrier::PipeEmpty:
+          os << "@" << PipeOp(e.pipe).getSymName()
+             << (e.full() ? ".full" : ".empty");
+          break;
+        case BarrierEvent::Barrier::Named:
+          os << "bar" << e.named.id << "/" << e.named.threads;
+          break;
+        case BarrierEvent::Barrier::Vote:
+          os << "vote";
+          break;
+        }
         if (e.arrivals)
           os << " x" << e.arrivals;
         if (e.txBytes)

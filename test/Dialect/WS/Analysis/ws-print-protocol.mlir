@@ -16,7 +16,7 @@
 // CHECK: tma_load block first writes @k[0:128, 0:64]
 // CHECK: acquire block n+1 wait @k_pipe.empty
 // CHECK: release block n+1 arrive @k_pipe.full x1 tx 16384
-// CHECK: await_vote block n
+// CHECK: await_vote block n wait vote
 // CHECK: tma_load block n writes @v[0:128, 0:64]
 // CHECK: kv_loop carries counters
 // CHECK: role @consumer
@@ -28,7 +28,9 @@
 // CHECK: mma block n reads @p[0:64, 0:128] reads @v[0:128, 0:64] reads @o[0:64, 0:64] writes @o[0:64, 0:64]
 // The softmax after row_max {ahead = 1} works on block n + 1.
 // CHECK: row_max block n+1 reads @s
-// CHECK: vote block n+1 reads @s
+// The warpgroup's AND reduction on its named barrier, then one thread's
+// arrival on the vote barrier.
+// CHECK: vote block n+1 sync bar1/128 x128 arrive vote x1 reads @s
 // CHECK: exp2 block n+1 reads @s[0:64, 0:128] writes @s[0:64, 0:128]
 // CHECK: release block n arrive @v_pipe.empty x128
 // CHECK: pack_p block n+1 reads @s[0:64, 0:128] writes @p[0:64, 0:128]

@@ -22,6 +22,7 @@
 #include "blasst/Dialect/WS/IR/WS.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace blasst::ws {
 
@@ -55,17 +56,32 @@ struct BufferRegion {
   }
 };
 
-/// A wait on, or an arrival at, one barrier ring of a pipe.
+/// A named barrier (bar.sync / bar.arrive / bar.red): its id (0 is
+/// __syncthreads; at most 16 per CTA) and the threads that complete it.
+struct NamedBarrier {
+  int64_t id = 0;
+  int64_t threads = 0;
+};
+
+/// A wait on, or an arrival at, one barrier.
 struct BarrierEvent {
-  enum class Kind { Wait, Arrive };
+  enum class Kind { Wait, Arrive, Sync };
+  enum class Barrier {
+    PipeFull,  ///< A pipe's full ring: data landed (mbarrier).
+    PipeEmpty, ///< A pipe's empty ring: the stage is free (mbarrier).
+    Named,     ///< A named barrier (turns, a warpgroup's own sync).
+    Vote,      ///< The vote barrier of the block's parity (V on demand).
+  };
   Kind kind = Kind::Wait;
-  PipeOp pipe;
-  bool full = true; ///< The full ring (data landed) or the empty ring.
-  /// Arrive: the arrivals this step contributes (one per thread of the
-  /// role, or 1 for an elected thread); Wait: 0.
+  Barrier barrier = Barrier::PipeFull;
+  PipeOp pipe;                ///< PipeFull / PipeEmpty.
+  NamedBarrier named;         ///< Named.
+  /// Arrive / Sync: the arrivals this step contributes (one per thread of
+  /// the role, or 1 for an elected thread).
   int64_t arrivals = 0;
-  /// Arrive on full with a TMA transaction: the bytes the copies deliver.
+  /// Arrive on a full ring with a TMA transaction: the bytes delivered.
   int64_t txBytes = 0;
+  bool full() const { return barrier == Barrier::PipeFull; }
 };
 
 /// Everything the protocol says about one step.
@@ -124,6 +140,18 @@ public:
   /// The storage region `access` names within `role` (its rows for a
   /// CTA-wide tile, aliases resolved).
   BufferRegion regionOf(BufferOp buffer, RoleOp role) const;
+  /// The named barrier of a compute role's warpgroup (P stores, the vote's
+  /// AND reduction); id 0 for other roles.
+  NamedBarrier roleBarrier(RoleOp role) const {
+    return roleBarriers.lookup(role);
+  }
+  /// The named barrier `role` waits on for its turn in `order` (its threads
+  /// and the previous role's).
+  NamedBarrier turnBarrier(OrderOp order, llvm::StringRef role) const {
+    return turnBarriers.lookup((order.getSymName() + "/" + role).str());
+  }
+  /// The highest named barrier id the kernel uses.
+  int64_t maxNamedBarrier() const { return lastNamedBarrier; }
   /// Prints every pipe and step (the `--ws-print-protocol` test pass).
   void print(llvm::raw_ostream &os) const;
 
@@ -131,6 +159,9 @@ private:
   mutable KernelOp kernel;
   llvm::DenseMap<mlir::Operation *, PipeInfo> pipes;
   llvm::DenseMap<mlir::Operation *, StepInfo> steps;
+  llvm::DenseMap<mlir::Operation *, NamedBarrier> roleBarriers;
+  llvm::StringMap<NamedBarrier> turnBarriers;
+  int64_t lastNamedBarrier = 0;
 };
 
 } // namespace blasst::ws
