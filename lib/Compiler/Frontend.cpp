@@ -229,6 +229,19 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
          << *speculate << " kept block" << (*speculate == 1 ? "" : "s")
          << " (copied before the votes)";
     os << "\n";
+    // The threshold the kernel applies, and where the cap takes over.
+    const SparsityPolicy &sp = spec.sparsity;
+    auto g = [](double v) { return llvm::format("%g", v); };
+    os << "  BLASST threshold: lambda = ";
+    if (sp.kind == SparsityKind::ScaleFactor)
+      os << "min(a / L_kv, " << g(sp.lambdaMax) << ") with a = " << g(sp.value)
+         << ": capped at lambda_max = " << g(sp.lambdaMax)
+         << " for KV lengths below " << g(sp.value / sp.lambdaMax) << " keys";
+    else
+      os << "exp(" << g(sp.value) << ") = " << g(std::exp(sp.value))
+         << " (lambda_max = " << g(sp.lambdaMax)
+         << " caps a threshold passed at run time)";
+    os << "\n";
   }
   return out;
 }

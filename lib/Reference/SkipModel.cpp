@@ -43,13 +43,16 @@ uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
 
 double blasst::ref::kernelLog2Threshold(const SparsityPolicy &policy,
                                         double param, int64_t seqKV) {
+  // The kernel's threshold, capped at log2(lambda_max) as the kernel caps
+  // it (lambda <= lambda_max <= 1).
+  const double cap = std::log2(policy.lambdaMax);
   switch (policy.kind) {
   case SparsityKind::None:
     return -kInf;
   case SparsityKind::LnLambda:
-    return param;
+    return std::min(param, cap);
   case SparsityKind::ScaleFactor:
-    return param - std::log2(double(seqKV));
+    return std::min(param - std::log2(double(seqKV)), cap);
   }
   return -kInf;
 }

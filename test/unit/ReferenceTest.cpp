@@ -747,9 +747,11 @@ double benchThreshold(const SparsityPolicy &policy, int64_t seqKV) {
 
 /// T from the policy's definition: lambda = a / seqKV or exp(ln_lambda).
 long double definitionThreshold(const SparsityPolicy &policy, int64_t seqKV) {
-  if (policy.kind == SparsityKind::ScaleFactor)
-    return std::log2((long double)policy.value / (long double)seqKV);
-  return (long double)policy.value / std::log(2.0L);
+  long double t = policy.kind == SparsityKind::ScaleFactor
+                      ? std::log2((long double)policy.value / (long double)seqKV)
+                      : (long double)policy.value / std::log(2.0L);
+  // lambda = min(lambda, lambda_max).
+  return std::min(t, std::log2((long double)policy.lambdaMax));
 }
 
 struct ModelCase {
@@ -1083,13 +1085,56 @@ TEST(SkipModel, ThresholdFormulas) {
       << "ln_lambda=-8: T = -8 log2(e), independent of seqKV";
   // --log2-threshold X: an a-policy subtracts log2(seqKV), ln_lambda not.
   EXPECT_NEAR(kernelLog2Threshold(a, 1.5, 1024), 1.5 - 10, 1e-12);
-  EXPECT_EQ(kernelLog2Threshold(l, 1.5, 1024), 1.5);
+  EXPECT_EQ(kernelLog2Threshold(l, -1.5, 1024), -1.5);
+  EXPECT_EQ(kernelLog2Threshold(l, 1.5, 1024), 0.0)
+      << "a run-time threshold above lambda_max = 1 is capped";
   EXPECT_NEAR(
       kernelLog2Threshold(a, paramForKernelLog2Threshold(a, -7.0, 3000), 3000),
       -7.0, 1e-12)
       << "paramForKernelLog2Threshold inverts kernelLog2Threshold";
   double dense = kernelLog2Threshold(SparsityPolicy(), 0, 10);
   EXPECT_TRUE(std::isinf(dense) && dense < 0) << "dense policy: T = -inf";
+}
+
+// lambda = a / L_kv above lambda_max is capped, per sequence: a block whose
+// maximum exceeds the running maximum (the one that dominates the softmax)
+// is never skipped, however short the sequence.
+TEST(SkipModel, LambdaCapKeepsTheBlockThatRaisesTheMax) {
+  SparsityPolicy a{SparsityKind::ScaleFactor, 4096.0};
+  // L_kv = 32 < a: lambda = 128 uncapped (T = 7), 1 capped (T = 0).
+  EXPECT_EQ(kernelLog2Threshold(a, std::log2(4096.0), 32), 0.0);
+  EXPECT_NEAR(kernelLog2Threshold(a, std::log2(4096.0), 8192), -1.0, 1e-12)
+      << "L_kv > a: lambda = a / L_kv = 0.5, below the cap";
+  SparsityPolicy half = a;
+  half.lambdaMax = 0.5;
+  EXPECT_NEAR(kernelLog2Threshold(half, std::log2(4096.0), 32), -1.0, 1e-12)
+      << "lambda_max = 0.5: T = -1";
+
+  // Two KV blocks of 16 keys; every query row scores block 0's keys 0 and
+  // block 1's keys 1 (log2 units): block 1 raises the running max by 1.
+  Shape s = modelShape(1, 8, 32, 1, 1, 16, false, 1.0);
+  Inputs in = makeInputs(s, DType::BF16, 0, 3, Distribution::Normal);
+  std::fill(in.q.begin(), in.q.end(), 0.0f);
+  std::fill(in.k.begin(), in.k.end(), 0.0f);
+  for (int64_t i = 0; i < s.seqQ; ++i)
+    in.q[size_t(i * in.qs.seq)] = 1.0f;
+  for (int64_t j = 16; j < 32; ++j)
+    in.k[size_t(j * in.ks.seq)] = float(std::log(2.0)); // 1 in log2 units
+  SkipConfig cfg;
+  cfg.blockM = 8, cfg.groupRows = 8, cfg.blockN = 16;
+  for (auto [T, kept] : {std::make_pair(7.0, false), std::make_pair(0.0, true)}) {
+    cfg.log2Threshold = T;
+    SkipModel model;
+    skipModelOf(in, allRows(s), cfg, 1, &model);
+    uint8_t d = model.decisions[model.decisionIndex(1, 0, 0, 0, 0, 1)];
+    EXPECT_EQ((d & ~kBorderline) == kKept, kept)
+        << "T = " << T << ": block 1 (max 1 above the running max) is "
+        << (kept ? "kept" : "skipped, the uncapped lambda = 128's error");
+  }
+  cfg.log2Threshold = kernelLog2Threshold(a, std::log2(4096.0), s.seqKV);
+  SkipModel capped;
+  skipModelOf(in, allRows(s), cfg, 1, &capped);
+  EXPECT_EQ(capped.totalSkipped, 0) << "with the cap nothing here is skipped";
 }
 
 //===----------------------------------------------------------------------===//

@@ -57,11 +57,13 @@ namespace blasst::ref {
 
 /// The threshold T the kernel compares (m_blk - m_run) with, in log2 units,
 /// given ABI parameter 12 (`param`): param - log2(seqKV) for `blasst:a=`
-/// (lambda = a / seqKV), param itself for `blasst:ln_lambda=`. -inf for a
-/// dense policy (never skips).
+/// (lambda = a / seqKV), param itself for `blasst:ln_lambda=`, either capped
+/// at log2(lambda_max) (at most 0) as in the kernel. -inf for a dense policy
+/// (never skips).
 double kernelLog2Threshold(const SparsityPolicy &policy, double param,
                            int64_t seqKV);
-/// The inverse: the parameter 12 that makes the kernel use T.
+/// The inverse: the parameter 12 that makes the kernel use T (T at most
+/// log2(lambda_max)).
 double paramForKernelLog2Threshold(const SparsityPolicy &policy, double T,
                                    int64_t seqKV);
 

@@ -220,6 +220,12 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
                 .getResult(0);
         st.threshold = fsub(st.threshold, log2L);
       }
+      // lambda <= lambda_max (at most 1): above 1 a block whose maximum
+      // exceeds the running maximum, the one that dominates the softmax,
+      // would be skipped (a / L_kv with L_kv < a, or a threshold passed at
+      // run time). Applied to this sequence's threshold.
+      st.threshold = arith::MinNumFOp::create(
+          b, loc, st.threshold, cf(float(std::log2(spec.sparsity.lambdaMax))));
     }
   }
   if (!kernel.getPersistent())
