@@ -147,8 +147,8 @@ struct Options {
   bool requireStats = false;              // --stats
   std::optional<double> dial;
   double borderlineEps = 1e-2;
-  // The kernels do not count groups without a row < seq_q (WSToNVVM's
-  // emitStatsFlush).
+  // The kernels do not count groups without a row < seq_q (the lowering's
+  // emitStatsFlush and emitVoteStatsFlush, lib/Conversion/WSToNVVM/Votes.cpp).
   SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Idle;
   int device = 0;
 };

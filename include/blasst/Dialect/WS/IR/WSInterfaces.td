@@ -3,8 +3,8 @@
 // Every per-KV-block step implements StepOpInterface: the role that runs it,
 // the pipe it acquires, releases or fills, the KV block it works on (n +
 // ahead inside a kv_loop) and the buffers it reads and writes. The protocol
-// analysis (Dialect/WS/Analysis/Protocol.h), the lowering and the passes
-// read steps through it instead of switching over op types.
+// analysis (Dialect/WS/Analysis/Protocol.h) reads steps through it instead
+// of switching over op types; the verifiers take a step's role from it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_WS_INTERFACES
