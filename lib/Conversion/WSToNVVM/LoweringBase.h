@@ -271,13 +271,7 @@ protected:
     return op;
   }
 
-  // --- Pieces -------------------------------------------------------------
-  LogicalResult emitKernel(ModuleOp module);
-  LogicalResult requireLoop(Operation *op, RoleState &st) {
-    if (!st.inLoop)
-      return op->emitOpError() << "is lowered inside the kv_loop only";
-    return success();
-  }
+  // --- Checks ---------------------------------------------------------------
   /// Softmax steps work on a KV block: inside the loop, or block 0 before
   /// it (a prologue).
   LogicalResult requireBlock(Operation *op, RoleState &st) {
