@@ -127,7 +127,8 @@ struct KernelBuilder {
                      MemorySpaceAttr::get(b.getContext(), space),
                      b.getDenseI64ArrayAttr({rows, cols}), TypeAttr::get(type),
                      b.getI64IntegerAttr(stages),
-                     aliases.empty() ? FlatSymbolRefAttr() : sym(aliases));
+                     aliases.empty() ? FlatSymbolRefAttr() : sym(aliases),
+                     DenseI64ArrayAttr());
   }
   void pipe(StringRef name, int64_t depth, StringRef producer,
             ArrayRef<StringRef> consumers, ArrayRef<StringRef> buffers,

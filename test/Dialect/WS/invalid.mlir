@@ -914,6 +914,24 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 
 // -----
 
+// Buffer: an alias placed with `at` must fit the buffer it aliases (in that
+// buffer's element columns: 128 bf16 columns are 64 f32 ones).
+ws.kernel @k target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  // expected-error @below {{at [0, 96]: rows [0, 128) and 32-bit columns [96, 160) do not fit @s (128x128)}}
+  ws.buffer @p tmem [128, 128] bf16 stages 1 aliases @s at [0, 96]
+}
+
+// -----
+
+// Buffer: `at` places an alias.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{at needs aliases}}
+  ws.buffer @s smem [64, 64] bf16 stages 1 at [0, 0]
+}
+
+// -----
+
 // Order: turns need at least two roles.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
   // expected-error @below {{needs at least two roles to take turns}}

@@ -174,19 +174,28 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
 }
 
 BufferRegion ProtocolAnalysis::regionOf(BufferOp buffer, RoleOp role) const {
-  BufferOp owner = buffer;
-  while (std::optional<StringRef> target = owner.getAliases())
-    owner = cast<BufferOp>(SymbolTable::lookupSymbolIn(
-        kernel, FlatSymbolRefAttr::get(kernel.getContext(), *target).getAttr()));
+  // An alias is a region of the buffer that owns the storage: its rows and
+  // columns from `at`, its width in the owner's element columns.
   ArrayRef<int64_t> shape = buffer.getShape();
-  BufferRegion r{owner, 0, shape[0], 0, shape[1]};
+  BufferRegion r{buffer, 0, shape[0], 0, shape[1]};
+  if (std::optional<StringRef> target = buffer.getAliases()) {
+    auto owner = cast<BufferOp>(SymbolTable::lookupSymbolIn(
+        kernel, FlatSymbolRefAttr::get(kernel.getContext(), *target).getAttr()));
+    int64_t row = 0, col = 0;
+    if (std::optional<ArrayRef<int64_t>> at = buffer.getAliasOffset())
+      row = (*at)[0], col = (*at)[1];
+    int64_t cols =
+        llvm::divideCeil(shape[1] * buffer.getElementType().getIntOrFloatBitWidth(),
+                         owner.getElementType().getIntOrFloatBitWidth());
+    r = {owner, row, row + shape[0], col, col + cols};
+  }
   // A compute role works on its own rows of a CTA-wide tile (Q, P in
   // shared memory); register tiles are private to the role anyway.
   if (std::optional<int64_t> rowBegin = role.getRowBegin())
     if (shape[0] == int64_t(kernel.getBlockM()) &&
         buffer.getSpace() != MemorySpace::regs) {
-      r.rowBegin = *rowBegin;
-      r.rowEnd = role.getRowEnd().value_or(shape[0]);
+      r.rowBegin += *rowBegin;
+      r.rowEnd = r.rowBegin + (role.getRowEnd().value_or(shape[0]) - *rowBegin);
     }
   return r;
 }

@@ -267,6 +267,23 @@ LogicalResult BufferOp::verify() {
         other.getStageBytes() * other.getStages())
       return emitOpError() << "is larger than the buffer it aliases, "
                            << aliased;
+    if (std::optional<ArrayRef<int64_t>> at = getAliasOffset()) {
+      if (at->size() != 2 || (*at)[0] < 0 || (*at)[1] < 0)
+        return emitOpError() << "at must be [row, column], both >= 0";
+      int64_t ownBits = getElementType().getIntOrFloatBitWidth();
+      int64_t otherBits = other.getElementType().getIntOrFloatBitWidth();
+      int64_t cols = llvm::divideCeil(shape[1] * ownBits, otherBits);
+      ArrayRef<int64_t> os = other.getShape();
+      if ((*at)[0] + shape[0] > os[0] || (*at)[1] + cols > os[1])
+        return emitOpError()
+               << "at [" << (*at)[0] << ", " << (*at)[1] << "]: rows ["
+               << (*at)[0] << ", " << (*at)[0] + shape[0] << ") and "
+               << otherBits << "-bit columns [" << (*at)[1] << ", "
+               << (*at)[1] + cols << ") do not fit " << aliased << " ("
+               << os[0] << "x" << os[1] << ")";
+    }
+  } else if (getAliasOffset()) {
+    return emitOpError() << "at needs aliases";
   }
   return success();
 }

@@ -135,15 +135,21 @@ def WS_BufferOp : WS_Op<"buffer", [Symbol, HasParent<"KernelOp">]> {
     `shape` is one stage's shape (rows, columns); `stages` copies form a ring.
     Register buffers are private to each role that uses them. `aliases` names
     a buffer whose storage this one reuses (P over S in tensor memory, the
-    O staging tile over Q), so it takes no storage of its own.
+    O staging tile over Q), so it takes no storage of its own. `at [row,
+    column]` places it inside that buffer, in the owner's rows and element
+    columns: a bf16 P of 128 columns takes 64 f32 columns of S, so
+    `@p0 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]` is P of tile
+    0 in columns [64, 128) of S of tile 1 (cross-stage P). Without `at` it
+    starts at [0, 0].
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, WS_MemorySpaceEnum:$space,
                        DenseI64ArrayAttr:$shape, TypeAttr:$element_type,
                        I64Attr:$stages,
-                       OptionalAttr<FlatSymbolRefAttr>:$aliases);
+                       OptionalAttr<FlatSymbolRefAttr>:$aliases,
+                       OptionalAttr<DenseI64ArrayAttr>:$alias_offset);
   let assemblyFormat = [{
     $sym_name $space $shape $element_type `stages` $stages
-    (`aliases` $aliases^)? attr-dict
+    (`aliases` $aliases^)? (`at` $alias_offset^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
