@@ -1,4 +1,4 @@
-//===- KernelLowering.cpp - Kernel, roles and KV loops ----------------------===//
+//===- KernelLowering.cpp - Kernel, roles and KV loops --------------------===//
 //
 // The kernel ABI, mbarrier initialisation, role dispatch, persistent tile
 // loops, KV loops with what they carry, and turn barriers.
@@ -255,9 +255,9 @@ void KernelLowering::startTile(RoleState &st) {
 
 /// A persistent CTA walks the (query block, q head) tiles of its batch entry
 /// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the last query blocks first
-/// with reverse_tiles (the longest causal tiles). The role's steps run once per tile; the
-/// K/V rings continue across tiles (a loop-carried count of the blocks
-/// already streamed), the Q pipe flips phase per tile.
+/// with reverse_tiles (the longest causal tiles). The role's steps run once per
+/// tile; the K/V rings continue across tiles (a loop-carried count of the
+/// blocks already streamed), the Q pipe flips phase per tile.
 LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
   Value numMBlocks = divu(add(param(kSeqQ), c32(blockM - 1)), c32(blockM));
   Value tiles = mul(numMBlocks, c32(spec.numQHeads));
@@ -462,8 +462,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
     if (carryVote) {
       // The votes on the last block were not read when the load role
       // copied its V without them.
-      auto last = scf::IfOp::create(b, loc, TypeRange{i32},
-                                    notI1(st.voteKnown),
+      auto last = scf::IfOp::create(b, loc, TypeRange{i32}, notI1(st.voteKnown),
                                     /*withElseRegion=*/true);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(last.thenBlock());

@@ -25,7 +25,7 @@ public:
   LogicalResult emit(ModuleOp module);
 
 private:
-  // --- Kernel, roles, loops (KernelLowering.cpp) ------------------------------
+  // --- Kernel, roles, loops (KernelLowering.cpp) -----------------------------
   LogicalResult emitKernel(ModuleOp module);
   void emitPrologue();
   /// All threads of both CTAs of a pair (kv_multicast).
@@ -39,12 +39,12 @@ private:
   LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
   LogicalResult emitTurn(Operation *op, bool wait);
 
-  // --- Pipes and copies (Pipes.cpp) -------------------------------------------
+  // --- Pipes and copies (Pipes.cpp) ------------------------------------------
   LogicalResult emitAcquire(AcquireOp op, RoleState &st);
   LogicalResult emitRelease(ReleaseOp op, RoleState &st);
   LogicalResult emitTmaLoad(TmaLoadOp op, RoleState &st);
 
-  // --- Skip regions (SkipRegions.cpp) -----------------------------------------
+  // --- Skip regions (SkipRegions.cpp) ----------------------------------------
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
   LogicalResult emitFusedSkip(UnlessSkippedOp r1, ArrayRef<Operation *> mids,
                               UnlessSkippedOp r2, RoleState &st);
@@ -67,7 +67,7 @@ private:
   /// Reads a skip region's results back into st.
   void takeSkipResults(RoleState &st, ValueRange r, const SkipOutputs &out);
 
-  // --- Votes and statistics (Votes.cpp) ---------------------------------------
+  // --- Votes and statistics (Votes.cpp) --------------------------------------
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
   /// Waits for the votes on block `block` (>= 1) and returns whether every

@@ -48,7 +48,6 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
   return layout;
 }
 
-
 KernelEnv::KernelEnv(KernelOp kernel, const SmemLayout &layout,
                      const ProtocolAnalysis &protocol)
     : kernel(kernel), layout(layout), protocol(protocol),
@@ -67,10 +66,10 @@ KernelEnv::KernelEnv(KernelOp kernel, const SmemLayout &layout,
 }
 
 LoweringBase::LoweringBase(KernelEnv &env)
-    : env(env), kernel(env.kernel), layout(env.layout),
-      protocol(env.protocol), spec(env.spec), ctx(env.ctx), b(env.b),
-      loc(env.loc), i1(env.i1), i16(env.i16), i32(env.i32), i64(env.i64),
-      f32(env.f32), elemTy(env.elemTy), ptrSh(env.ptrSh), ptrGen(env.ptrGen),
+    : env(env), kernel(env.kernel), layout(env.layout), protocol(env.protocol),
+      spec(env.spec), ctx(env.ctx), b(env.b), loc(env.loc), i1(env.i1),
+      i16(env.i16), i32(env.i32), i64(env.i64), f32(env.f32),
+      elemTy(env.elemTy), ptrSh(env.ptrSh), ptrGen(env.ptrGen),
       blockM(env.blockM), blockN(env.blockN), func(env.func),
       smemBase(env.smemBase), smemBase32(env.smemBase32), tid(env.tid),
       warp(env.warp), lane(env.lane), mBlock(env.mBlock), head(env.head),

@@ -1,4 +1,5 @@
-//===- LoweringBase.h - State and helpers shared by the ws lowering -*- C++ -*-===//
+//===- LoweringBase.h - State and helpers shared by the ws lowering -*- C++
+//-*-===//
 //
 // What the target-neutral driver (KernelLowering) and a target's lowering
 // (TargetLowering) share while one ws.kernel becomes an llvm.func: the kernel
@@ -24,7 +25,6 @@
 
 namespace blasst::ws::lowering {
 using namespace mlir;
-
 
 /// Kernel parameter indices (runtime/include/blasst/Runtime/KernelABI.h).
 enum Param : unsigned {
@@ -97,7 +97,7 @@ struct RoleState {
   Value threshold;  // log2(lambda) for this sequence.
   Value skip;       // i1: this block is skipped (warpgroup-uniform).
   Value scoresReal; // i1 when the scores may be of a block past the end.
-  bool inSkipRegion = false;      // Emitting a ws.unless_skipped body.
+  bool inSkipRegion = false;   // Emitting a ws.unless_skipped body.
   bool commitInRegion = false; // An async wgmma in it awaits its commit.
   bool stats = false;
   Value skipped; // i32 skipped-block counter (loop-carried).
@@ -121,7 +121,6 @@ struct RoleState {
     l[1] = v[4];
   }
 };
-
 
 /// FailureOr the shared memory layout of `kernel`.
 FailureOr<SmemLayout> computeLayout(KernelOp kernel);

@@ -1,4 +1,4 @@
-//===- Pipes.cpp - mbarrier pipes and TMA copies ----------------------------===//
+//===- Pipes.cpp - mbarrier pipes and TMA copies --------------------------===//
 //
 // Acquire and release of a pipe stage (the stage and phase of the block a
 // step works on) and the TMA copies that fill a stage.
@@ -29,8 +29,8 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
   // in the last iteration) needs no branch: past the end it waits for the
   // stage's previous phase, which has completed (or, on a fresh barrier,
   // passes at once). The branch cost a resolve stall every iteration.
-  bool branchFree = exists && !producer && st.inLoop && op.getAhead() &&
-                    *op.getAhead() == 1;
+  bool branchFree =
+      exists && !producer && st.inLoop && op.getAhead() && *op.getAhead() == 1;
   if (exists && !branchFree)
     openIf(exists);
   auto [stage, phase] = stagePhase(st, pipe, op.getAhead());

@@ -1,4 +1,4 @@
-//===- SkipRegions.cpp - BLASST skip regions --------------------------------===//
+//===- SkipRegions.cpp - BLASST skip regions ------------------------------===//
 //
 // ws.unless_skipped: the kept path runs the region, the skip path keeps
 // the running state (correction 1) and every barrier arrival.
@@ -25,7 +25,8 @@ LogicalResult KernelLowering::emitSteps(Block &block, RoleState &st) {
     // block (0.6-2% faster with skipping,
     // docs/results/2026-11-29-session8.md §6).
     SmallVector<Operation *> mids;
-    if (auto first = dyn_cast<UnlessSkippedOp>(op); first && first.getFuseNext())
+    if (auto first = dyn_cast<UnlessSkippedOp>(op);
+        first && first.getFuseNext())
       if (UnlessSkippedOp second = first.getFusablePartner(mids)) {
         if (failed(emitFusedSkip(first, mids, second, st)))
           return failure();
@@ -39,8 +40,8 @@ LogicalResult KernelLowering::emitSteps(Block &block, RoleState &st) {
 }
 
 LogicalResult KernelLowering::emitFusedSkip(UnlessSkippedOp r1,
-                                         ArrayRef<Operation *> mids,
-                                         UnlessSkippedOp r2, RoleState &st) {
+                                            ArrayRef<Operation *> mids,
+                                            UnlessSkippedOp r2, RoleState &st) {
   if (!st.skip)
     return r1.emitOpError() << "needs a preceding ws.vote";
   SkipOutputs out = skipOutputsOf({r1, r2});
@@ -48,7 +49,8 @@ LogicalResult KernelLowering::emitFusedSkip(UnlessSkippedOp r1,
     return r1.emitOpError() << "exponentiates scores nobody computed";
   // Snapshot what the kept path changes, for the skip path.
   Value o0 = st.o, m0[2] = {st.m[0], st.m[1]}, l0[2] = {st.l[0], st.l[1]};
-  Value corr0[2] = {st.corr[0], st.corr[1]}, mUse0[2] = {st.mUse[0], st.mUse[1]};
+  Value corr0[2] = {st.corr[0], st.corr[1]},
+        mUse0[2] = {st.mUse[0], st.mUse[1]};
   Value s0 = st.s, mBlock0[2] = {st.mBlock[0], st.mBlock[1]};
   Value mPart0[2] = {st.mPart[0], st.mPart[1]};
   bool sExp0 = st.sExp;
@@ -102,8 +104,7 @@ LogicalResult KernelLowering::emitFusedSkip(UnlessSkippedOp r1,
     if (st.inflight.size() != inflightAfter)
       return r1.emitOpError() << "fused skip regions: the paths retire "
                                  "different wgmma groups";
-    scf::YieldOp::create(b, loc,
-                         skippedYield(st.carried(), out, s0, pBefore));
+    scf::YieldOp::create(b, loc, skippedYield(st.carried(), out, s0, pBefore));
   }
   takeSkipResults(st, ifOp.getResults(), out);
   for (int i = 0; i < 2; ++i)
@@ -128,7 +129,7 @@ KernelLowering::skipOutputsOf(ArrayRef<UnlessSkippedOp> regions) {
 }
 
 SmallVector<Value> KernelLowering::keptYield(RoleState &st,
-                                          const SkipOutputs &out) {
+                                             const SkipOutputs &out) {
   SmallVector<Value> v = st.carried();
   if (out.update)
     v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
@@ -140,8 +141,8 @@ SmallVector<Value> KernelLowering::keptYield(RoleState &st,
 }
 
 SmallVector<Value> KernelLowering::skippedYield(ValueRange carried,
-                                             const SkipOutputs &out, Value s,
-                                             ArrayRef<Value> pBefore) {
+                                                const SkipOutputs &out, Value s,
+                                                ArrayRef<Value> pBefore) {
   SmallVector<Value> v(carried.begin(), carried.end());
   if (out.update)
     v.append({cf(1.0f), cf(1.0f), cf(0.0f), cf(0.0f)});
@@ -152,7 +153,7 @@ SmallVector<Value> KernelLowering::skippedYield(ValueRange carried,
 }
 
 SmallVector<Value> KernelLowering::pBeforeRegion(RoleState &st,
-                                              const SkipOutputs &out) {
+                                                 const SkipOutputs &out) {
   SmallVector<Value> p;
   for (int64_t i = 0; i < out.numP; ++i)
     p.push_back(int64_t(st.pRegs.size()) == out.numP
@@ -162,7 +163,7 @@ SmallVector<Value> KernelLowering::pBeforeRegion(RoleState &st,
 }
 
 void KernelLowering::takeSkipResults(RoleState &st, ValueRange r,
-                                  const SkipOutputs &out) {
+                                     const SkipOutputs &out) {
   st.setCarried(r.take_front(5));
   size_t k = 5;
   if (out.update) {
@@ -186,7 +187,7 @@ static bool waitsForAllButOne(Operation *op) {
 }
 
 LogicalResult KernelLowering::emitUnlessSkipped(UnlessSkippedOp op,
-                                             RoleState &st) {
+                                                RoleState &st) {
   if (!st.skip)
     return op.emitOpError() << "needs a preceding ws.vote";
   // What leaves the region: the running state, and what the region computes

@@ -32,12 +32,12 @@ public:
   /// Fails with a diagnostic when `op` may not run in `st`'s role.
   virtual LogicalResult checkPlacement(Operation *op, RoleState &st) = 0;
 
-  // --- Running state ----------------------------------------------------------
+  // --- Running state ---------------------------------------------------------
   /// A tile's initial running state of a compute role: O = 0, m = -inf,
   /// l = 0.
   virtual void initRunningState(RoleState &st) = 0;
 
-  // --- Matrix products --------------------------------------------------------
+  // --- Matrix products -------------------------------------------------------
   virtual LogicalResult emitMma(MmaOp op, RoleState &st) = 0;
   virtual LogicalResult emitMmaWait(MmaWaitOp op, RoleState &st) = 0;
   virtual LogicalResult emitLoadFrag(LoadFragOp op, RoleState &st) = 0;
@@ -46,7 +46,7 @@ public:
   /// Waits until at most `pending` asynchronous MMA groups are in flight.
   virtual void waitAsyncGroups(int64_t pending) = 0;
 
-  // --- Scores and the online softmax ------------------------------------------
+  // --- Scores and the online softmax -----------------------------------------
   /// Reads the block's scores, masks them (sequence end, causal diagonal)
   /// and takes each row's max.
   virtual LogicalResult emitRowMax(RowMaxOp op, RoleState &st) = 0;
@@ -58,7 +58,7 @@ public:
   virtual LogicalResult emitCorrect(CorrectOp op, RoleState &st) = 0;
   virtual LogicalResult emitEpilogue(EpilogueOp op, RoleState &st) = 0;
 
-  // --- BLASST ------------------------------------------------------------------
+  // --- BLASST ----------------------------------------------------------------
   /// i1: every row this thread holds has m_block - m < log2(lambda) or lies
   /// past the query sequence (it abstains). The driver makes it unanimous.
   virtual Value voteSkipsOwnRows(RoleState &st) = 0;

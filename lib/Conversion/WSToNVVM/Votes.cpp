@@ -1,4 +1,4 @@
-//===- Votes.cpp - BLASST votes and skip statistics -------------------------===//
+//===- Votes.cpp - BLASST votes and skip statistics -----------------------===//
 //
 // ws.vote (warp vote, warpgroup unanimity, publication to the load role),
 // ws.await_vote (V on demand, speculative copies) and the statistics.
@@ -18,7 +18,6 @@ using namespace blasst::ws::lowering;
 //===----------------------------------------------------------------------===//
 // BLASST
 //===----------------------------------------------------------------------===//
-
 
 LogicalResult KernelLowering::emitVote(VoteOp op, RoleState &st) {
   if (!st.mPart[0] || !st.threshold)
@@ -78,8 +77,7 @@ LogicalResult KernelLowering::emitVote(VoteOp op, RoleState &st) {
   return success();
 }
 
-std::pair<Value, Value> KernelLowering::readVotes(Value block,
-                                               RoleState &st) {
+std::pair<Value, Value> KernelLowering::readVotes(Value block, RoleState &st) {
   // Votes on blocks of one parity go to one barrier, whose phase k
   // completes with the votes on its k-th block: block n is phase
   // (n - 1) / 2 of barrier n % 2. The load role reads every block's votes
@@ -97,7 +95,8 @@ std::pair<Value, Value> KernelLowering::readVotes(Value block,
     Value flag = LLVM::LoadOp::create(b, loc, i32, voteFlag(parity, v));
     all = v ? arith::AndIOp::create(b, loc, all, flag) : flag;
     if (st.countVotes)
-      count = add(count, select(hasRows(layout.voterRowBegin[size_t(v)]), flag, c32(0)));
+      count = add(count, select(hasRows(layout.voterRowBegin[size_t(v)]), flag,
+                                c32(0)));
   }
   return {cmp(arith::CmpIPredicate::ne, all, c32(0)), count};
 }
@@ -109,7 +108,9 @@ void KernelLowering::emitVoteStatsFlush(RoleState &st) {
   // emitStatsFlush leaves it out).
   Value voters = c32(0);
   for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v)
-    voters = add(voters, arith::ExtUIOp::create(b, loc, i32, hasRows(layout.voterRowBegin[size_t(v)])));
+    voters =
+        add(voters, arith::ExtUIOp::create(
+                        b, loc, i32, hasRows(layout.voterRowBegin[size_t(v)])));
   addStats(mul(st.numBlocks, voters), st.voteSkips);
 }
 
@@ -166,10 +167,10 @@ LogicalResult KernelLowering::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
       scf::YieldOp::create(b, loc, ValueRange{notI1(skipped), count});
     }
     // Kept blocks in a row up to n - 1.
-    Value run = select(prev.getResult(0),
-                       arith::MinSIOp::create(b, loc, add(st.keptRun, c32(1)),
-                                              c32(k)),
-                       c32(0));
+    Value run =
+        select(prev.getResult(0),
+               arith::MinSIOp::create(b, loc, add(st.keptRun, c32(1)), c32(k)),
+               c32(0));
     auto guess = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1, i32},
                                    cmp(arith::CmpIPredicate::sge, run, c32(k)),
                                    /*withElseRegion=*/true);

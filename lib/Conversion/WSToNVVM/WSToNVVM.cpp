@@ -1,4 +1,4 @@
-//===- WSToNVVM.cpp - The convert-ws-to-nvvm pass --------------------------===//
+//===- WSToNVVM.cpp - The convert-ws-to-nvvm pass -------------------------===//
 //
 // Lowers each ws.kernel to an NVVM kernel (llvm.func): the protocol
 // analysis and the shared memory layout first, then the target-neutral

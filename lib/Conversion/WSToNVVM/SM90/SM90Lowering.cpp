@@ -1,4 +1,4 @@
-//===- SM90Lowering.cpp - sm_90a: roles, running state, epilogue ------------===//
+//===- SM90Lowering.cpp - sm_90a: roles, running state, epilogue ----------===//
 //
 // Which roles and steps sm_90a lowers where, the initial running state,
 // and the epilogue (O normalised and stored from the fragment, LSE).

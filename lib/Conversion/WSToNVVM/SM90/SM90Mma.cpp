@@ -1,4 +1,4 @@
-//===- SM90Mma.cpp - sm_90a: wgmma ------------------------------------------===//
+//===- SM90Mma.cpp - sm_90a: wgmma ----------------------------------------===//
 //
 // Q Kᵀ and P V as wgmma (A from shared memory or registers), Q fragments
 // with ldmatrix, and the waits that retire wgmma groups.
@@ -108,8 +108,8 @@ LogicalResult SM90Lowering::emitMma(MmaOp op, RoleState &st) {
   // memory is below 2^18 bytes.
   // K (Q Kᵀ) is K-major; V (P V) is MN-major, its LBO steps to the next
   // 64-column panel.
-  Value descBStage = descriptor(smemAddr(bBase),
-                                qk ? 16 : bRows * kSwizzleBytes, kTileAlign);
+  Value descBStage =
+      descriptor(smemAddr(bBase), qk ? 16 : bRows * kSwizzleBytes, kTileAlign);
   auto descBAt = [&](int64_t off) {
     return off ? arith::AddIOp::create(b, loc, descBStage, c64(off >> 4))
                      .getResult()
@@ -131,8 +131,7 @@ LogicalResult SM90Lowering::emitMma(MmaOp op, RoleState &st) {
     int64_t aOff = aBase + (kk / 4) * aRows * kSwizzleBytes + (kk % 4) * 32;
     Value descA = descriptor(smemAddr(c32(aOff)), 16, kTileAlign);
     Value descB = descBAt(bOff);
-    NVVM::MMALayout layoutB =
-        qk ? NVVM::MMALayout::col : NVVM::MMALayout::row;
+    NVVM::MMALayout layoutB = qk ? NVVM::MMALayout::col : NVVM::MMALayout::row;
     bool zero = qk && kk == 0;
     accIn = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, acc, accIn, descA, descB,
@@ -173,9 +172,9 @@ LogicalResult SM90Lowering::emitLoadFrag(LoadFragOp op, RoleState &st) {
   BufferOp src = bufferOf(op.getSrcAttr()), dst = bufferOf(op.getDstAttr());
   int64_t rows = src.getShape()[0], cols = dst.getShape()[1];
   if (st.rowBegin + 64 > rows)
-    return op.emitOpError() << "the role's rows [" << st.rowBegin << ", "
-                            << st.rowBegin + 64 << ") are not in "
-                            << op.getSrcAttr() << " (" << rows << " rows)";
+    return op.emitOpError()
+           << "the role's rows [" << st.rowBegin << ", " << st.rowBegin + 64
+           << ") are not in " << op.getSrcAttr() << " (" << rows << " rows)";
   // ldmatrix.x4 per 16-column k-step: lane l gives the address of row l % 8
   // of matrix l / 8; matrices 0-3 are (rows 0-7, k 0-7), (rows 8-15, k 0-7),
   // (rows 0-7, k 8-15), (rows 8-15, k 8-15) of the warp's 16 rows, which is
@@ -244,7 +243,7 @@ LogicalResult SM90Lowering::emitMmaWait(MmaWaitOp op, RoleState &st) {
 /// O += P V with P from registers: wgmma's register-A form, which NVVM has
 /// no op for; one inline PTX instruction (its predicate scoped in braces).
 Value SM90Lowering::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
-                                  int64_t n, bool zeroAcc, bool transB) {
+                                   int64_t n, bool zeroAcc, bool transB) {
   auto type = cast<LLVM::LLVMStructType>(acc.getType());
   unsigned nd = type.getBody().size();
   const char *ty = spec.dtype == DType::BF16 ? "bf16" : "f16";
@@ -259,8 +258,7 @@ Value SM90Lowering::wgmmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
   unsigned a0 = 2 * nd;
   str += "}, {$" + std::to_string(a0) + ", $" + std::to_string(a0 + 1) + ", $" +
          std::to_string(a0 + 2) + ", $" + std::to_string(a0 + 3) + "}, $" +
-         std::to_string(a0 + 4) + ", p, 1, 1, " + (transB ? "1" : "0") +
-         ";\n}";
+         std::to_string(a0 + 4) + ", p, 1, 1, " + (transB ? "1" : "0") + ";\n}";
   std::string constraints;
   for (unsigned i = 0; i < nd; ++i)
     constraints += (i ? ",=f" : "=f");

@@ -1,4 +1,4 @@
-//===- SM90Softmax.cpp - sm_90a: the online softmax -------------------------===//
+//===- SM90Softmax.cpp - sm_90a: the online softmax -----------------------===//
 //
 // Masking and row maxima of the score fragment, the running max and
 // correction, exponentials, P in shared memory or registers, O's correction
@@ -134,7 +134,7 @@ void SM90Lowering::ensureBlockMax(RoleState &st, int i) {
 }
 
 LogicalResult SM90Lowering::emitSoftmaxUpdate(SoftmaxUpdateOp op,
-                                             RoleState &st) {
+                                              RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
   if (!st.mPart[0])
@@ -157,8 +157,8 @@ LogicalResult SM90Lowering::emitSoftmaxUpdate(SoftmaxUpdateOp op,
 /// What an exponential step needs: a block, the max a ws.softmax_update
 /// chose, and raw scores.
 LogicalResult SM90Lowering::checkExp2Inputs(Operation *op,
-                                           FlatSymbolRefAttr scores,
-                                           RoleState &st) {
+                                            FlatSymbolRefAttr scores,
+                                            RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
   if (!st.mUse[0])
@@ -215,8 +215,7 @@ LogicalResult SM90Lowering::emitExp2Store(Exp2StoreOp op, RoleState &st) {
 
 /// exp2(s·scale - m) of fragment element `idx` (row half i).
 Value SM90Lowering::expOf(RoleState &st, int i, int64_t idx) {
-  return exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx),
-                                  param(kScaleLog2),
+  return exp2(LLVM::FMAOp::create(b, loc, extract(st.s, idx), param(kScaleLog2),
                                   arith::NegFOp::create(b, loc, st.mUse[i])));
 }
 
@@ -328,7 +327,7 @@ void SM90Lowering::packP(RoleState &st, Value s, int64_t n) {
 /// P stays in registers, packed straight from the exponentials (S keeps
 /// the scores).
 LogicalResult SM90Lowering::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
-                                               int64_t n) {
+                                                int64_t n) {
   packP(st, exponentiate(st, n), n);
   return success();
 }

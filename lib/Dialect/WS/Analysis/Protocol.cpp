@@ -37,7 +37,8 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
     info.depth = int64_t(p.getDepth());
     info.perBlock = perBlock.contains(p);
     info.multicast = multicast.contains(p);
-    info.fullArrivals = arrivingThreads(lookupRole(kernel, p.getProducerAttr()));
+    info.fullArrivals =
+        arrivingThreads(lookupRole(kernel, p.getProducerAttr()));
     for (Attribute c : p.getConsumers()) {
       RoleOp role = lookupRole(kernel, c);
       info.emptyArrivals += arrivingThreads(role);
@@ -53,7 +54,8 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
   for (OrderOp order : kernel.getBody().getOps<OrderOp>()) {
     ArrayAttr roles = order.getRoles();
     for (auto [i, r] : llvm::enumerate(roles)) {
-      RoleOp prev = lookupRole(kernel, roles[(i + roles.size() - 1) % roles.size()]);
+      RoleOp prev =
+          lookupRole(kernel, roles[(i + roles.size() - 1) % roles.size()]);
       RoleOp self = lookupRole(kernel, r);
       turnBarriers[(order.getSymName() + "/" + self.getSymName()).str()] = {
           nextId++, 32 * (self.getNumWarps() + prev.getNumWarps())};
@@ -83,7 +85,8 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
         info.role = role;
         PipeOp pipe;
         if (FlatSymbolRefAttr ref = s.getStepPipe())
-          pipe = cast<PipeOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
+          pipe =
+              cast<PipeOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
         if (isLoop)
           info.block = {BlockRef::Kind::Current, ahead};
         else if (pipe && !pipes[pipe].perBlock)
@@ -113,8 +116,8 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
         named.barrier = B::Named;
         named.arrivals = arrivingThreads(role);
         if (auto turn = dyn_cast<TurnWaitOp>(s.getOperation())) {
-          auto order = cast<OrderOp>(
-              SymbolTable::lookupSymbolIn(kernel, turn.getOrderAttr().getAttr()));
+          auto order = cast<OrderOp>(SymbolTable::lookupSymbolIn(
+              kernel, turn.getOrderAttr().getAttr()));
           // The first role holds the turn before its first wait.
           bool first = order.getRoles()[0] ==
                        FlatSymbolRefAttr::get(role.getSymNameAttr());
@@ -124,12 +127,12 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
             info.events.push_back(named);
           }
         } else if (auto turn = dyn_cast<TurnPassOp>(s.getOperation())) {
-          auto order = cast<OrderOp>(
-              SymbolTable::lookupSymbolIn(kernel, turn.getOrderAttr().getAttr()));
+          auto order = cast<OrderOp>(SymbolTable::lookupSymbolIn(
+              kernel, turn.getOrderAttr().getAttr()));
           ArrayAttr roles = order.getRoles();
-          size_t idx = llvm::find(roles, FlatSymbolRefAttr::get(
-                                             role.getSymNameAttr())) -
-                       roles.begin();
+          size_t idx =
+              llvm::find(roles, FlatSymbolRefAttr::get(role.getSymNameAttr())) -
+              roles.begin();
           // The last role's pass after its loop would have no matching wait.
           if (!(idx + 1 == roles.size() &&
                 info.block.kind == BlockRef::Kind::Last)) {
@@ -180,13 +183,14 @@ BufferRegion ProtocolAnalysis::regionOf(BufferOp buffer, RoleOp role) const {
   BufferRegion r{buffer, 0, shape[0], 0, shape[1]};
   if (std::optional<StringRef> target = buffer.getAliases()) {
     auto owner = cast<BufferOp>(SymbolTable::lookupSymbolIn(
-        kernel, FlatSymbolRefAttr::get(kernel.getContext(), *target).getAttr()));
+        kernel,
+        FlatSymbolRefAttr::get(kernel.getContext(), *target).getAttr()));
     int64_t row = 0, col = 0;
     if (std::optional<ArrayRef<int64_t>> at = buffer.getAliasOffset())
       row = (*at)[0], col = (*at)[1];
-    int64_t cols =
-        llvm::divideCeil(shape[1] * buffer.getElementType().getIntOrFloatBitWidth(),
-                         owner.getElementType().getIntOrFloatBitWidth());
+    int64_t cols = llvm::divideCeil(
+        shape[1] * buffer.getElementType().getIntOrFloatBitWidth(),
+        owner.getElementType().getIntOrFloatBitWidth());
     r = {owner, row, row + shape[0], col, col + cols};
   }
   // A compute role works on its own rows of a CTA-wide tile (Q, P in

@@ -75,8 +75,8 @@ struct BarrierEvent {
   };
   Kind kind = Kind::Wait;
   Barrier barrier = Barrier::PipeFull;
-  PipeOp pipe;                ///< PipeFull / PipeEmpty.
-  NamedBarrier named;         ///< Named.
+  PipeOp pipe;        ///< PipeFull / PipeEmpty.
+  NamedBarrier named; ///< Named.
   /// Arrive / Sync: the arrivals this step contributes (one per thread of
   /// the role, or 1 for an elected thread).
   int64_t arrivals = 0;
