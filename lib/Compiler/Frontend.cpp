@@ -77,7 +77,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote) {
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;
-  passOpts.target = ws::stringifyTarget(opts.target).str();
+  passOpts.target = toString(opts.target);
   passOpts.blockM = opts.blockM;
   passOpts.blockN = opts.blockN;
   passOpts.stages = opts.stages;

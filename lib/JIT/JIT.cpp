@@ -47,19 +47,10 @@ namespace fs = llvm::sys::fs;
 
 const char *jit::compilerVersion() { return "blasst " BLASST_VERSION_STRING; }
 
-static blasst::Target toSpecTarget(ws::Target t) {
-  return t == ws::Target::sm_90a ? blasst::Target::SM90a
-                                 : blasst::Target::SM100a;
-}
-
-static std::string targetName(ws::Target t) {
-  return ws::stringifyTarget(t).str();
-}
-
 /// "'llama3-8b-prefill' for sm_90a", for messages.
-static std::string what(const AttentionSpec &spec, ws::Target t) {
+static std::string what(const AttentionSpec &spec, Target t) {
   return "'" + (spec.name.empty() ? kernelBaseName(spec) : spec.name) +
-         "' for " + targetName(t);
+         "' for " + toString(t);
 }
 
 namespace {
@@ -119,11 +110,11 @@ std::string CompileTimings::toString() const {
 // supports, cache directory, cache key
 //===----------------------------------------------------------------------===//
 
-std::string jit::supports(const AttentionSpec &spec, ws::Target target) {
-  std::string reason = checkSupported(spec, toSpecTarget(target));
+std::string jit::supports(const AttentionSpec &spec, Target target) {
+  std::string reason = checkSupported(spec, target);
   if (!reason.empty())
     return reason;
-  if (target == ws::Target::sm_100a)
+  if (target == Target::SM100a)
     return "the sm_100a lowering (tcgen05, tensor memory) is not built yet";
   return "";
 }
@@ -196,20 +187,20 @@ static std::string compilerBuildId() {
 }
 
 static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
-                                        ws::Target target,
+                                        Target target,
                                         ScheduleOptions knobs) {
   knobs.target = target;
   return resolveSchedule(spec, knobs);
 }
 
 /// The key over a *resolved* schedule.
-static std::string keyFor(const AttentionSpec &spec, ws::Target target,
+static std::string keyFor(const AttentionSpec &spec, Target target,
                           const ScheduleOptions &s) {
   std::string material;
   llvm::raw_string_ostream os(material);
   os << "blasst-jit cache key v1\n"
      << "[spec]\n"
-     << spec.toString() << "[target] " << targetName(target) << "\n"
+     << spec.toString() << "[target] " << toString(target) << "\n"
      << "[compiler] " << compilerVersion() << " build " << compilerBuildId()
      << "\n"
      << "[ptxas] " << cachedPtxasVersion() << "\n"
@@ -231,7 +222,7 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
   return llvm::toHex(hash, /*LowerCase=*/true);
 }
 
-std::string jit::cacheKey(const AttentionSpec &spec, ws::Target target,
+std::string jit::cacheKey(const AttentionSpec &spec, Target target,
                           const ScheduleOptions &schedule) {
   return keyFor(spec, target, resolvedSchedule(spec, target, schedule));
 }
@@ -286,7 +277,7 @@ static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
     why = "unreadable .meta: " + s.message();
     return Lookup::Corrupt;
   }
-  if (info.target != targetName(ck.target) ||
+  if (info.target != toString(ck.target) ||
       info.compilerVersion != compilerVersion() ||
       info.blockM != ck.schedule.blockM || info.blockN != ck.schedule.blockN) {
     why = ".meta does not describe this kernel (target " + info.target + ", " +
@@ -495,7 +486,7 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
                                    ": " + llvm::toString(lowered.takeError()));
   rt::KernelInfo info;
   info.kernelName = lowered->name;
-  info.target = targetName(ck.target);
+  info.target = toString(ck.target);
   info.blockM = lowered->blockM;
   info.blockN = lowered->blockN;
   info.threads = lowered->threads;
@@ -516,7 +507,7 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
 }
 
 llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
-                                            ws::Target target,
+                                            Target target,
                                             const CompileOptions &opts) {
   Stopwatch total, watch;
   if (std::string reason = supports(spec, target); !reason.empty())

@@ -118,7 +118,7 @@ std::string abiMismatch(int version) {
 Status checkTarget(const std::string &target) {
   if (!parseTarget(target))
     return Status::error("unknown target " + quoted(target) +
-                         "; expected sm_90a or sm_100a");
+                         "; expected " + targetChoices());
   return Status::success();
 }
 

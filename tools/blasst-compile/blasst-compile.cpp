@@ -216,9 +216,10 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
 
   for (const std::string &t : targets) {
-    std::optional<ws::Target> target = ws::symbolizeTarget(t);
+    std::optional<Target> target = parseTarget(t);
     if (!target)
-      return fail("unknown --target '" + t + "' (expected sm_90a or sm_100a)");
+      return fail("unknown --target '" + t + "' (expected " + targetChoices() +
+                  ")");
     auto start = std::chrono::steady_clock::now();
     std::string name = kernelBaseName(spec);
     OwningOpRef<ModuleOp> module = buildAttnModule(&ctx, spec, name);

@@ -24,6 +24,16 @@ using namespace mlir;
 using namespace blasst;
 using namespace blasst::ws;
 
+ws::Target blasst::toWSTarget(blasst::Target target) {
+  switch (target) {
+  case blasst::Target::SM90a:
+    return ws::Target::sm_90a;
+  case blasst::Target::SM100a:
+    return ws::Target::sm_100a;
+  }
+  llvm_unreachable("unknown target");
+}
+
 std::string blasst::printScheduleKnob(std::optional<bool> knob) {
   return knob ? (*knob ? "true" : "false") : "auto";
 }
@@ -42,7 +52,7 @@ bool blasst::parseScheduleKnob(StringRef text, std::optional<bool> *knob) {
 
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
-  bool hopper = o.target == ws::Target::sm_90a;
+  bool hopper = o.target == blasst::Target::SM90a;
   if (!o.blockM)
     o.blockM = hopper ? 128 : 256;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
@@ -452,7 +462,7 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
                              const ScheduleOptions &opts) {
   MLIRContext *ctx = b.getContext();
   auto kernel = KernelOp::create(
-      b, loc, b.getStringAttr(name), TargetAttr::get(ctx, opts.target),
+      b, loc, b.getStringAttr(name), TargetAttr::get(ctx, toWSTarget(opts.target)),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
       attn::SpecAttr::fromSpec(ctx, spec),
       opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr(),
@@ -461,7 +471,7 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
                    b.getF32Type()};
-  if (opts.target == ws::Target::sm_90a)
+  if (opts.target == blasst::Target::SM90a)
     buildHopper(kb, kernel, spec, opts, spec.lse);
   else
     buildBlackwell(kb, kernel, spec, opts, spec.lse);
@@ -475,10 +485,11 @@ struct ConvertAttnToWSPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<ws::Target> target = symbolizeTarget(this->target);
+    std::optional<blasst::Target> target = parseTarget(this->target);
     if (!target) {
       module.emitError() << "convert-attn-to-ws: unknown target '"
-                         << this->target << "' (expected sm_90a or sm_100a)";
+                         << this->target << "' (expected " << targetChoices()
+                         << ")";
       return signalPassFailure();
     }
     ScheduleOptions knobs;
@@ -517,24 +528,22 @@ struct ConvertAttnToWSPass
     module.walk([&](attn::AttentionOp op) { ops.push_back(op); });
     for (attn::AttentionOp op : ops) {
       AttentionSpec spec = op.getSpec().toSpec();
-      std::string reason = checkSupported(spec, *target == ws::Target::sm_90a
-                                                    ? blasst::Target::SM90a
-                                                    : blasst::Target::SM100a);
+      std::string reason = checkSupported(spec, *target);
       if (!reason.empty()) {
-        op.emitOpError() << "cannot be compiled for "
-                         << stringifyTarget(*target) << ": " << reason;
+        op.emitOpError() << "cannot be compiled for " << toString(*target)
+                         << ": " << reason;
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
       if ((*opts.overlap || *opts.pingpong || *opts.pInRegisters ||
            *opts.qInRegisters) &&
-          *target != ws::Target::sm_90a) {
+          *target != blasst::Target::SM90a) {
         op.emitOpError() << "overlap, pingpong, p-in-registers and "
                             "q-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
       if (*opts.kvMulticast &&
-          (*target != ws::Target::sm_90a || spec.causal || *opts.persistent ||
+          (*target != blasst::Target::SM90a || spec.causal || *opts.persistent ||
            spec.phase != Phase::Prefill)) {
         op.emitOpError() << "kv-multicast=true is available for sm_90a "
                             "non-causal prefill without persistent CTAs "
@@ -570,11 +579,11 @@ struct ConvertAttnToWSPass
       }
       // Above head_dim 128, O alone takes head_dim / 2 registers per
       // thread: S, P and O fit 240 only with blocks of at most 80 keys.
-      if (*opts.overlap && (*target != ws::Target::sm_90a ||
+      if (*opts.overlap && (*target != blasst::Target::SM90a ||
                             (spec.headDim > 128 && opts.blockN > 80))) {
         op.emitOpError()
             << "overlap=true is not available here: "
-            << (*target != ws::Target::sm_90a
+            << (*target != blasst::Target::SM90a
                     ? "it is an sm_90a schedule"
                     : "S, O and P in flight together do not fit the "
                       "consumers' 240 registers at head_dim > 128 with "
@@ -596,7 +605,7 @@ struct ConvertAttnToWSPass
       LogicalResult verified = verify(kernel);
       getContext().printOpOnDiagnostic(printOp);
       if (failed(verified)) {
-        op.emitOpError() << "the " << stringifyTarget(*target)
+        op.emitOpError() << "the " << toString(*target)
                          << " schedule for this spec is invalid (see above)";
         return signalPassFailure();
       }

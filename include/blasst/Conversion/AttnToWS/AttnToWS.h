@@ -12,9 +12,15 @@
 
 namespace blasst {
 
+/// The ws.kernel attribute's enum for a target: the one conversion from the
+/// spec's / runtime's Target (used everywhere outside the ws IR) to the
+/// dialect's. Both spell a target the same ("sm_90a"); a unit test keeps it
+/// so.
+ws::Target toWSTarget(Target target);
+
 /// Schedule knobs; 0 means "the target's default".
 struct ScheduleOptions {
-  ws::Target target = ws::Target::sm_90a;
+  Target target = Target::SM90a;
   int64_t blockM = 0;
   int64_t blockN = 0;
   int64_t stages = 0;
