@@ -73,22 +73,21 @@ OwningOpRef<ModuleOp> blasst::buildAttnModule(MLIRContext *ctx,
   return module;
 }
 
+static int64_t toPassOption(int64_t knob) { return knob; }
+static std::string toPassOption(std::optional<bool> knob) {
+  return printScheduleKnob(knob);
+}
+
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote) {
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;
   passOpts.target = toString(opts.target);
-  passOpts.blockM = opts.blockM;
-  passOpts.blockN = opts.blockN;
-  passOpts.stages = opts.stages;
-  passOpts.producerRegs = opts.producerRegs;
-  passOpts.consumerRegs = opts.consumerRegs;
-  passOpts.overlap = printScheduleKnob(opts.overlap);
-  passOpts.pingpong = printScheduleKnob(opts.pingpong);
-  passOpts.pInRegisters = printScheduleKnob(opts.pInRegisters);
-  passOpts.qInRegisters = printScheduleKnob(opts.qInRegisters);
-  passOpts.persistent = printScheduleKnob(opts.persistent);
-  passOpts.kvMulticast = printScheduleKnob(opts.kvMulticast);
+  // Every convert-attn-to-ws knob of the table, as the option of the same
+  // name (the V-on-demand knobs are handled below).
+#define BLASST_ATTN_TO_WS_KNOB(Kind, Field, Name, Help)                        \
+  passOpts.Field = toPassOption(opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());
@@ -114,7 +113,8 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   return pm.run(module);
 }
 
-std::string blasst::summarizeKernel(ws::KernelOp kernel) {
+std::string blasst::summarizeKernel(ws::KernelOp kernel,
+                                    const ScheduleOptions *schedule) {
   std::string out;
   llvm::raw_string_ostream os(out);
   AttentionSpec spec = kernel.getSpec().toSpec();
@@ -123,6 +123,8 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
      << kernel.getBlockM() << " q rows x " << kernel.getBlockN()
      << " keys per KV block\n";
   os << "  spec: " << spec.toShortString() << "\n";
+  if (schedule)
+    os << "  schedule: " << formatSchedule(*schedule) << "\n";
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "
      << kernel.getSharedMemoryBytes() << " B";

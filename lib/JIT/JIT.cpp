@@ -187,8 +187,7 @@ static std::string compilerBuildId() {
 }
 
 static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
-                                        Target target,
-                                        ScheduleOptions knobs) {
+                                        Target target, ScheduleOptions knobs) {
   knobs.target = target;
   return resolveSchedule(spec, knobs);
 }
@@ -198,23 +197,14 @@ static std::string keyFor(const AttentionSpec &spec, Target target,
                           const ScheduleOptions &s) {
   std::string material;
   llvm::raw_string_ostream os(material);
-  os << "blasst-jit cache key v1\n"
+  os << "blasst-jit cache key v2\n"
      << "[spec]\n"
      << spec.toString() << "[target] " << toString(target) << "\n"
      << "[compiler] " << compilerVersion() << " build " << compilerBuildId()
      << "\n"
      << "[ptxas] " << cachedPtxasVersion() << "\n"
-     << "[schedule] block_m=" << s.blockM << " block_n=" << s.blockN
-     << " stages=" << s.stages << " producer_regs=" << s.producerRegs
-     << " consumer_regs=" << s.consumerRegs
-     << " overlap=" << s.overlap.value_or(false)
-     << " pingpong=" << s.pingpong.value_or(false)
-     << " p_in_registers=" << s.pInRegisters.value_or(false)
-     << " q_in_registers=" << s.qInRegisters.value_or(false)
-     << " persistent=" << s.persistent.value_or(false)
-     << " kv_multicast=" << s.kvMulticast.value_or(false)
-     << " v_on_demand=" << s.vOnDemand.value_or(false)
-     << " v_speculate_after=" << s.vSpeculateAfter.value_or(-1) << "\n"
+     // Every knob of the table (ScheduleKnobs.def), resolved.
+     << "[schedule] " << formatSchedule(s) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();
   std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(

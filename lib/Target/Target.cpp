@@ -77,7 +77,7 @@ void registerPipeline(
         build(pm, options, *target);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
         optHandler(PipelineOptions());
       });
 }
@@ -208,8 +208,7 @@ FailureOr<std::string> blasst::translateToLLVMIR(ModuleOp module,
   return ir;
 }
 
-FailureOr<std::string> blasst::translateToPTX(ModuleOp module,
-                                              Target target) {
+FailureOr<std::string> blasst::translateToPTX(ModuleOp module, Target target) {
   FailureOr<Translated> t = translate(module, target);
   if (failed(t))
     return failure();

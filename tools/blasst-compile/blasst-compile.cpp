@@ -71,58 +71,51 @@ static cl::opt<bool>
 // `--stats` is also LLVM's own (statistics) option: it is taken out of argv
 // before LLVM's parser sees it.
 static bool statsFlag = false;
-static cl::opt<int64_t> blockM("block-m", cl::desc("query rows per CTA"),
-                               cl::init(0), cl::cat(cat));
-static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
-                               cl::init(0), cl::cat(cat));
-static cl::opt<int64_t> stages("stages", cl::desc("K/V pipeline depth"),
-                               cl::init(0), cl::cat(cat));
-// Unset: the target's default for the spec (resolveSchedule).
-static cl::opt<cl::boolOrDefault>
-    pInRegisters("p-in-registers",
-                 cl::desc("sm_90a: keep P in registers (wgmma with A from "
-                          "registers); default: on with the overlap"),
-                 cl::cat(cat));
-static cl::opt<cl::boolOrDefault> qInRegisters(
-    "q-in-registers",
-    cl::desc("sm_90a: Q in registers for Q Kᵀ (ldmatrix once, wgmma with A "
-             "from registers); default: off"),
-    cl::cat(cat));
-static cl::opt<cl::boolOrDefault>
-    pingpong("pingpong",
-             cl::desc("sm_90a: the consumer warpgroups take turns for their "
-                      "GEMMs (one's softmax overlaps the other's GEMMs)"),
-             cl::cat(cat));
-static cl::opt<cl::boolOrDefault> kvMulticast(
-    "kv-multicast",
-    cl::desc("sm_90a: clusters of two neighbouring query blocks share each "
-             "K/V tile through TMA multicast (non-causal); default: off"),
-    cl::cat(cat));
-static cl::opt<cl::boolOrDefault> vOnDemand(
-    "v-on-demand",
-    cl::desc("sm_90a BLASST: copy a KV block's V only when a vote kept the "
-             "block (the overlap schedule); default: on for BLASST at "
-             "head_dim <= 128 without ping-pong, persistent CTAs or "
-             "multicast"),
-    cl::cat(cat));
-static cl::opt<int64_t> vSpeculateAfter(
-    "v-speculate-after",
-    cl::desc("sm_90a BLASST with V on demand: copy V without waiting for the "
-             "votes after this many kept blocks in a row (0: always wait); "
-             "default: 2. Asks for V on demand"),
-    cl::value_desc("n"), cl::cat(cat));
-static cl::opt<cl::boolOrDefault> persistent(
-    "persistent",
-    cl::desc("sm_90a: persistent CTAs walking the (query block, head) tiles, "
-             "longest causal tiles first; default: off"),
-    cl::cat(cat));
-static cl::opt<cl::boolOrDefault>
-    overlap("overlap",
-            cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
-                     "runs while block n's P V is on the tensor cores); "
-                     "default: on, "
-                     "--overlap=false for the plain schedule"),
-            cl::cat(cat));
+
+namespace {
+/// blasst-compile's flag for a knob of ScheduleKnobs.def; apply() copies
+/// what the command line said into the ScheduleOptions field (nothing when
+/// the flag was not given: the default).
+template <KnobKind K>
+struct KnobFlag;
+
+template <>
+struct KnobFlag<KnobKind::Size> {
+  cl::opt<int64_t> opt;
+  KnobFlag(const char *name, const char *help)
+      : opt(StringRef(name), cl::desc(help), cl::init(0), cl::value_desc("n"),
+            cl::cat(cat)) {}
+  void apply(int64_t &knob) const { knob = opt; }
+};
+
+template <>
+struct KnobFlag<KnobKind::Switch> {
+  cl::opt<cl::boolOrDefault> opt;
+  KnobFlag(const char *name, const char *help)
+      : opt(StringRef(name), cl::desc(help), cl::cat(cat)) {}
+  void apply(std::optional<bool> &knob) const {
+    if (opt != cl::BOU_UNSET)
+      knob = opt == cl::BOU_TRUE;
+  }
+};
+
+template <>
+struct KnobFlag<KnobKind::Count> {
+  cl::opt<int64_t> opt;
+  KnobFlag(const char *name, const char *help)
+      : opt(StringRef(name), cl::desc(help), cl::value_desc("n"),
+            cl::cat(cat)) {}
+  void apply(std::optional<int64_t> &knob) const {
+    if (opt.getNumOccurrences())
+      knob = int64_t(opt);
+  }
+};
+} // namespace
+
+// One flag per schedule knob, named as the table says.
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  static KnobFlag<KnobKind::Kind> Field##Flag(Name, Help);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "blasst-compile: error: " << msg << "\n";
@@ -241,29 +234,17 @@ int main(int argc, char **argv) {
     }
     ScheduleOptions opts;
     opts.target = *target;
-    opts.blockM = blockM;
-    opts.blockN = blockN;
-    opts.stages = stages;
-    auto knob = [](cl::boolOrDefault v) -> std::optional<bool> {
-      if (v == cl::BOU_UNSET)
-        return std::nullopt;
-      return v == cl::BOU_TRUE;
-    };
-    opts.overlap = knob(overlap);
-    opts.pingpong = knob(pingpong);
-    opts.pInRegisters = knob(pInRegisters);
-    opts.qInRegisters = knob(qInRegisters);
-    opts.persistent = knob(persistent);
-    opts.kvMulticast = knob(kvMulticast);
-    opts.vOnDemand = knob(vOnDemand);
-    if (vSpeculateAfter.getNumOccurrences())
-      opts.vSpeculateAfter = int64_t(vSpeculateAfter);
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  Field##Flag.apply(opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
     if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
       return fail("lowering to ws IR failed for " + t);
     lap("ws");
-    if (summary)
+    if (summary) {
+      ScheduleOptions resolved = resolveSchedule(spec, opts);
       for (auto kernel : module->getOps<ws::KernelOp>())
-        llvm::errs() << summarizeKernel(kernel);
+        llvm::errs() << summarizeKernel(kernel, &resolved);
+    }
     if (emit == "ws") {
       module->print(out->os());
       out->os() << "\n";

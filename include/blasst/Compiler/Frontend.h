@@ -31,8 +31,10 @@ mlir::LogicalResult lowerToWS(mlir::ModuleOp module,
                               bool insertVote = true);
 
 /// A human-readable summary of a ws.kernel: roles, buffers, pipes and the
-/// CTA's resource use.
-std::string summarizeKernel(ws::KernelOp kernel);
+/// CTA's resource use; with `schedule` (resolved), a line of its knobs as
+/// formatSchedule spells them.
+std::string summarizeKernel(ws::KernelOp kernel,
+                            const ScheduleOptions *schedule = nullptr);
 
 /// The canonical function name for a spec (used for kernels and caches).
 std::string kernelBaseName(const AttentionSpec &spec);

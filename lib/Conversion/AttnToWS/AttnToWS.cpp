@@ -34,22 +34,6 @@ ws::Target blasst::toWSTarget(blasst::Target target) {
   llvm_unreachable("unknown target");
 }
 
-std::string blasst::printScheduleKnob(std::optional<bool> knob) {
-  return knob ? (*knob ? "true" : "false") : "auto";
-}
-
-bool blasst::parseScheduleKnob(StringRef text, std::optional<bool> *knob) {
-  if (text == "true" || text == "1")
-    *knob = true;
-  else if (text == "false" || text == "0")
-    *knob = false;
-  else if (text == "auto")
-    *knob = std::nullopt;
-  else
-    return false;
-  return true;
-}
-
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
   bool hopper = o.target == blasst::Target::SM90a;
@@ -462,7 +446,8 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
                              const ScheduleOptions &opts) {
   MLIRContext *ctx = b.getContext();
   auto kernel = KernelOp::create(
-      b, loc, b.getStringAttr(name), TargetAttr::get(ctx, toWSTarget(opts.target)),
+      b, loc, b.getStringAttr(name),
+      TargetAttr::get(ctx, toWSTarget(opts.target)),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
       attn::SpecAttr::fromSpec(ctx, spec),
       opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr(),
@@ -479,6 +464,28 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
 }
 
 namespace {
+/// A size knob's pass option: a number, 0 for the default.
+template <typename Option>
+LogicalResult readKnob(ModuleOp module, StringRef name, const Option &option,
+                       int64_t &knob) {
+  knob = option;
+  if (knob >= 0)
+    return success();
+  return module.emitError() << "convert-attn-to-ws: option " << name
+                            << " must not be negative, got " << knob;
+}
+
+/// An on/off knob's pass option: auto, true or false.
+template <typename Option>
+LogicalResult readKnob(ModuleOp module, StringRef name, const Option &option,
+                       std::optional<bool> &knob) {
+  if (parseScheduleKnob(option.getValue(), &knob))
+    return success();
+  return module.emitError()
+         << "convert-attn-to-ws: option " << name
+         << " must be auto, true or false, got '" << option.getValue() << "'";
+}
+
 struct ConvertAttnToWSPass
     : public blasst::impl::ConvertAttnToWSBase<ConvertAttnToWSPass> {
   using Base::Base;
@@ -494,34 +501,12 @@ struct ConvertAttnToWSPass
     }
     ScheduleOptions knobs;
     knobs.target = *target;
-    knobs.blockM = blockM;
-    knobs.blockN = blockN;
-    knobs.stages = stages;
-    knobs.producerRegs = producerRegs;
-    knobs.consumerRegs = consumerRegs;
-    for (auto [name, value, knob] :
-         {std::make_tuple("overlap", &overlap, &knobs.overlap),
-          std::make_tuple("pingpong", &pingpong, &knobs.pingpong),
-          std::make_tuple("p-in-registers", &pInRegisters, &knobs.pInRegisters),
-          std::make_tuple("q-in-registers", &qInRegisters, &knobs.qInRegisters),
-          std::make_tuple("persistent", &persistent, &knobs.persistent),
-          std::make_tuple("kv-multicast", &kvMulticast, &knobs.kvMulticast)})
-      if (!parseScheduleKnob(value->getValue(), knob)) {
-        module.emitError() << "convert-attn-to-ws: option " << name
-                           << " must be auto, true or false, got '"
-                           << value->getValue() << "'";
-        return signalPassFailure();
-      }
-    for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
-                           {"block-n", int64_t(blockN)},
-                           {"stages", int64_t(stages)},
-                           {"producer-regs", int64_t(producerRegs)},
-                           {"consumer-regs", int64_t(consumerRegs)}})
-      if (v < 0) {
-        module.emitError() << "convert-attn-to-ws: option " << name
-                           << " must not be negative, got " << v;
-        return signalPassFailure();
-      }
+    // Every convert-attn-to-ws knob of the table, from the option of the
+    // same name (the V-on-demand knobs belong to blasst-v-on-demand).
+#define BLASST_ATTN_TO_WS_KNOB(Kind, Field, Name, Help)                        \
+  if (failed(readKnob(module, Name, Field, knobs.Field)))                      \
+    return signalPassFailure();
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
 
     SymbolTable symbols(module);
     SmallVector<attn::AttentionOp> ops;
@@ -543,8 +528,8 @@ struct ConvertAttnToWSPass
         return signalPassFailure();
       }
       if (*opts.kvMulticast &&
-          (*target != blasst::Target::SM90a || spec.causal || *opts.persistent ||
-           spec.phase != Phase::Prefill)) {
+          (*target != blasst::Target::SM90a || spec.causal ||
+           *opts.persistent || spec.phase != Phase::Prefill)) {
         op.emitOpError() << "kv-multicast=true is available for sm_90a "
                             "non-causal prefill without persistent CTAs "
                             "(a causal pair visits different numbers of KV "
