@@ -42,6 +42,9 @@ config.substitutions.append(
                                     config.cmake_make_program, config.c_compiler,
                                     config.cxx_compiler)))
 config.substitutions.append(("%blasst_src_root", config.blasst_src_root))
+config.substitutions.append(("%cxx", '"%s"' % config.cxx_compiler))
+config.substitutions.append(("%llvm_include_dirs", config.llvm_include_dirs))
+config.substitutions.append(("%cuda_home", config.cuda_home))
 
 if os.path.exists(os.path.join(config.cuda_home, "bin", "ptxas")):
     config.available_features.add("ptxas")

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/JIT/JIT.h"
+#include "blasst/Conversion/AttnToWS/AttnToWS.h"
 #include "blasst/Target/Target.h"
 
 #include "llvm/Support/FileSystem.h"

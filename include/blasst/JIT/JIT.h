@@ -31,11 +31,14 @@
 // uses its own MLIRContext, created without a thread pool). A Kernel is not
 // synchronised: call load() once before sharing it between threads.
 //
+// This header includes no MLIR (test/JIT/jit-header.test checks): only the
+// spec, the schedule knobs, the runtime and llvm/Support/Error.h.
+//
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_JIT_JIT_H
 #define BLASST_JIT_JIT_H
 
-#include "blasst/Conversion/AttnToWS/AttnToWS.h"
+#include "blasst/Conversion/AttnToWS/Schedule.h"
 #include "blasst/Runtime/AttentionKernel.h"
 #include "blasst/Runtime/Runtime.h"
 #include "blasst/Spec/AttentionSpec.h"
