@@ -11,14 +11,11 @@
 // are refused by name rather than silently skipped.
 //
 //===----------------------------------------------------------------------===//
+#include "blasst/Compiler/Compile.h"
 #include "blasst/Compiler/Frontend.h"
 #include "blasst/Runtime/AttentionKernel.h"
-#include "blasst/Target/Target.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -135,9 +132,8 @@ int main(int argc, char **argv) {
   argc = int(args.size());
   argv = args.data();
   cl::HideUnrelatedOptions(cat);
-  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
-    os << "blasst " BLASST_VERSION_STRING "\n";
-  });
+  cl::AddExtraVersionPrinter(
+      [](llvm::raw_ostream &os) { os << compilerVersion() << "\n"; });
   cl::ParseCommandLineOptions(
       argc, argv,
       "blasst attention compiler\n\n  --stats  count visited and skipped KV "
@@ -184,14 +180,13 @@ int main(int argc, char **argv) {
     if (!reason.empty())
       return fail("--sparsity/--stats make the spec invalid: " + reason);
   }
-  static const char *kStages[] = {"attn", "ws",  "llvm-dialect",
-                                  "llvm", "ptx", "cubin"};
-  if (!llvm::is_contained(kStages, emit))
-    return fail("unknown --emit '" + emit +
-                "' (expected attn, ws, llvm-dialect, llvm, ptx or cubin)");
+  std::optional<Stage> last = parseStage(emit);
+  if (!last)
+    return fail("unknown --emit '" + emit + "' (expected " + stageChoices() +
+                ")");
   if (targets.empty())
     targets.push_back("sm_90a");
-  bool binary = emit == "cubin";
+  bool binary = *last == Stage::Cubin;
   if (binary && (output == "-" || targets.size() != 1))
     return fail("--emit cubin needs -o STEM and exactly one --target");
 
@@ -213,91 +208,55 @@ int main(int argc, char **argv) {
     if (!target)
       return fail("unknown --target '" + t + "' (expected " + targetChoices() +
                   ")");
-    auto start = std::chrono::steady_clock::now();
-    std::string name = kernelBaseName(spec);
-    OwningOpRef<ModuleOp> module = buildAttnModule(&ctx, spec, name);
-    if (failed(verify(*module)))
-      return fail("the attn module for this spec does not verify");
-    auto lap = [&](const char *what) {
-      double ms = std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
-      llvm::errs() << "blasst-compile: " << spec.name << " -> " << what
-                   << " for " << t << " in " << llvm::format("%.1f", ms)
-                   << " ms\n";
-    };
-    if (emit == "attn") {
-      lap("attn");
-      module->print(out->os());
-      out->os() << "\n";
-      continue;
-    }
-    ScheduleOptions opts;
-    opts.target = *target;
+    CompileRequest request;
+    request.spec = spec;
+    request.schedule.target = *target;
 #define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
-  Field##Flag.apply(opts.Field);
+  Field##Flag.apply(request.schedule.Field);
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
-    if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
-      return fail("lowering to ws IR failed for " + t);
-    lap("ws");
-    if (summary) {
-      ScheduleOptions resolved = resolveSchedule(spec, opts);
-      for (auto kernel : module->getOps<ws::KernelOp>())
-        llvm::errs() << summarizeKernel(kernel, &resolved);
+    request.insertVote = !noVote;
+    request.lastStage = *last;
+    auto start = std::chrono::steady_clock::now();
+    // Progress on stderr after each stage (the attn module only when it is
+    // the output); the last stage's IR or text goes to -o.
+    request.onStage = [&](Stage stage, ModuleOp module, StringRef text) {
+      if (stage != Stage::Attn || stage == *last) {
+        double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+        llvm::errs() << "blasst-compile: " << spec.name << " -> "
+                     << stageName(stage) << " for " << t << " in "
+                     << llvm::format("%.1f", ms) << " ms\n";
+      }
+      if (stage == Stage::WS && summary) {
+        ScheduleOptions resolved = resolveSchedule(spec, request.schedule);
+        for (auto kernel : module.getOps<ws::KernelOp>())
+          llvm::errs() << summarizeKernel(kernel, &resolved);
+      }
+      if (stage != *last || stage == Stage::Cubin)
+        return;
+      if (stage == Stage::LLVMIR || stage == Stage::PTX) {
+        out->os() << text;
+      } else {
+        module.print(out->os());
+        out->os() << "\n";
+      }
+    };
+    llvm::Expected<CompiledCubin> compiled = compileToCubin(ctx, request);
+    if (!compiled) {
+      std::string msg;
+      llvm::handleAllErrors(compiled.takeError(), [&](const CompileError &e) {
+        // An MLIR stage's diagnostics are printed above; say which target.
+        msg = e.diagnosed ? e.message + " for " + t : e.message;
+      });
+      return fail(msg);
     }
-    if (emit == "ws") {
-      module->print(out->os());
-      out->os() << "\n";
+    if (!binary)
       continue;
-    }
 
-    PassManager pm(&ctx);
-    buildWSToLLVMPipeline(pm, *target);
-    if (failed(pm.run(*module)))
-      return fail("lowering ws to the LLVM dialect failed for " + t);
-    lap("llvm-dialect");
-    if (emit == "llvm-dialect") {
-      module->print(out->os());
-      out->os() << "\n";
-      continue;
-    }
-    if (emit == "llvm") {
-      FailureOr<std::string> ir = translateToLLVMIR(*module, *target);
-      if (failed(ir))
-        return fail("translation to LLVM IR failed");
-      lap("llvm");
-      out->os() << *ir;
-      continue;
-    }
-    FailureOr<std::string> ptx = translateToPTX(*module, *target);
-    if (failed(ptx))
-      return fail("PTX generation failed");
-    lap("ptx");
-    if (emit == "ptx") {
-      out->os() << *ptx;
-      continue;
-    }
-
-    // cubin + the metadata the runtime needs to launch it.
-    llvm::Expected<CubinResult> cubin = assembleCubin(*ptx, *target);
-    if (!cubin)
-      return fail(llvm::toString(cubin.takeError()));
-    lap("cubin");
+    // cubin + the metadata and spec the runtime needs to launch it.
     if (verbose)
-      llvm::errs() << cubin->log;
-    llvm::Expected<LoweredKernel> lowered = findLoweredKernel(*module);
-    if (!lowered)
-      return fail(llvm::toString(lowered.takeError()));
-    rt::KernelInfo info;
-    info.kernelName = lowered->name;
-    info.target = t;
-    info.blockM = lowered->blockM;
-    info.blockN = lowered->blockN;
-    info.threads = lowered->threads;
-    info.smemBytes = lowered->smemBytes;
-    info.persistent = lowered->persistent ? 1 : 0;
-    info.clusterM = lowered->clusterM;
-    info.compilerVersion = "blasst " BLASST_VERSION_STRING;
+      llvm::errs() << compiled->ptxasLog;
     std::string stem = output;
     if (StringRef(stem).ends_with(".cubin"))
       stem.resize(stem.size() - 6);
@@ -318,21 +277,23 @@ int main(int argc, char **argv) {
       }
       return "";
     };
+    const std::vector<char> &cubin = compiled->cubin;
     if (std::string e =
-            writeFile(stem + ".cubin",
-                      StringRef(cubin->cubin.data(), cubin->cubin.size()),
+            writeFile(stem + ".cubin", StringRef(cubin.data(), cubin.size()),
                       llvm::sys::fs::OF_None);
         !e.empty())
       return fail(e);
-    if (std::string e =
-            writeFile(stem + ".spec", spec.toString(), llvm::sys::fs::OF_Text);
+    if (std::string e = writeFile(stem + ".spec", compiled->spec.toString(),
+                                  llvm::sys::fs::OF_Text);
         !e.empty())
       return fail(e);
-    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", info); !st)
+    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", compiled->info);
+        !st)
       return fail(st.message());
     llvm::errs() << "blasst-compile: wrote " << stem << ".{cubin,meta,spec} ("
-                 << cubin->cubin.size() << " bytes, " << info.threads
-                 << " threads, " << info.smemBytes << " B shared memory)\n";
+                 << cubin.size() << " bytes, " << compiled->info.threads
+                 << " threads, " << compiled->info.smemBytes
+                 << " B shared memory)\n";
   }
   if (out) {
     out->os().flush();
