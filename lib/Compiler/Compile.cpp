@@ -74,6 +74,23 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
     return stage == request.lastStage;
   };
 
+  // Without the vote a BLASST kernel neither skips nor counts blocks: a
+  // cubin whose .spec says it does would be another kernel than the one
+  // built (and a silently rewritten .spec another kernel than the one asked
+  // for). The dense kernel is the spec with `sparsity = none`.
+  if (!request.insertVote && !spec.sparsity.isDense() &&
+      request.lastStage == Stage::Cubin)
+    return error(Stage::Cubin,
+                 "a cubin built without the BLASST vote (--no-blasst-vote) "
+                 "would neither skip nor count KV blocks, but its .spec "
+                 "would say 'sparsity=" +
+                     sparsityToString(spec.sparsity) +
+                     (spec.stats ? " stats=true" : "") +
+                     "'; compile the dense kernel with 'sparsity=none "
+                     "stats=false' instead (--no-blasst-vote is for "
+                     "comparing IR and PTX)",
+                 /*diagnosed=*/false);
+
   CompiledCubin result;
   result.spec = spec;
   OwningOpRef<ModuleOp> module =

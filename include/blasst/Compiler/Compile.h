@@ -41,7 +41,9 @@ struct CompileRequest {
   /// The target and the knobs; unset knobs take resolveSchedule's defaults.
   ScheduleOptions schedule;
   /// false: no blasst-insert-vote (blasst-compile --no-blasst-vote, for
-  /// comparing dense code).
+  /// comparing dense code). With a sparsity policy the kernel then is not the
+  /// spec's, so a cubin (whose .spec would say otherwise) is refused; its IR
+  /// and PTX may still be looked at.
   bool insertVote = true;
   /// Where to stop. Stage::LLVMIR runs only when it is the last one (PTX
   /// translates to LLVM IR itself).
