@@ -63,7 +63,8 @@ static cl::opt<std::string>
 static cl::opt<bool>
     noVote("no-blasst-vote",
            cl::desc("build without --blasst-insert-vote (for testing that "
-                    "dense kernels do not change)"),
+                    "dense kernels do not change; with a sparsity policy IR "
+                    "and PTX only, no cubin)"),
            cl::cat(cat));
 // `--stats` is also LLVM's own (statistics) option: it is taken out of argv
 // before LLVM's parser sees it.
@@ -185,7 +186,7 @@ int main(int argc, char **argv) {
     return fail("unknown --emit '" + emit + "' (expected " + stageChoices() +
                 ")");
   if (targets.empty())
-    targets.push_back("sm_90a");
+    targets.push_back(toString(Target::SM90a));
   bool binary = *last == Stage::Cubin;
   if (binary && (output == "-" || targets.size() != 1))
     return fail("--emit cubin needs -o STEM and exactly one --target");

@@ -1,8 +1,8 @@
 //===- JIT.h - Compile attention kernels in-process -------------*- C++ -*-===//
 //
 // The host JIT: AttentionSpec -> attn -> ws -> LLVM dialect -> PTX -> cubin,
-// in this process (the same library calls blasst-compile makes), with an
-// on-disk cache, then loading and launching through the runtime.
+// in this process (compileToCubin, the driver blasst-compile runs too), with
+// an on-disk cache, then loading and launching through the runtime.
 //
 //   using namespace blasst;
 //   AttentionSpec spec = *lookupPreset("llama3-8b-prefill");
