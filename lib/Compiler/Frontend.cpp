@@ -113,8 +113,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   return pm.run(module);
 }
 
-std::string blasst::summarizeKernel(ws::KernelOp kernel,
-                                    const ScheduleOptions *schedule) {
+std::string blasst::summarizeKernel(ws::KernelOp kernel) {
   std::string out;
   llvm::raw_string_ostream os(out);
   AttentionSpec spec = kernel.getSpec().toSpec();
@@ -123,8 +122,13 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel,
      << kernel.getBlockM() << " q rows x " << kernel.getBlockN()
      << " keys per KV block\n";
   os << "  spec: " << spec.toShortString() << "\n";
-  if (schedule)
-    os << "  schedule: " << formatSchedule(*schedule) << "\n";
+  // The schedule record the kernel carries, spelled as the knob table says.
+  if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
+    os << "  schedule: " << formatSchedule(scheduleFromAttr(*record));
+    if (kernel.getReverseTiles())
+      os << "  (last query blocks first)";
+    os << "\n";
+  }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "
      << kernel.getSharedMemoryBytes() << " B";
@@ -197,10 +201,17 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel,
   });
   kernel.walk([&](ws::TmaLoadOp l) { onDemand |= l.getOnDemand(); });
   std::optional<uint64_t> speculate;
-  kernel.walk([&](ws::AwaitVoteOp a) { speculate = a.getSpeculateAfter(); });
+  bool loadCounts = false;
+  kernel.walk([&](ws::AwaitVoteOp a) {
+    speculate = a.getSpeculateAfter();
+    loadCounts |= a.getStats();
+  });
   if (voters) {
     os << "  BLASST: a vote per KV block in " << voters << " role"
-       << (voters == 1 ? "" : "s") << (stats ? ", skip counters" : "")
+       << (voters == 1 ? "" : "s")
+       << (stats        ? ", skip counters"
+           : loadCounts ? ", skip counters (kept by the load role)"
+                        : "")
        << "; a skipped block runs Q Kᵀ and its row max only";
     if (!onDemand)
       os << "; K and V are copied for every block";
@@ -210,6 +221,19 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel,
       os << ", and its V tile is not copied (V on demand) unless it follows "
          << *speculate << " kept block" << (*speculate == 1 ? "" : "s")
          << " (copied before the votes)";
+    os << "\n";
+    // The threshold the kernel applies, and where the cap takes over.
+    const SparsityPolicy &sp = spec.sparsity;
+    auto g = [](double v) { return llvm::format("%g", v); };
+    os << "  BLASST threshold: lambda = ";
+    if (sp.kind == SparsityKind::ScaleFactor)
+      os << "min(a / L_kv, " << g(sp.lambdaMax) << ") with a = " << g(sp.value)
+         << ": capped at lambda_max = " << g(sp.lambdaMax)
+         << " for KV lengths below " << g(sp.value / sp.lambdaMax) << " keys";
+    else
+      os << "exp(" << g(sp.value) << ") = " << g(std::exp(sp.value))
+         << " (lambda_max = " << g(sp.lambdaMax)
+         << " caps a threshold passed at run time)";
     os << "\n";
   }
   return out;

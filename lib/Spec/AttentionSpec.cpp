@@ -33,7 +33,7 @@ constexpr int kMaxHeads = 1024;
 const char *const kKnownKeys[] = {
     "name",     "preset",   "dtype",  "head_dim", "head_dim_v",
     "q_heads",  "kv_heads", "causal", "phase",    "softmax_scale",
-    "sparsity", "lse",      "stats"};
+    "sparsity", "lambda_max", "lse",   "stats"};
 
 std::string knownKeysList() {
   std::string out;
@@ -107,6 +107,13 @@ std::optional<bool> parseBool(const std::string &s) {
 /// The sparsity checks, shared by parseSparsity (so a bad value is reported
 /// with its line number) and validate() (for specs built in code).
 std::string checkSparsityValue(const SparsityPolicy &p) {
+  if (!(std::isfinite(p.lambdaMax) && p.lambdaMax > 0 && p.lambdaMax <= 1))
+    return "lambda_max must be in (0, 1], got " +
+           formatShortestDouble(p.lambdaMax) +
+           ": above 1 a block whose maximum exceeds the running maximum "
+           "(the block that dominates the softmax) could be skipped";
+  if (p.kind == SparsityKind::None && p.lambdaMax != 1)
+    return "lambda_max needs a sparsity policy";
   switch (p.kind) {
   case SparsityKind::None:
     return "";
@@ -126,6 +133,12 @@ std::string checkSparsityValue(const SparsityPolicy &p) {
       return "sparsity ln_lambda must be < 0 (the log of a threshold below "
              "1), got " +
              formatShortestDouble(p.value);
+    if (p.value > std::log(p.lambdaMax))
+      return "sparsity ln_lambda = " + formatShortestDouble(p.value) +
+             " is above the cap ln(lambda_max) = " +
+             formatShortestDouble(std::log(p.lambdaMax)) +
+             " (lambda_max = " + formatShortestDouble(p.lambdaMax) +
+             "): lower ln_lambda or raise lambda_max (at most 1)";
     return "";
   }
   return "unknown sparsity kind";
@@ -235,6 +248,9 @@ SpecOrError parseSpecImpl(const std::string &text,
   // Key -> line it was first set on, to report duplicates usefully.
   std::map<std::string, int> seen;
   bool headDimVGiven = false, headDimGiven = false;
+  // lambda_max belongs to the sparsity policy, which a later `sparsity` key
+  // replaces: it is applied after all keys.
+  std::optional<double> lambdaMax;
   numKeys = 0;
 
   std::istringstream in(text);
@@ -339,6 +355,11 @@ SpecOrError parseSpecImpl(const std::string &text,
                         "' for softmax_scale (expected a float or 'default')");
           spec.softmaxScale = d;
         }
+      } else if (key == "lambda_max") {
+        double d = 0;
+        if (!parseDouble(value, d))
+          return fail("invalid number '" + value + "' for lambda_max");
+        lambdaMax = d;
       } else if (key == "sparsity") {
         std::string err;
         std::optional<SparsityPolicy> p = parseSparsity(value, err);
@@ -353,6 +374,8 @@ SpecOrError parseSpecImpl(const std::string &text,
   // means both; this applies on top of a preset as well.
   if (headDimGiven && !headDimVGiven)
     spec.headDimV = spec.headDim;
+  if (lambdaMax)
+    spec.sparsity.lambdaMax = *lambdaMax;
 
   std::string reason = spec.validate();
   if (!reason.empty()) {
@@ -490,6 +513,12 @@ std::optional<SparsityPolicy> blasst::parseSparsity(const std::string &text,
   return p;
 }
 
+double SparsityPolicy::log2Threshold(double lkv) const {
+  double t = kind == SparsityKind::ScaleFactor ? std::log2(value) - std::log2(lkv)
+                                               : value / std::log(2.0);
+  return std::min(t, std::log2(lambdaMax));
+}
+
 std::string blasst::sparsityToString(const SparsityPolicy &p) {
   switch (p.kind) {
   case SparsityKind::None:
@@ -554,6 +583,9 @@ std::string AttentionSpec::toString() const {
   out += "softmax_scale=" +
          (softmaxScale ? formatExactDouble(*softmaxScale) : "default") + "\n";
   out += "sparsity=" + sparsityToString(sparsity) + "\n";
+  // The default cap (1) is left out: specs without the key read the same.
+  if (sparsity.lambdaMax != 1.0)
+    out += "lambda_max=" + formatExactDouble(sparsity.lambdaMax) + "\n";
   out += std::string("lse=") + (lse ? "true" : "false") + "\n";
   out += std::string("stats=") + (stats ? "true" : "false") + "\n";
   return out;

@@ -24,4 +24,10 @@ done
 [[ " ${CAUSAL:-false true} " == *" true "* ]] &&
   mk sparse_a_causaltrue "$base causal=true sparsity=blasst:a=256 stats=true lse=true"
 mk sparse_f16_hd64_gqa "dtype=f16 head_dim=64 q_heads=16 kv_heads=4 causal=false sparsity=blasst:ln_lambda=-6 stats=true"
+# lambda = a / L_kv above 1 (run-lambda-cap.sh: L_kv < a = 4096 is capped at
+# lambda_max = 1; a second kernel with a lower cap, 0.25).
+for causal in ${CAUSAL:-false true}; do
+  mk "sparse_a4096_causal$causal" "$base causal=$causal sparsity=blasst:a=4096 stats=true lse=true"
+done
+mk sparse_a4096_cap025 "$base causal=false sparsity=blasst:a=4096 lambda_max=0.25 stats=true"
 ls "$OUT"/*.cubin | wc -l

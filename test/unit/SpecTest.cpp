@@ -357,7 +357,7 @@ TEST(SpecErrors, UnknownKey) {
   EXPECT_CONTAINS(e, "test.spec:3: unknown key 'foo'");
   EXPECT_CONTAINS(e, "known keys: name, preset, dtype, head_dim, head_dim_v, "
                      "q_heads, kv_heads, causal, phase, softmax_scale, "
-                     "sparsity, lse, stats");
+                     "sparsity, lambda_max, lse, stats");
 }
 
 TEST(SpecErrors, NotKeyValue) {
@@ -624,6 +624,46 @@ TEST(SpecSparsity, ErrorsInSpecText) {
                   "test.spec:1: invalid sparsity 'blasst:foo=1'");
   EXPECT_CONTAINS(parseError("sparsity=blasst:a="),
                   "test.spec:1: invalid sparsity 'blasst:a='");
+}
+
+// lambda_max: the cap on the effective lambda, in (0, 1], default 1.
+TEST(SpecSparsity, LambdaMax) {
+  SpecOrError r = parseSpec("sparsity=blasst:a=512 lambda_max=0.25");
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_EQ(r.spec->sparsity.lambdaMax, 0.25);
+  EXPECT_NE(r.spec->toString().find("lambda_max=0.25\n"), std::string::npos);
+  // It applies after the sparsity key, in either order.
+  SpecOrError before = parseSpec("lambda_max=0.25 sparsity=blasst:a=512");
+  ASSERT_TRUE(before) << before.error;
+  EXPECT_EQ(*before.spec, *r.spec);
+  SpecOrError again = parseSpec(r.spec->toString());
+  ASSERT_TRUE(again) << again.error;
+  EXPECT_EQ(*again.spec, *r.spec);
+  // The default is not printed: specs without the key read the same.
+  SpecOrError plain = parseSpec("sparsity=blasst:a=512");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain.spec->sparsity.lambdaMax, 1.0);
+  EXPECT_EQ(plain.spec->toString().find("lambda_max"), std::string::npos);
+  EXPECT_NE(*plain.spec, *r.spec);
+  // The threshold the kernel applies: min(log2(a / L_kv), log2(lambda_max)).
+  EXPECT_DOUBLE_EQ(plain.spec->sparsity.log2Threshold(256), 0.0);
+  EXPECT_DOUBLE_EQ(plain.spec->sparsity.log2Threshold(2048), -2.0);
+  EXPECT_DOUBLE_EQ(r.spec->sparsity.log2Threshold(256), -2.0);
+}
+
+TEST(SpecSparsity, LambdaMaxErrors) {
+  EXPECT_CONTAINS(parseError("sparsity=blasst:a=1 lambda_max=2"),
+                  "lambda_max must be in (0, 1], got 2");
+  EXPECT_CONTAINS(parseError("sparsity=blasst:a=1 lambda_max=0"),
+                  "lambda_max must be in (0, 1], got 0");
+  EXPECT_CONTAINS(parseError("sparsity=blasst:a=1 lambda_max=nan"),
+                  "lambda_max");
+  EXPECT_CONTAINS(parseError("lambda_max=0.5"),
+                  "lambda_max needs a sparsity policy");
+  EXPECT_CONTAINS(parseError("sparsity=blasst:ln_lambda=-1 lambda_max=0.1"),
+                  "sparsity ln_lambda = -1 is above the cap ln(lambda_max)");
+  EXPECT_CONTAINS(parseError("sparsity=blasst:a=1 lambda_max=x"),
+                  "invalid number 'x' for lambda_max");
 }
 
 //===----------------------------------------------------------------------===//

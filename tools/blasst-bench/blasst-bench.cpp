@@ -3,18 +3,19 @@
 // Loads kernels the blasst compiler produced (<stem>.cubin/.meta/.spec),
 // runs each once on random inputs with poisoned outputs, compares every
 // output element (or K evenly spaced rows) with a double-precision CPU
-// reference, optionally checks that repeated launches are bit-identical,
-// then times it with CUDA events.
+// reference (BLASSTReference), optionally checks that repeated launches are
+// bit-identical, then times it with CUDA events.
 //
-// Runtime-only: links BLASSTRuntime and BLASSTSpec, no LLVM/MLIR, and
-// libcuda is dlopen'ed, so it starts on any machine. Exit codes: 0 all
-// kernels passed, 1 something failed, 2 skipped (no usable GPU), 64 usage.
+// Runtime-only: links BLASSTRuntime, BLASSTReference and BLASSTSpec, no
+// LLVM/MLIR, and libcuda is dlopen'ed, so it starts on any machine. Exit
+// codes: 0 all kernels passed, 1 something failed, 2 skipped (no usable
+// GPU), 64 usage.
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchCore.h"
-#include "SkipModel.h"
-
+#include "blasst/Reference/Compare.h"
+#include "blasst/Reference/Reference.h"
+#include "blasst/Reference/SkipModel.h"
 #include "blasst/Runtime/AttentionKernel.h"
 
 #include <algorithm>
@@ -32,7 +33,7 @@
 #include <vector>
 
 using namespace blasst;
-using namespace blasst::bench;
+using namespace blasst::ref;
 using namespace blasst::rt;
 
 namespace {
@@ -52,7 +53,6 @@ constexpr int kVotingGroups = 2;
 
 const char *kUsage =
     R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
-       blasst-bench --self-test [--verbose]
 
 Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile),
 checks each kernel against a double-precision CPU reference and times it.
@@ -106,7 +106,6 @@ sparse (BLASST) kernels:
 other:
   --device N           GPU ordinal (default 0)
   --json FILE          write every number as JSON
-  --self-test          check the bench's own reference/comparison logic (no GPU)
   --help
 
 PASS needs: no NaN/inf (unwritten poison counts), relative L2 error <= 1e-2
@@ -148,12 +147,10 @@ struct Options {
   bool requireStats = false;              // --stats
   std::optional<double> dial;
   double borderlineEps = 1e-2;
-  // The kernels do not count groups without a row < seq_q (WSToNVVM's
-  // emitStatsFlush).
+  // The kernels do not count groups without a row < seq_q (the lowering's
+  // emitStatsFlush and emitVoteStatsFlush, lib/Conversion/WSToNVVM/Votes.cpp).
   SkipConfig::EmptyGroup emptyGroups = SkipConfig::EmptyGroup::Idle;
   int device = 0;
-  bool selfTest = false;
-  bool verbose = false;
 };
 
 bool parseInt64(const std::string &s, int64_t *out) {
@@ -331,17 +328,13 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       int64_t n = 0;
       if ((err = intArg(&n, 0)).empty())
         o->device = int(n);
-    } else if (arg == "--self-test") {
-      o->selfTest = true;
-    } else if (arg == "--verbose" || arg == "-v") {
-      o->verbose = true;
     } else {
       err = "unknown argument '" + args[i] + "'";
     }
     if (!err.empty())
       return err;
   }
-  if (!o->selfTest && o->kernels.empty())
+  if (o->kernels.empty())
     return "no --kernel given";
   return "";
 }
@@ -371,6 +364,7 @@ struct KernelResult {
   CheckResult check;
   uint64_t writesOutsideO = 0;
   uint64_t writesOutsideLse = 0;
+  int64_t maskedRowsChecked = 0; ///< checked rows that see no key
   double referenceSeconds = 0;
   std::vector<int64_t> stats; ///< visited, skipped summed over (b, h)
 
@@ -511,54 +505,6 @@ double relL2Of(const std::vector<double> &a, const std::vector<double> &b) {
   return n > 0 ? std::sqrt(e / n) : (e > 0 ? INFINITY : 0.0);
 }
 
-/// After a failed O check with borderline decisions: checks again with the
-/// rows of every group that had a borderline decision left out (their
-/// reference replaced by the kernel's own values), to tell a borderline
-/// block decided the other way from a real error. Informational only.
-void recheckWithoutBorderline(const Shape &s, DType dtype,
-                              const SkipModel &model, const uint16_t *o,
-                              const Strides &os, const float *lse,
-                              KernelResult &r) {
-  const SkipConfig &c = model.config;
-  Reference ref = model.out;
-  std::vector<uint8_t> touched(size_t(s.batch * s.qHeads * s.seqQ), 0);
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.qHeads; ++h)
-      for (int64_t m = 0; m < model.mBlocks; ++m)
-        for (int64_t g = 0; g < model.groups; ++g)
-          for (int64_t n = 0; n < model.nBlocksMax; ++n) {
-            if (!(model
-                      .decisions[model.decisionIndex(s.qHeads, b, h, m, g, n)] &
-                  kBorderline))
-              continue;
-            int64_t r0 = m * c.blockM + g * c.groupRows;
-            int64_t r1 =
-                std::min({r0 + c.groupRows, (m + 1) * c.blockM, s.seqQ});
-            for (int64_t i = r0; i < r1; ++i)
-              touched[size_t((b * s.qHeads + h) * s.seqQ + i)] = 1;
-          }
-  r.borderlineRows = 0;
-  for (uint8_t t : touched)
-    r.borderlineRows += t;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t h = 0; h < s.qHeads; ++h)
-      for (size_t ri = 0; ri < ref.rows.size(); ++ri) {
-        int64_t i = ref.rows[ri];
-        if (!touched[size_t((b * s.qHeads + h) * s.seqQ + i)])
-          continue;
-        size_t idx = ref.index(s, b, h, ri);
-        const uint16_t *got = o + b * os.batch + i * os.seq + h * os.head;
-        for (int64_t d = 0; d < s.headDimV; ++d)
-          ref.o[idx * size_t(s.headDimV) + size_t(d)] =
-              double(halfToFloat(dtype, got[d]));
-        if (lse)
-          ref.lse[idx] = double(lse[(b * s.qHeads + h) * s.seqQ + i]);
-      }
-  CheckResult again =
-      compareOutputs(s, dtype, ref, o, os, lse, tolerancesFor(dtype));
-  r.borderlineRecheck = again.pass ? 1 : 0;
-}
-
 /// The dial's cold fraction beside the skip rate.
 void printDialLine(const KernelResult &r, const char *indent) {
   bool measured = false;
@@ -660,15 +606,43 @@ void compareWithFirst(KernelResult &r, const std::string &stem,
               firstOutput->stem.c_str(), r.vsFirstRelL2, r.vsFirstMaxAbs);
 }
 
-bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
-               KernelResult &r) {
+//===----------------------------------------------------------------------===//
+// The phases of one kernel's run
+//===----------------------------------------------------------------------===//
+//
+// runKernel calls them in this order, which is also the order of the lines
+// the bench prints for a kernel. Each phase prints its own lines and records
+// its numbers in the KernelResult; a phase that returns false has recorded
+// the error with fail(), and the kernel's run ends there.
+
+/// Where the tensors live in memory: Q, K, V contiguous [B, S, H, D], O with
+/// --o-pad extra elements per row (seq) stride.
+struct Layout {
+  Strides q, k, v, o;
+};
+
+Layout layoutFor(const Shape &s, int64_t oPad) {
+  Layout l;
+  l.q = Strides::contiguous(s.seqQ, s.qHeads, s.headDim);
+  l.k = Strides::contiguous(s.seqKV, s.kvHeads, s.headDim);
+  l.v = Strides::contiguous(s.seqKV, s.kvHeads, s.headDimV);
+  l.o.head = s.headDimV;
+  l.o.seq = s.qHeads * s.headDimV + oPad;
+  l.o.batch = s.seqQ * l.o.seq;
+  return l;
+}
+
+/// Load: reads STEM.{cubin,meta,spec} into *kernel (loading the module on
+/// the GPU), records and prints what was loaded. False when it does not
+/// load.
+bool loadKernel(const Context &ctx, const std::string &stem,
+                AttentionKernel *kernel, KernelResult &r) {
   r.stem = stem;
   r.name = baseName(stem);
-  AttentionKernel kernel;
-  if (Status s = AttentionKernel::loadFiles(ctx, stem, &kernel); !s)
+  if (Status s = AttentionKernel::loadFiles(ctx, stem, kernel); !s)
     return fail(r, s.message());
-  const AttentionSpec &spec = kernel.spec();
-  const KernelInfo &info = kernel.info();
+  const AttentionSpec &spec = kernel->spec();
+  const KernelInfo &info = kernel->info();
   r.name = info.kernelName;
   r.specText = spec.toShortString();
   r.dtype = spec.dtype;
@@ -680,8 +654,14 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
               info.compilerVersion.empty() ? "" : ", built by ",
               info.compilerVersion.c_str());
   std::printf("  spec: %s\n", r.specText.c_str());
+  return true;
+}
 
-  // Shape.
+/// Shape: the problem the options ask of this spec (sequence lengths
+/// default to 1024, or 1 query for decode specs), recorded in r and
+/// printed.
+void setUpShape(const Options &opt, const AttentionSpec &spec,
+                KernelResult &r) {
   Shape &s = r.shape;
   s.batch = opt.batch;
   bool decode = spec.phase == Phase::Decode;
@@ -700,24 +680,31 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   std::printf("  shape: %s (batch x seq_q x seq_kv, q/kv heads, head dim), "
               "scale %.6g, O row stride +%" PRId64 "\n",
               s.describe().c_str(), s.scale, opt.oPad);
+}
 
-  // Inputs: contiguous [B, S, H, D], fresh values from the seed (element i
-  // of Q, K, V depends only on the seed, so kernels of one shape see the
-  // same data).
-  const DType dtype = spec.dtype;
-  Strides qs = Strides::contiguous(s.seqQ, s.qHeads, s.headDim);
-  Strides ks = Strides::contiguous(s.seqKV, s.kvHeads, s.headDim);
-  Strides vs = Strides::contiguous(s.seqKV, s.kvHeads, s.headDimV);
-  Strides os;
-  os.head = s.headDimV;
-  os.seq = s.qHeads * s.headDimV + opt.oPad;
-  os.batch = s.seqQ * os.seq;
-  SkipConfig skipCfg;
-  skipCfg.blockM = info.blockM;
-  skipCfg.groupRows = std::max(1, info.blockM / kVotingGroups);
-  skipCfg.blockN = info.blockN;
-  skipCfg.borderlineEps = opt.borderlineEps;
-  skipCfg.emptyGroup = opt.emptyGroups;
+/// The skipping model's geometry for this kernel (its CTA, voting groups
+/// and KV block) and the options' model settings. The threshold stays -inf
+/// until resolveThreshold.
+SkipConfig skipConfigFor(const KernelInfo &info, const Options &opt) {
+  SkipConfig c;
+  c.blockM = info.blockM;
+  c.groupRows = std::max(1, info.blockM / kVotingGroups);
+  c.blockN = info.blockN;
+  c.borderlineEps = opt.borderlineEps;
+  c.emptyGroup = opt.emptyGroups;
+  return c;
+}
+
+/// Inputs: the host Q, K, V for r.shape. Element i of each depends only on
+/// the seed (or the --dial configuration), so kernels of one shape see the
+/// same data: the previous kernel's set is reused when its key matches.
+/// With --dial, records and prints the dial's numbers (`skipCfg` gives the
+/// walks for the walked cold fraction).
+std::shared_ptr<const HostInputs>
+prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
+              const SkipConfig &skipCfg, KernelResult &r) {
+  const Shape &s = r.shape;
+  const DType dtype = r.dtype;
   char key[512];
   std::snprintf(key, sizeof key,
                 "%" PRId64 "x%" PRId64 "x%" PRId64 " h%" PRId64 "/%" PRId64
@@ -736,28 +723,25 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
       DialConfig dc;
       dc.coldFraction = *opt.dial;
       dc.blockN = info.blockN;
-      generateDialInputs(s, dtype, dc, opt.seed, qs,
-                         size_t(s.batch * qs.batch), fresh->qBits, fresh->q,
-                         ks, size_t(s.batch * ks.batch), fresh->kBits,
+      generateDialInputs(s, dtype, dc, opt.seed, l.q,
+                         size_t(s.batch * l.q.batch), fresh->qBits, fresh->q,
+                         l.k, size_t(s.batch * l.k.batch), fresh->kBits,
                          fresh->k, opt.threads, &fresh->dial);
     } else {
-      generateTensor(dtype, opt.dist, opt.seed, 1, size_t(s.batch * qs.batch),
+      generateTensor(dtype, opt.dist, opt.seed, 1, size_t(s.batch * l.q.batch),
                      fresh->qBits, fresh->q, opt.threads);
-      generateTensor(dtype, opt.dist, opt.seed, 2, size_t(s.batch * ks.batch),
+      generateTensor(dtype, opt.dist, opt.seed, 2, size_t(s.batch * l.k.batch),
                      fresh->kBits, fresh->k, opt.threads);
     }
-    generateTensor(dtype, opt.dist, opt.seed, 3, size_t(s.batch * vs.batch),
+    generateTensor(dtype, opt.dist, opt.seed, 3, size_t(s.batch * l.v.batch),
                    fresh->vBits, fresh->v, opt.threads);
     in = lastInputs = std::move(fresh);
   } else {
     std::printf("  inputs: the previous kernel's (same shape, dtype, seed "
                 "and dial)\n");
   }
-  const std::vector<uint16_t> &qBits = in->qBits, &kBits = in->kBits,
-                              &vBits = in->vBits;
-  const std::vector<float> &q = in->q, &k = in->k, &v = in->v;
-  const DialInfo &dial = in->dial;
   if (opt.dial) {
+    const DialInfo &dial = in->dial;
     r.dial = true;
     r.dialRequested = *opt.dial;
     r.dialCold = dial.coldFraction();
@@ -773,9 +757,19 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                 dial.coldFraction(), r.dialWalkedCold, dial.hot, dial.hot,
                 dial.maxAbsQ, dial.maxAbsK);
   }
+  return in;
+}
 
-  // --sparsity / --stats: the policy kind and the counters are compiled in;
-  // the threshold value is a launch argument and can be overridden.
+/// Threshold: checks --stats and --sparsity against what the kernel was
+/// built with (the policy kind and the counters are compiled in; the
+/// threshold value is a launch argument), then sets ABI parameter 12
+/// (r.log2Threshold: --log2-threshold, else --sparsity, else the --dial
+/// default for sparse kernels, else the spec's). For sparse kernels also T
+/// (r.kernelT, skipCfg->log2Threshold), printed. False on a mismatch.
+bool resolveThreshold(const Options &opt, const AttentionKernel &kernel,
+                      const DialInfo &dial, SkipConfig *skipCfg,
+                      KernelResult &r) {
+  const AttentionSpec &spec = kernel.spec();
   if (opt.requireStats && !spec.stats)
     return fail(r, "--stats: the kernel was built without statistics; "
                    "rebuild it with blasst-compile --stats");
@@ -791,7 +785,6 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                          "; only the value of the same kind of policy can "
                          "change at launch");
   }
-  // ABI parameter 12 and the threshold T the kernel derives from it.
   if (opt.log2Threshold)
     r.log2Threshold = *opt.log2Threshold;
   else if (opt.sparsity && !opt.sparsity->isDense()) {
@@ -800,15 +793,15 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     r.log2Threshold = log2ThresholdForSpec(overridden);
   } else if (opt.dial && r.sparse)
     r.log2Threshold = float(paramForKernelLog2Threshold(
-        spec.sparsity, dial.defaultLog2Threshold(), s.seqKV));
+        spec.sparsity, dial.defaultLog2Threshold(), r.shape.seqKV));
   else
     r.log2Threshold = kernel.specLog2Threshold();
   if (r.sparse) {
-    r.kernelT =
-        kernelLog2Threshold(spec.sparsity, double(r.log2Threshold), s.seqKV);
-    skipCfg.log2Threshold = r.kernelT;
-    r.borderlineEps = skipCfg.borderlineEps;
-    r.emptyGroups = toString(skipCfg.emptyGroup);
+    r.kernelT = kernelLog2Threshold(spec.sparsity, double(r.log2Threshold),
+                                    r.shape.seqKV);
+    skipCfg->log2Threshold = r.kernelT;
+    r.borderlineEps = skipCfg->borderlineEps;
+    r.emptyGroups = toString(skipCfg->emptyGroup);
     std::printf("  BLASST: %s, parameter 12 = %.6g (%s), T = %.6g log2 units "
                 "(lambda = 2^T = %.3g, ln_lambda %.4g); skipping modeled "
                 "with %" PRId64 "-row groups, %" PRId64 "-key blocks\n",
@@ -818,235 +811,288 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
                 : opt.dial        ? "--dial default"
                                   : "from the spec",
                 r.kernelT, std::exp2(r.kernelT), r.kernelT * 0.6931471805599453,
-                skipCfg.groupRows, skipCfg.blockN);
+                skipCfg->groupRows, skipCfg->blockN);
   }
+  return true;
+}
 
-  // Device buffers. O and LSE get a poisoned guard after their end.
-  const size_t oElements = size_t(s.batch * os.batch) + kGuardElements;
+/// The device side of one kernel's run: its buffers, the prepared launch
+/// and the outputs as last read back.
+struct DeviceRun {
+  const Context *ctx = nullptr;
+  const AttentionKernel *kernel = nullptr;
+  DeviceBuffer q, k, v, o, lse, stats;
+  AttentionLaunch launch;
+  /// O and LSE with their poisoned guards (LSE empty without lse = true).
+  std::vector<uint16_t> outO;
+  std::vector<float> outLse;
+  /// The kernel's counters, int64 [batch, qHeads, 2], after firstRun (empty
+  /// without stats = true).
+  std::vector<int64_t> statsRaw;
+
+  /// Poisons O and LSE (0xFF bytes: NaN in bf16/f16/f32), clears the
+  /// counters, launches `launches` times back to back, waits, and reads O
+  /// and LSE back. `doing` names the step in the error of a failed kernel.
+  Status poisonLaunchAndRead(int64_t launches, const char *doing) {
+    const AttentionSpec &spec = kernel->spec();
+    if (Status st = o.fill(0xFF); !st)
+      return st;
+    if (spec.lse)
+      if (Status st = lse.fill(0xFF); !st)
+        return st;
+    if (spec.stats)
+      if (Status st = stats.fill(0); !st)
+        return st;
+    for (int64_t i = 0; i < launches; ++i)
+      if (Status st = kernel->launch(launch, nullptr); !st)
+        return st;
+    if (Status st = ctx->synchronize(); !st)
+      return Status::error(std::string("the kernel failed while ") + doing +
+                           ": " + st.message());
+    if (Status st = download(o, outO); !st)
+      return st;
+    if (spec.lse)
+      if (Status st = download(lse, outLse); !st)
+        return st;
+    return Status::success();
+  }
+};
+
+/// Launch setup: allocates Q, K, V, O (plus a poisoned guard after O and
+/// LSE), LSE and the counters as the spec asks, uploads the inputs and
+/// prepares the launch (tensor maps encoded once, outside any timing).
+/// Records and prints the launch shape.
+bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
+                   const HostInputs &in, const Layout &l, KernelResult &r,
+                   DeviceRun *run) {
+  const AttentionSpec &spec = kernel.spec();
+  const Shape &s = r.shape;
+  run->ctx = &ctx;
+  run->kernel = &kernel;
+  const size_t oElements = size_t(s.batch * l.o.batch) + kGuardElements;
   const size_t lseElements =
       spec.lse ? size_t(s.batch * s.qHeads * s.seqQ) + kGuardElements : 0;
-  DeviceBuffer dq, dk, dv, dout, dlse, dstats;
-  for (Status st : {DeviceBuffer::allocate(ctx, qBits.size() * 2, "Q", &dq),
-                    DeviceBuffer::allocate(ctx, kBits.size() * 2, "K", &dk),
-                    DeviceBuffer::allocate(ctx, vBits.size() * 2, "V", &dv),
-                    DeviceBuffer::allocate(ctx, oElements * 2, "O", &dout)})
+  for (Status st :
+       {DeviceBuffer::allocate(ctx, in.qBits.size() * 2, "Q", &run->q),
+        DeviceBuffer::allocate(ctx, in.kBits.size() * 2, "K", &run->k),
+        DeviceBuffer::allocate(ctx, in.vBits.size() * 2, "V", &run->v),
+        DeviceBuffer::allocate(ctx, oElements * 2, "O", &run->o)})
     if (!st)
       return fail(r, st.message());
   if (spec.lse)
-    if (Status st = DeviceBuffer::allocate(ctx, lseElements * 4, "LSE", &dlse);
+    if (Status st =
+            DeviceBuffer::allocate(ctx, lseElements * 4, "LSE", &run->lse);
         !st)
       return fail(r, st.message());
   if (spec.stats)
     if (Status st = DeviceBuffer::allocate(
-            ctx, size_t(s.batch * s.qHeads * 2) * 8, "stats", &dstats);
+            ctx, size_t(s.batch * s.qHeads * 2) * 8, "stats", &run->stats);
         !st)
       return fail(r, st.message());
-  for (Status st : {dq.upload(qBits), dk.upload(kBits), dv.upload(vBits)})
+  for (Status st : {run->q.upload(in.qBits), run->k.upload(in.kBits),
+                    run->v.upload(in.vBits)})
     if (!st)
       return fail(r, st.message());
 
   AttentionArgs args;
-  args.q = dq.address();
-  args.k = dk.address();
-  args.v = dv.address();
-  args.o = dout.address();
-  args.lse = spec.lse ? dlse.address() : 0;
-  args.stats = spec.stats ? dstats.address() : 0;
+  args.q = run->q.address();
+  args.k = run->k.address();
+  args.v = run->v.address();
+  args.o = run->o.address();
+  args.lse = spec.lse ? run->lse.address() : 0;
+  args.stats = spec.stats ? run->stats.address() : 0;
   args.batch = s.batch;
   args.seqQ = s.seqQ;
   args.seqKV = s.seqKV;
   args.numQHeads = s.qHeads;
   args.numKVHeads = s.kvHeads;
   args.headDim = s.headDim;
-  args.elementBytes = dtypeBytes(dtype);
-  args.qStrides = {qs.batch, qs.seq, qs.head};
-  args.kStrides = {ks.batch, ks.seq, ks.head};
-  args.vStrides = {vs.batch, vs.seq, vs.head};
-  args.oStrides = {os.batch, os.seq, os.head};
+  args.elementBytes = dtypeBytes(r.dtype);
+  args.qStrides = {l.q.batch, l.q.seq, l.q.head};
+  args.kStrides = {l.k.batch, l.k.seq, l.k.head};
+  args.vStrides = {l.v.batch, l.v.seq, l.v.head};
+  args.oStrides = {l.o.batch, l.o.seq, l.o.head};
 
-  AttentionLaunch launch;
-  if (Status st = kernel.prepare(args, r.log2Threshold, &launch); !st)
+  if (Status st = kernel.prepare(args, r.log2Threshold, &run->launch); !st)
     return fail(r, st.message());
-  r.grid = launch.grid;
-  r.block = launch.block;
-  r.smemBytes = launch.smemBytes;
+  r.grid = run->launch.grid;
+  r.block = run->launch.block;
+  r.smemBytes = run->launch.smemBytes;
   std::printf("  launch: grid %s, block %s, %zu B dynamic smem\n",
-              launch.grid.str().c_str(), launch.block.str().c_str(),
-              launch.smemBytes);
+              run->launch.grid.str().c_str(), run->launch.block.str().c_str(),
+              run->launch.smemBytes);
+  run->outO.resize(oElements);
+  run->outLse.resize(lseElements);
+  return true;
+}
 
-  // Poison outputs (0xFF bytes: NaN in bf16/f16/f32), clear stats, launch,
-  // wait, copy back.
-  std::vector<uint16_t> outO(oElements);
-  std::vector<float> outLse(lseElements);
-  auto poisonLaunchAndRead = [&](int64_t launches,
-                                 const char *doing) -> Status {
-    if (Status st = dout.fill(0xFF); !st)
-      return st;
-    if (spec.lse)
-      if (Status st = dlse.fill(0xFF); !st)
-        return st;
-    if (spec.stats)
-      if (Status st = dstats.fill(0); !st)
-        return st;
-    for (int64_t i = 0; i < launches; ++i)
-      if (Status st = kernel.launch(launch, nullptr); !st)
-        return st;
-    if (Status st = ctx.synchronize(); !st)
-      return Status::error(std::string("the kernel failed while ") + doing +
-                           ": " + st.message());
-    if (Status st = download(dout, outO); !st)
-      return st;
-    if (spec.lse)
-      if (Status st = download(dlse, outLse); !st)
-        return st;
-    return Status::success();
-  };
+/// First run: one launch on poisoned outputs whose O/LSE the checks read,
+/// and the counters read back, recorded (summed) and printed. Runs when
+/// anything reads its results: a check, --repeat-launches, --vs-first, or a
+/// kernel with counters (even under --check none).
+bool firstRun(const Options &opt, DeviceRun &run, KernelResult &r) {
+  const AttentionSpec &spec = run.kernel->spec();
+  bool needFirstRun = opt.check != CheckMode::None || opt.repeatLaunches > 0 ||
+                      spec.stats || opt.vsFirst;
+  if (!needFirstRun)
+    return true;
+  if (Status st = run.poisonLaunchAndRead(1, "running it once (checked run)");
+      !st)
+    return fail(r, st.message());
+  if (!spec.stats)
+    return true;
+  const Shape &s = r.shape;
+  std::vector<int64_t> &stats = run.statsRaw;
+  stats.assign(size_t(s.batch * s.qHeads * 2), 0);
+  if (Status st = download(run.stats, stats); !st)
+    return fail(r, st.message());
+  r.stats = {0, 0};
+  for (size_t i = 0; i < stats.size(); ++i)
+    r.stats[i % 2] += stats[i];
+  std::printf("  stats: %" PRId64 " (group, KV block) pairs visited, "
+              "%" PRId64 " skipped (summed over batch and heads): skip "
+              "rate %.2f%%\n",
+              r.stats[0], r.stats[1],
+              r.stats[0] ? 100.0 * double(r.stats[1]) / double(r.stats[0])
+                         : 0.0);
+  return true;
+}
 
-  std::vector<int64_t> statsRaw;
-  // The counters are read after this run, so it happens with stats even
-  // under --check none.
-  bool needFirstRun = opt.check != CheckMode::None ||
-                      opt.repeatLaunches > 0 || spec.stats || opt.vsFirst;
-  if (needFirstRun) {
-    if (Status st = poisonLaunchAndRead(1, "running it once (checked run)");
-        !st)
-      return fail(r, st.message());
-    if (spec.stats) {
-      std::vector<int64_t> &stats = statsRaw;
-      stats.assign(size_t(s.batch * s.qHeads * 2), 0);
-      if (Status st = download(dstats, stats); !st)
-        return fail(r, st.message());
-      r.stats = {0, 0};
-      for (size_t i = 0; i < stats.size(); ++i)
-        r.stats[i % 2] += stats[i];
-      std::printf("  stats: %" PRId64 " (group, KV block) pairs visited, "
-                  "%" PRId64 " skipped (summed over batch and heads): skip "
-                  "rate %.2f%%\n",
-                  r.stats[0], r.stats[1],
-                  r.stats[0] ? 100.0 * double(r.stats[1]) / double(r.stats[0])
-                             : 0.0);
+/// Check: the first run's O and LSE against the CPU reference for the
+/// --check rows (dense kernels), or against the skipping model (sparse
+/// kernels: the model's decisions need every row's scores; the dense
+/// reference comes from the same scores for the error of skipping, and the
+/// counters are compared with the model's). Also counts writes outside O and
+/// past LSE's end. Records everything in r; printCheckReport prints it.
+void checkAgainstReference(const Options &opt, const HostInputs &in,
+                           const Layout &l, const SkipConfig &skipCfg,
+                           const DeviceRun &run, KernelResult &r) {
+  const Shape &s = r.shape;
+  const DType dtype = r.dtype;
+  const bool hasLse = run.kernel->spec().lse;
+  r.checked = true;
+  std::vector<int64_t> rows = opt.check == CheckMode::Full
+                                  ? selectRows(s.seqQ, s.seqQ)
+                                  : selectRows(s.seqQ, opt.checkRows);
+  r.checkMode = opt.check == CheckMode::Full
+                    ? "full"
+                    : "rows:" + std::to_string(opt.checkRows);
+  auto t0 = std::chrono::steady_clock::now();
+  Reference ref, denseRef;
+  SkipModel model;
+  if (r.sparse) {
+    skipModelAttention(s, in.q.data(), l.q, in.k.data(), l.k, in.v.data(), l.v,
+                       rows, skipCfg, opt.threads, &model, &denseRef);
+    r.modelRun = true;
+    r.modelVisited = model.totalVisited;
+    r.modelSkipped = model.totalSkipped;
+    r.modelBorderline = model.totalBorderline;
+    r.modelMaskedSkips = model.maskedSkips;
+    r.modelEmptySkips = model.emptyGroupSkips;
+    r.modelSkipRate = model.skipRate();
+  } else {
+    referenceAttention(s, in.q.data(), l.q, in.k.data(), l.k, in.v.data(), l.v,
+                       rows, opt.threads, &ref);
+  }
+  const Reference &want = r.sparse ? model.out : ref;
+  r.referenceSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  const uint16_t *o = run.outO.data();
+  const float *lse = hasLse ? run.outLse.data() : nullptr;
+  r.check = compareOutputs(s, dtype, want, o, l.o, lse, tolerancesFor(dtype));
+  if (r.sparse) {
+    r.denseRelL2 = compareOutputs(s, dtype, denseRef, o, l.o, nullptr,
+                                  tolerancesFor(dtype))
+                       .relL2;
+    r.modelDenseRelL2 = relL2Of(model.out.o, denseRef.o);
+    if (!r.check.pass && model.totalBorderline > 0) {
+      BorderlineRecheck again =
+          recheckWithoutBorderline(s, dtype, model, o, l.o, lse);
+      r.borderlineRows = again.rows;
+      r.borderlineRecheck = again.pass ? 1 : 0;
+    }
+    if (run.kernel->spec().stats && !run.statsRaw.empty()) {
+      r.statsChecked = true;
+      r.statsCheck = compareStats(s, model, run.statsRaw.data());
     }
   }
-
-  if (opt.vsFirst)
-    compareWithFirst(r, stem, key, s, os, dtype, outO);
-
-  if (opt.check != CheckMode::None) {
-    r.checked = true;
-    std::vector<int64_t> rows = opt.check == CheckMode::Full
-                                    ? selectRows(s.seqQ, s.seqQ)
-                                    : selectRows(s.seqQ, opt.checkRows);
-    r.checkMode = opt.check == CheckMode::Full
-                      ? "full"
-                      : "rows:" + std::to_string(opt.checkRows);
-    auto t0 = std::chrono::steady_clock::now();
-    // Dense kernels: the reference. Sparse kernels: the skipping model
-    // (decisions need every row's scores) and, from the same scores, the
-    // dense reference for the error of skipping.
-    Reference ref, denseRef;
-    SkipModel model;
-    if (r.sparse) {
-      skipModelAttention(s, q.data(), qs, k.data(), ks, v.data(), vs, rows,
-                         skipCfg, opt.threads, &model, &denseRef);
-      r.modelRun = true;
-      r.modelVisited = model.totalVisited;
-      r.modelSkipped = model.totalSkipped;
-      r.modelBorderline = model.totalBorderline;
-      r.modelMaskedSkips = model.maskedSkips;
-      r.modelEmptySkips = model.emptyGroupSkips;
-      r.modelSkipRate = model.skipRate();
-    } else {
-      referenceAttention(s, q.data(), qs, k.data(), ks, v.data(), vs, rows,
-                         opt.threads, &ref);
+  r.writesOutsideO = countWritesOutside(s, l.o, o, run.outO.size());
+  if (hasLse) {
+    for (size_t i = size_t(s.batch * s.qHeads * s.seqQ); i < run.outLse.size();
+         ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &run.outLse[i], 4);
+      r.writesOutsideLse += bits != kPoison32;
     }
-    const Reference &want = r.sparse ? model.out : ref;
-    r.referenceSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    r.check = compareOutputs(s, dtype, want, outO.data(), os,
-                             spec.lse ? outLse.data() : nullptr,
-                             tolerancesFor(dtype));
-    if (r.sparse) {
-      r.denseRelL2 = compareOutputs(s, dtype, denseRef, outO.data(), os,
-                                    nullptr, tolerancesFor(dtype))
-                         .relL2;
-      r.modelDenseRelL2 = relL2Of(model.out.o, denseRef.o);
-      if (!r.check.pass && model.totalBorderline > 0)
-        recheckWithoutBorderline(s, dtype, model, outO.data(), os,
-                                 spec.lse ? outLse.data() : nullptr, r);
-      if (spec.stats && !statsRaw.empty()) {
-        r.statsChecked = true;
-        r.statsCheck = compareStats(s, model, statsRaw.data());
-      }
-    }
-    r.writesOutsideO = countWritesOutside(s, os, outO.data(), oElements);
-    if (spec.lse) {
-      for (size_t i = size_t(s.batch * s.qHeads * s.seqQ); i < lseElements;
-           ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, &outLse[i], 4);
-        r.writesOutsideLse += bits != kPoison32;
-      }
-    }
-    const CheckResult &c = r.check;
-    int64_t maskedRows = 0;
-    for (int64_t row : rows)
-      maskedRows += s.visibleKeys(row) == 0;
-    uint64_t totalElements = uint64_t(s.batch * s.qHeads * s.seqQ * s.headDimV);
-    std::printf("  check (%s): %" PRIu64 " of %" PRIu64 " O elements (%" PRIu64
-                " of %" PRId64 " query rows x %" PRId64 " batch x %" PRId64
-                " heads x %" PRId64 " dims) against %s, %.2f s on %u "
-                "threads\n",
-                r.checkMode.c_str(), c.elementsChecked, totalElements,
-                c.rowsChecked, s.seqQ, s.batch, s.qHeads, s.headDimV,
-                r.sparse ? "the skipping model (reference over the kept "
-                           "blocks; every row's scores for the vote)"
-                         : "the reference",
-                r.referenceSeconds,
-                opt.threads ? opt.threads : defaultThreads());
-    if (maskedRows)
-      std::printf("    %" PRId64 " checked rows see no key (causal, seq_q > "
-                  "seq_kv): expected O = 0 and LSE = -inf there\n",
-                  maskedRows);
-    std::printf("    rel L2 %.3e (limit %.0e), max abs %.3e", c.relL2,
-                tolerancesFor(dtype).relL2, c.maxAbs);
-    if (c.worstRow >= 0)
-      std::printf(" at [b=%" PRId64 ", q=%" PRId64 ", h=%" PRId64 ", d=%" PRId64
-                  "] (got %.6g, expected %.6g)",
-                  c.worstB, c.worstRow, c.worstH, c.worstD, c.worstOut,
-                  c.worstRef);
-    std::printf("\n    NaN/inf (incl. unwritten) %" PRIu64
-                ", beyond element bound %" PRIu64 ", writes outside O %" PRIu64
-                "\n",
-                c.nonFinite, c.overBound, r.writesOutsideO);
-    if (c.lseChecked)
-      std::printf("    LSE: %" PRIu64 " values, max abs error %.3e (limit "
-                  "1e-3), NaN/inf %" PRIu64 ", masked-row mismatches %" PRIu64
-                  ", writes past the end %" PRIu64 "\n",
-                  c.lseCount, c.lseMaxAbs, c.lseNonFinite, c.lseMaskedMismatch,
-                  r.writesOutsideLse);
-    for (const std::string &f : c.failures)
-      std::printf("    FAIL: %s\n", f.c_str());
-    if (r.writesOutsideO)
-      std::printf("    FAIL: %" PRIu64 " elements outside O (row padding or "
-                  "the guard after the end) were written\n",
-                  r.writesOutsideO);
-    if (r.writesOutsideLse)
-      std::printf("    FAIL: %" PRIu64 " floats after the end of LSE were "
-                  "written\n",
-                  r.writesOutsideLse);
-    if (r.borderlineRecheck >= 0)
-      std::printf("    note: without the %" PRIu64 " (batch, head, row)s "
-                  "touched by borderline decisions the O check %s\n",
-                  r.borderlineRows,
-                  r.borderlineRecheck
-                      ? "passes: the kernel probably decided a borderline "
-                        "block the other way"
-                      : "still fails");
-    if (r.sparse)
-      printSparseReport(r);
   }
+  r.maskedRowsChecked = 0;
+  for (int64_t row : rows)
+    r.maskedRowsChecked += s.visibleKeys(row) == 0;
+}
 
+/// Report of the check: what was compared, the errors, each failure, and
+/// for sparse kernels the model, the counters and the error of skipping.
+void printCheckReport(const Options &opt, const KernelResult &r) {
+  const Shape &s = r.shape;
+  const CheckResult &c = r.check;
+  uint64_t totalElements = uint64_t(s.batch * s.qHeads * s.seqQ * s.headDimV);
+  std::printf("  check (%s): %" PRIu64 " of %" PRIu64 " O elements (%" PRIu64
+              " of %" PRId64 " query rows x %" PRId64 " batch x %" PRId64
+              " heads x %" PRId64 " dims) against %s, %.2f s on %u "
+              "threads\n",
+              r.checkMode.c_str(), c.elementsChecked, totalElements,
+              c.rowsChecked, s.seqQ, s.batch, s.qHeads, s.headDimV,
+              r.sparse ? "the skipping model (reference over the kept "
+                         "blocks; every row's scores for the vote)"
+                       : "the reference",
+              r.referenceSeconds, opt.threads ? opt.threads : defaultThreads());
+  if (r.maskedRowsChecked)
+    std::printf("    %" PRId64 " checked rows see no key (causal, seq_q > "
+                "seq_kv): expected O = 0 and LSE = -inf there\n",
+                r.maskedRowsChecked);
+  std::printf("    rel L2 %.3e (limit %.0e), max abs %.3e", c.relL2,
+              tolerancesFor(r.dtype).relL2, c.maxAbs);
+  if (c.worstRow >= 0)
+    std::printf(" at [b=%" PRId64 ", q=%" PRId64 ", h=%" PRId64 ", d=%" PRId64
+                "] (got %.6g, expected %.6g)",
+                c.worstB, c.worstRow, c.worstH, c.worstD, c.worstOut,
+                c.worstRef);
+  std::printf("\n    NaN/inf (incl. unwritten) %" PRIu64
+              ", beyond element bound %" PRIu64 ", writes outside O %" PRIu64
+              "\n",
+              c.nonFinite, c.overBound, r.writesOutsideO);
+  if (c.lseChecked)
+    std::printf("    LSE: %" PRIu64 " values, max abs error %.3e (limit "
+                "1e-3), NaN/inf %" PRIu64 ", masked-row mismatches %" PRIu64
+                ", writes past the end %" PRIu64 "\n",
+                c.lseCount, c.lseMaxAbs, c.lseNonFinite, c.lseMaskedMismatch,
+                r.writesOutsideLse);
+  for (const std::string &f : c.failures)
+    std::printf("    FAIL: %s\n", f.c_str());
+  if (r.writesOutsideO)
+    std::printf("    FAIL: %" PRIu64 " elements outside O (row padding or "
+                "the guard after the end) were written\n",
+                r.writesOutsideO);
+  if (r.writesOutsideLse)
+    std::printf("    FAIL: %" PRIu64 " floats after the end of LSE were "
+                "written\n",
+                r.writesOutsideLse);
+  if (r.borderlineRecheck >= 0)
+    std::printf("    note: without the %" PRIu64 " (batch, head, row)s "
+                "touched by borderline decisions the O check %s\n",
+                r.borderlineRows,
+                r.borderlineRecheck
+                    ? "passes: the kernel probably decided a borderline "
+                      "block the other way"
+                    : "still fails");
+  if (r.sparse)
+    printSparseReport(r);
+}
+
+/// The skipping lines when no check ran (no model with --check none) or
+/// nothing can skip (a dense kernel on dial inputs).
+void printUncheckedSkipping(const AttentionSpec &spec, const KernelResult &r) {
   if (r.sparse && !r.modelRun) {
     std::printf("  BLASST: no skipping model with --check none%s\n",
                 spec.stats ? " (counters printed above, not compared)" : "");
@@ -1054,82 +1100,125 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   }
   if (r.dial && !r.sparse)
     std::printf("  dial: dense kernel, nothing is skipped\n");
+}
 
-  if (opt.repeatLaunches > 0) {
-    r.repeatLaunches = opt.repeatLaunches;
-    std::vector<uint16_t> firstO = outO;
-    std::vector<float> firstLse = outLse;
-    if (Status st =
-            poisonLaunchAndRead(opt.repeatLaunches, "repeating launches");
-        !st)
-      return fail(r, st.message());
-    for (size_t i = 0; i < outO.size(); ++i)
-      r.repeatDifferingO += outO[i] != firstO[i];
-    r.repeatDifferingLse = uint64_t(
-        std::memcmp(outLse.data(), firstLse.data(), outLse.size() * 4) != 0);
-    if (r.repeatDifferingLse) {
-      r.repeatDifferingLse = 0;
-      for (size_t i = 0; i < outLse.size(); ++i)
-        r.repeatDifferingLse += std::memcmp(&outLse[i], &firstLse[i], 4) != 0;
-    }
-    r.repeatIdentical = r.repeatDifferingO == 0 && r.repeatDifferingLse == 0;
-    std::printf("  determinism: %" PRId64 " back-to-back launches: %s",
-                opt.repeatLaunches,
-                r.repeatIdentical ? "output bit-identical to the first run\n"
-                                  : "");
-    if (!r.repeatIdentical)
-      std::printf("FAIL: %" PRIu64 " O elements and %" PRIu64
-                  " LSE values differ from the first run\n",
-                  r.repeatDifferingO, r.repeatDifferingLse);
+/// Determinism (--repeat-launches N): N back-to-back launches on poisoned
+/// outputs; O and LSE must be bit-identical to the first run's. Records and
+/// prints the differences. False when a launch fails.
+bool checkDeterminism(const Options &opt, DeviceRun &run, KernelResult &r) {
+  r.repeatLaunches = opt.repeatLaunches;
+  std::vector<uint16_t> firstO = run.outO;
+  std::vector<float> firstLse = run.outLse;
+  if (Status st =
+          run.poisonLaunchAndRead(opt.repeatLaunches, "repeating launches");
+      !st)
+    return fail(r, st.message());
+  const std::vector<uint16_t> &outO = run.outO;
+  const std::vector<float> &outLse = run.outLse;
+  for (size_t i = 0; i < outO.size(); ++i)
+    r.repeatDifferingO += outO[i] != firstO[i];
+  r.repeatDifferingLse = uint64_t(
+      std::memcmp(outLse.data(), firstLse.data(), outLse.size() * 4) != 0);
+  if (r.repeatDifferingLse) {
+    r.repeatDifferingLse = 0;
+    for (size_t i = 0; i < outLse.size(); ++i)
+      r.repeatDifferingLse += std::memcmp(&outLse[i], &firstLse[i], 4) != 0;
   }
-
-  // Timing: warm-up, then each launch between its own pair of events, all
-  // enqueued before any is read so the GPU never waits for the host.
-  r.iters = opt.iters;
-  if (opt.iters > 0) {
-    for (int64_t i = 0; i < opt.warmup; ++i)
-      if (Status st = kernel.launch(launch, nullptr); !st)
-        return fail(r, "warm-up launch: " + st.message());
-    std::vector<EventTimer> timers(size_t(opt.iters));
-    for (EventTimer &t : timers)
-      if (Status st = EventTimer::create(ctx, &t); !st)
-        return fail(r, st.message());
-    for (EventTimer &t : timers) {
-      Status st = t.start(nullptr);
-      if (st)
-        st = kernel.launch(launch, nullptr);
-      if (st)
-        st = t.stop(nullptr);
-      if (!st)
-        return fail(r, "timed launch: " + st.message());
-    }
-    if (Status st = ctx.synchronize(); !st)
-      return fail(r, "the kernel failed during the timed launches: " +
-                         st.message());
-    for (EventTimer &t : timers) {
-      float ms = 0;
-      if (Status st = t.elapsedMs(&ms); !st)
-        return fail(r, st.message());
-      r.timesMs.push_back(ms);
-    }
-    std::vector<float> sorted = r.timesMs;
-    std::sort(sorted.begin(), sorted.end());
-    size_t n = sorted.size();
-    r.medianMs = n % 2 ? sorted[n / 2]
-                       : 0.5 * (double(sorted[n / 2 - 1]) + sorted[n / 2]);
-    r.minMs = sorted.front();
-    double sum = 0;
-    for (float t : sorted)
-      sum += t;
-    r.meanMs = sum / double(n);
-    std::printf(
-        "  time: median %.4f ms, min %.4f ms, mean %.4f ms over %" PRId64
-        " launches (%" PRId64 " warm-up); %.1f TFLOP/s at the median "
-        "(%.4g FLOP, %.1f keys per query on average)\n",
-        r.medianMs, r.minMs, r.meanMs, opt.iters, opt.warmup,
-        r.flops / (r.medianMs * 1e-3) / 1e12, r.flops, s.effectiveSeqKV());
-  }
+  r.repeatIdentical = r.repeatDifferingO == 0 && r.repeatDifferingLse == 0;
+  std::printf("  determinism: %" PRId64 " back-to-back launches: %s",
+              opt.repeatLaunches,
+              r.repeatIdentical ? "output bit-identical to the first run\n"
+                                : "");
+  if (!r.repeatIdentical)
+    std::printf("FAIL: %" PRIu64 " O elements and %" PRIu64
+                " LSE values differ from the first run\n",
+                r.repeatDifferingO, r.repeatDifferingLse);
   return true;
+}
+
+/// Timing (--iters > 0): --warmup untimed launches, then each launch
+/// between its own pair of CUDA events, all enqueued before any is read so
+/// the GPU never waits for the host. Records the times (median, min, mean)
+/// and prints them with the TFLOP/s. False when a launch fails.
+bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
+  r.iters = opt.iters;
+  if (opt.iters <= 0)
+    return true;
+  const AttentionKernel &kernel = *run.kernel;
+  for (int64_t i = 0; i < opt.warmup; ++i)
+    if (Status st = kernel.launch(run.launch, nullptr); !st)
+      return fail(r, "warm-up launch: " + st.message());
+  std::vector<EventTimer> timers(size_t(opt.iters));
+  for (EventTimer &t : timers)
+    if (Status st = EventTimer::create(*run.ctx, &t); !st)
+      return fail(r, st.message());
+  for (EventTimer &t : timers) {
+    Status st = t.start(nullptr);
+    if (st)
+      st = kernel.launch(run.launch, nullptr);
+    if (st)
+      st = t.stop(nullptr);
+    if (!st)
+      return fail(r, "timed launch: " + st.message());
+  }
+  if (Status st = run.ctx->synchronize(); !st)
+    return fail(r,
+                "the kernel failed during the timed launches: " + st.message());
+  for (EventTimer &t : timers) {
+    float ms = 0;
+    if (Status st = t.elapsedMs(&ms); !st)
+      return fail(r, st.message());
+    r.timesMs.push_back(ms);
+  }
+  std::vector<float> sorted = r.timesMs;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  r.medianMs =
+      n % 2 ? sorted[n / 2] : 0.5 * (double(sorted[n / 2 - 1]) + sorted[n / 2]);
+  r.minMs = sorted.front();
+  double sum = 0;
+  for (float t : sorted)
+    sum += t;
+  r.meanMs = sum / double(n);
+  std::printf("  time: median %.4f ms, min %.4f ms, mean %.4f ms over %" PRId64
+              " launches (%" PRId64 " warm-up); %.1f TFLOP/s at the median "
+              "(%.4g FLOP, %.1f keys per query on average)\n",
+              r.medianMs, r.minMs, r.meanMs, opt.iters, opt.warmup,
+              r.flops / (r.medianMs * 1e-3) / 1e12, r.flops,
+              r.shape.effectiveSeqKV());
+  return true;
+}
+
+/// Runs one kernel through the phases above; false when one of them failed
+/// (r.error says why). A failed check is not a failure here: it is recorded
+/// in r and the kernel is still timed.
+bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
+               KernelResult &r) {
+  AttentionKernel kernel;
+  if (!loadKernel(ctx, stem, &kernel, r))
+    return false;
+  setUpShape(opt, kernel.spec(), r);
+  const Layout layout = layoutFor(r.shape, opt.oPad);
+  SkipConfig skipCfg = skipConfigFor(kernel.info(), opt);
+  std::shared_ptr<const HostInputs> in =
+      prepareInputs(opt, kernel.info(), layout, skipCfg, r);
+  if (!resolveThreshold(opt, kernel, in->dial, &skipCfg, r))
+    return false;
+  DeviceRun run;
+  if (!prepareLaunch(ctx, kernel, *in, layout, r, &run))
+    return false;
+  if (!firstRun(opt, run, r))
+    return false;
+  if (opt.vsFirst)
+    compareWithFirst(r, stem, in->key, r.shape, layout.o, r.dtype, run.outO);
+  if (opt.check != CheckMode::None) {
+    checkAgainstReference(opt, *in, layout, skipCfg, run, r);
+    printCheckReport(opt, r);
+  }
+  printUncheckedSkipping(kernel.spec(), r);
+  if (opt.repeatLaunches > 0 && !checkDeterminism(opt, run, r))
+    return false;
+  return timeKernel(opt, run, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1345,10 +1434,6 @@ int main(int argc, char **argv) {
   if (std::string err = parseOptions(argc, argv, &opt); !err.empty()) {
     std::fprintf(stderr, "blasst-bench: %s\n\n%s", err.c_str(), kUsage);
     return kExitUsage;
-  }
-  if (opt.selfTest) {
-    int failed = runSelfTest(opt.verbose);
-    return failed ? kExitFail : kExitPass;
   }
 
   // What needs no GPU first: a missing or malformed file is an error even on

@@ -229,11 +229,9 @@ int main(int argc, char **argv) {
                      << stageName(stage) << " for " << t << " in "
                      << llvm::format("%.1f", ms) << " ms\n";
       }
-      if (stage == Stage::WS && summary) {
-        ScheduleOptions resolved = resolveSchedule(spec, request.schedule);
+      if (stage == Stage::WS && summary)
         for (auto kernel : module.getOps<ws::KernelOp>())
-          llvm::errs() << summarizeKernel(kernel, &resolved);
-      }
+          llvm::errs() << summarizeKernel(kernel);
       if (stage != *last || stage == Stage::Cubin)
         return;
       if (stage == Stage::LLVMIR || stage == Stage::PTX) {

@@ -32,10 +32,20 @@ enum class SparsityKind { None, ScaleFactor, LnLambda };
 struct SparsityPolicy {
   SparsityKind kind = SparsityKind::None;
   double value = 0.0; // `a` for ScaleFactor, ln(lambda) for LnLambda.
+  /// The cap on the effective lambda, in (0, 1] (spec key `lambda_max`). A
+  /// block is skipped when every weight it would get is below lambda; with
+  /// lambda above 1 a block whose maximum exceeds the running maximum (the
+  /// block that dominates the softmax) could be skipped. The kernel applies
+  /// min(lambda, lambda_max) per sequence, so `a / L_kv` with L_kv < a is
+  /// capped too.
+  double lambdaMax = 1.0;
 
   bool isDense() const { return kind == SparsityKind::None; }
+  /// log2 of the effective threshold for a KV length `lkv` (the value the
+  /// kernel compares m_block - m_running with, in the log2 domain).
+  double log2Threshold(double lkv) const;
   bool operator==(const SparsityPolicy &o) const {
-    return kind == o.kind && value == o.value;
+    return kind == o.kind && value == o.value && lambdaMax == o.lambdaMax;
   }
 };
 

@@ -15,6 +15,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <algorithm>
+
 namespace blasst {
 #define GEN_PASS_DEF_CONVERTATTNTOWS
 #include "blasst/Conversion/Passes.h.inc"
@@ -121,7 +123,8 @@ struct KernelBuilder {
                      MemorySpaceAttr::get(b.getContext(), space),
                      b.getDenseI64ArrayAttr({rows, cols}), TypeAttr::get(type),
                      b.getI64IntegerAttr(stages),
-                     aliases.empty() ? FlatSymbolRefAttr() : sym(aliases));
+                     aliases.empty() ? FlatSymbolRefAttr() : sym(aliases),
+                     DenseI64ArrayAttr());
   }
   void pipe(StringRef name, int64_t depth, StringRef producer,
             ArrayRef<StringRef> consumers, ArrayRef<StringRef> buffers,
@@ -441,17 +444,85 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   kb.endRegion(kernel);
 }
 
+/// A knob's name in the schedule record: the pass-option name, '_' for '-'.
+static std::string recordName(StringRef knob) {
+  std::string name = knob.str();
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+namespace {
+/// Writes one knob into the record (sizes always; switches and counts when
+/// they have a value) and reads it back.
+struct RecordKnob {
+  Builder &b;
+  SmallVectorImpl<NamedAttribute> &out;
+  void write(StringRef name, int64_t v) {
+    out.push_back(b.getNamedAttr(recordName(name), b.getI64IntegerAttr(v)));
+  }
+  void write(StringRef name, std::optional<bool> v) {
+    if (v)
+      out.push_back(b.getNamedAttr(recordName(name), b.getBoolAttr(*v)));
+  }
+  void write(StringRef name, std::optional<int64_t> v) {
+    if (v)
+      write(name, *v);
+  }
+};
+
+void readKnob(DictionaryAttr record, StringRef name, int64_t &knob) {
+  if (auto v = record.getAs<IntegerAttr>(recordName(name)))
+    knob = v.getInt();
+}
+void readKnob(DictionaryAttr record, StringRef name,
+              std::optional<bool> &knob) {
+  if (auto v = record.getAs<BoolAttr>(recordName(name)))
+    knob = v.getValue();
+}
+void readKnob(DictionaryAttr record, StringRef name,
+              std::optional<int64_t> &knob) {
+  if (auto v = record.getAs<IntegerAttr>(recordName(name)))
+    knob = v.getInt();
+}
+} // namespace
+
+DictionaryAttr blasst::scheduleAttr(MLIRContext *ctx,
+                                    const ScheduleOptions &opts) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> knobs;
+  RecordKnob record{b, knobs};
+  // Every knob of the table. V on demand is decided by the vote passes after
+  // this one (the IR shows it: ws.await_vote); recorded when it has a value.
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  record.write(Name, opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+  return b.getDictionaryAttr(knobs);
+}
+
+ScheduleOptions blasst::scheduleFromAttr(DictionaryAttr record) {
+  ScheduleOptions opts;
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  readKnob(record, Name, opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+  return opts;
+}
+
 KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
                              const AttentionSpec &spec,
                              const ScheduleOptions &opts) {
   MLIRContext *ctx = b.getContext();
+  bool persistent = opts.persistent.value_or(false);
+  // The longest causal tiles (the last query blocks) first; a persistent
+  // CTA walks its tiles that way too.
+  bool reverseTiles = spec.causal || persistent;
   auto kernel = KernelOp::create(
       b, loc, b.getStringAttr(name),
       TargetAttr::get(ctx, toWSTarget(opts.target)),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
       attn::SpecAttr::fromSpec(ctx, spec),
-      opts.persistent.value_or(false) ? b.getUnitAttr() : UnitAttr(),
-      opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr());
+      persistent ? b.getUnitAttr() : UnitAttr(),
+      opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr(),
+      reverseTiles ? b.getUnitAttr() : UnitAttr(), scheduleAttr(ctx, opts));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),

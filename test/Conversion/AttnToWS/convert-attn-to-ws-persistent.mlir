@@ -5,7 +5,7 @@
 // A persistent kernel: CTAs stay resident and walk the (query block, head)
 // tiles of their batch entry, longest causal tiles first.
 
-// CHECK: ws.kernel @causal_kernel target = sm_90a, block_m = 128, block_n = 128, spec = <{{.*}}> persistent {
+// CHECK: ws.kernel @causal_kernel target = sm_90a, block_m = 128, block_n = 128, spec = <{{.*}}> persistent reverse_tiles schedule {{{.*}}persistent = true{{.*}}} {
 
 // The tile loop: ctaid.x, +nctaid.x, up to ceil(seq_q / block_m) * q_heads;
 // the query block counts down (longest causal tiles first); the K/V rings'

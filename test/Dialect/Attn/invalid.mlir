@@ -148,3 +148,19 @@ func.func @extra_stats(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, 
   attn.attention %q, %k, %v -> %o stats(%s : memref<?x32x2xi64>) spec(<preset = "llama3-8b-prefill">) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
   return
 }
+
+// -----
+
+// expected-error @below {{invalid attention spec: lambda_max must be in (0, 1], got 2}}
+func.func @cap_above_one() attributes {s = #attn.spec<sparsity = blasst(a = 256.0, lambda_max = 2.0)>} { return }
+
+// -----
+
+// expected-error @below {{invalid attention spec: sparsity ln_lambda = -1 is above the cap ln(lambda_max) = -2.3025850929940455 (lambda_max = 0.1)}}
+func.func @fixed_above_cap() attributes {s = #attn.spec<sparsity = blasst(ln_lambda = -1.0, lambda_max = 0.1)>} { return }
+
+// -----
+
+func.func @bad_cap_key() attributes {s = #attn.spec<sparsity = blasst(a = 1.0,
+  // expected-error @below {{blasst takes 'lambda_max' after its threshold, got 'cap'}}
+  cap = 0.5)>} { return }

@@ -41,3 +41,10 @@ func.func @decode(%q: memref<8x1x32x128xbf16>, %k: memref<8x?x8x128xbf16>, %v: m
   attn.attention %q, %k, %v -> %o spec(<preset = "llama3-8b-prefill", causal = false, phase = decode>) : memref<8x1x32x128xbf16>, memref<8x?x8x128xbf16>, memref<8x?x8x128xbf16>, memref<8x1x32x128xbf16>
   return
 }
+
+// -----
+
+// A lower cap on the effective lambda (printed only when not 1).
+// CHECK-LABEL: func.func @capped
+// CHECK-SAME: sparsity = blasst(a = 2.560000e+02, lambda_max = 2.500000e-01)
+func.func @capped() attributes {s = #attn.spec<sparsity = blasst(a = 256.0, lambda_max = 0.25)>} { return }

@@ -819,7 +819,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
   ws.role @c compute warps [0, 4) {
     ws.kv_loop {
       ws.row_max @s
-      // expected-error @below {{stats must be set exactly when the spec asks for statistics}}
+      // expected-error @below {{stats must be counted (here, or by the ws.await_vote {stats} that reads this vote) exactly when the spec asks for statistics}}
       ws.vote @s {stats}
     }
   }
@@ -870,6 +870,64 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
       }
     }
   }
+}
+
+// -----
+
+// unless_skipped: fuse_next needs the fusable shape (the softmax, the P V
+// wait and V's release, then the correction and P).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s
+      ws.vote @s
+      // expected-error @below {{fuse_next needs a next ws.unless_skipped after only mma_wait and release steps, this one holding only softmax_update and exp2, the next only correct and pack_p}}
+      ws.unless_skipped attributes {fuse_next} {
+        ws.softmax_update @s
+      }
+      ws.correct @o
+    }
+  }
+}
+
+// -----
+
+// Vote: the statistics are counted once, not by the voter and by the load
+// role that reads its published vote.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0), stats = true> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s
+      // expected-error @below {{stats are counted twice: by this vote and by the ws.await_vote {stats} that reads it}}
+      ws.vote @s {publish, stats}
+    }
+  }
+  ws.role @a load warps [4, 5) {
+    ws.kv_loop {
+      ws.await_vote {stats}
+    }
+  }
+}
+
+// -----
+
+// Buffer: an alias placed with `at` must fit the buffer it aliases (in that
+// buffer's element columns: 128 bf16 columns are 64 f32 ones).
+ws.kernel @k target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  // expected-error @below {{at [0, 96]: rows [0, 128) and 32-bit columns [96, 160) do not fit @s (128x128)}}
+  ws.buffer @p tmem [128, 128] bf16 stages 1 aliases @s at [0, 96]
+}
+
+// -----
+
+// Buffer: `at` places an alias.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{at needs aliases}}
+  ws.buffer @s smem [64, 64] bf16 stages 1 at [0, 0]
 }
 
 // -----

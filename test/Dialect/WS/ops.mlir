@@ -99,6 +99,7 @@ ws.kernel @fa3 target = sm_90a, block_m = 128, block_n = 128, spec = #attn.spec<
 // CHECK:         ws.buffer @o_stage smem [128, 128] bf16 stages 1 aliases @q0
 // CHECK:         ws.buffer @s0 tmem [128, 128] f32 stages 1
 // CHECK:         ws.buffer @p0 tmem [128, 128] bf16 stages 1 aliases @s0
+// CHECK:         ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]
 // CHECK:         ws.buffer @o0 tmem [128, 128] f32 stages 1
 // CHECK:         ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 65536
 // CHECK:         ws.pipe @s0_pipe depth 1 producer @mma consumers [@softmax0] buffers [@s0]{{$}}
@@ -129,7 +130,7 @@ ws.kernel @fa4 target = sm_100a, block_m = 256, block_n = 128, spec = #attn.spec
   ws.buffer @s0 tmem [128, 128] f32 stages 1
   ws.buffer @s1 tmem [128, 128] f32 stages 1
   ws.buffer @p0 tmem [128, 128] bf16 stages 1 aliases @s0
-  ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1
+  ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]
   ws.buffer @o0 tmem [128, 128] f32 stages 1
   ws.buffer @o1 tmem [128, 128] f32 stages 1
   ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 65536

@@ -23,6 +23,14 @@ ws::Target toWSTarget(Target target);
 ScheduleOptions resolveSchedule(const AttentionSpec &spec,
                                 ScheduleOptions opts);
 
+/// The resolved schedule as the `schedule` record of a ws.kernel (every
+/// knob of ScheduleKnobs.def that has a value, by its pass-option name with
+/// '_' for '-'), and back: the knobs of a record (the target is not in it:
+/// the result's keeps its default).
+mlir::DictionaryAttr scheduleAttr(mlir::MLIRContext *ctx,
+                                  const ScheduleOptions &opts);
+ScheduleOptions scheduleFromAttr(mlir::DictionaryAttr record);
+
 /// Builds a `ws.kernel` named `name` at the builder's insertion point with
 /// the default schedule of `opts.target` for `spec`. The caller verifies it.
 ws::KernelOp buildKernel(mlir::OpBuilder &b, mlir::Location loc,

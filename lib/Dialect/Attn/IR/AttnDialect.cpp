@@ -58,6 +58,8 @@ AttentionSpec SpecAttr::toSpec() const {
   s.sparsity.kind = getSparsity();
   if (getSparsityValue())
     s.sparsity.value = getSparsityValue().getValueAsDouble();
+  if (getLambdaMax())
+    s.sparsity.lambdaMax = getLambdaMax().getValueAsDouble();
   s.lse = getLse();
   s.stats = getStats();
   return s;
@@ -69,9 +71,13 @@ SpecAttr SpecAttr::fromSpec(MLIRContext *ctx, const AttentionSpec &s) {
       s.softmaxScale ? b.getF64FloatAttr(*s.softmaxScale) : FloatAttr();
   FloatAttr sparsityValue =
       s.sparsity.isDense() ? FloatAttr() : b.getF64FloatAttr(s.sparsity.value);
+  FloatAttr lambdaMax = s.sparsity.lambdaMax == 1.0
+                            ? FloatAttr()
+                            : b.getF64FloatAttr(s.sparsity.lambdaMax);
   return SpecAttr::get(ctx, getElementType(ctx, s.dtype), s.headDim, s.headDimV,
                        s.numQHeads, s.numKVHeads, s.causal, s.phase, scale,
-                       s.sparsity.kind, sparsityValue, s.lse, s.stats);
+                       s.sparsity.kind, sparsityValue, lambdaMax, s.lse,
+                       s.stats);
 }
 
 LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -79,7 +85,7 @@ LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t qHeads, int64_t kvHeads, bool causal,
                                Phase phase, FloatAttr softmaxScale,
                                SparsityKind sparsity, FloatAttr sparsityValue,
-                               bool lse, bool stats) {
+                               FloatAttr lambdaMax, bool lse, bool stats) {
   if (!isa<BFloat16Type, Float16Type>(dtype))
     return emitError() << "attention dtype must be bf16 or f16, got " << dtype;
   auto fits = [](int64_t v) { return v > 0 && v <= (1 << 20); };
@@ -101,6 +107,8 @@ LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   s.sparsity.kind = sparsity;
   if (sparsityValue)
     s.sparsity.value = sparsityValue.getValueAsDouble();
+  if (lambdaMax)
+    s.sparsity.lambdaMax = lambdaMax.getValueAsDouble();
   s.lse = lse;
   s.stats = stats;
   std::string reason = s.validate();
@@ -232,8 +240,7 @@ struct SpecParser {
       if (p.parseLParen())
         return failure();
       paramLoc = p.getCurrentLocation();
-      if (p.parseKeyword(&param) || p.parseEqual() || parseFloat(v) ||
-          p.parseRParen())
+      if (p.parseKeyword(&param) || p.parseEqual() || parseFloat(v))
         return failure();
       if (param == "a")
         spec.sparsity = {SparsityKind::ScaleFactor, v};
@@ -242,7 +249,18 @@ struct SpecParser {
       else
         return p.emitError(paramLoc)
                << "blasst takes 'a' or 'ln_lambda', got '" << param << "'";
-      return success();
+      // An optional cap on the effective lambda.
+      if (succeeded(p.parseOptionalComma())) {
+        SMLoc capLoc = p.getCurrentLocation();
+        if (p.parseKeyword(&param) || p.parseEqual() ||
+            parseFloat(spec.sparsity.lambdaMax))
+          return failure();
+        if (param != "lambda_max")
+          return p.emitError(capLoc) << "blasst takes 'lambda_max' after its "
+                                        "threshold, got '"
+                                     << param << "'";
+      }
+      return p.parseRParen();
     }
     return p.emitError(keyLoc)
            << "unknown spec key '" << key
@@ -295,6 +313,12 @@ void SpecAttr::print(AsmPrinter &p) const {
   else
     p << "default";
   p << ", sparsity = ";
+  auto printCap = [&] {
+    if (getLambdaMax()) {
+      p << ", lambda_max = ";
+      p.printFloat(getLambdaMax().getValue());
+    }
+  };
   switch (s.sparsity.kind) {
   case SparsityKind::None:
     p << "none";
@@ -302,11 +326,13 @@ void SpecAttr::print(AsmPrinter &p) const {
   case SparsityKind::ScaleFactor:
     p << "blasst(a = ";
     p.printFloat(getSparsityValue().getValue());
+    printCap();
     p << ")";
     break;
   case SparsityKind::LnLambda:
     p << "blasst(ln_lambda = ";
     p.printFloat(getSparsityValue().getValue());
+    printCap();
     p << ")";
     break;
   }

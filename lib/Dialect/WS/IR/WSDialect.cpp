@@ -267,6 +267,23 @@ LogicalResult BufferOp::verify() {
         other.getStageBytes() * other.getStages())
       return emitOpError() << "is larger than the buffer it aliases, "
                            << aliased;
+    if (std::optional<ArrayRef<int64_t>> at = getAliasOffset()) {
+      if (at->size() != 2 || (*at)[0] < 0 || (*at)[1] < 0)
+        return emitOpError() << "at must be [row, column], both >= 0";
+      int64_t ownBits = getElementType().getIntOrFloatBitWidth();
+      int64_t otherBits = other.getElementType().getIntOrFloatBitWidth();
+      int64_t cols = llvm::divideCeil(shape[1] * ownBits, otherBits);
+      ArrayRef<int64_t> os = other.getShape();
+      if ((*at)[0] + shape[0] > os[0] || (*at)[1] + cols > os[1])
+        return emitOpError()
+               << "at [" << (*at)[0] << ", " << (*at)[1] << "]: rows ["
+               << (*at)[0] << ", " << (*at)[0] + shape[0] << ") and "
+               << otherBits << "-bit columns [" << (*at)[1] << ", "
+               << (*at)[1] + cols << ") do not fit " << aliased << " ("
+               << os[0] << "x" << os[1] << ")";
+    }
+  } else if (getAliasOffset()) {
+    return emitOpError() << "at needs aliases";
   }
   return success();
 }
@@ -708,16 +725,21 @@ LogicalResult VoteOp::verify() {
   AttentionSpec spec = kernel.getSpec().toSpec();
   if (spec.sparsity.isDense())
     return emitOpError() << "in a kernel whose spec has no sparsity policy";
-  if (getStats() != spec.stats)
-    return emitOpError() << "stats must be set exactly when the spec asks "
-                            "for statistics";
-  if (getPublish()) {
-    bool awaited = false;
-    kernel.walk([&](AwaitVoteOp) { awaited = true; });
-    if (!awaited)
-      return emitOpError() << "publishes its decision but no load role has a "
-                              "ws.await_vote";
-  }
+  // Exactly one role kind counts the statistics the spec asks for: the
+  // voters, or the load role that reads their published votes.
+  AwaitVoteOp await;
+  kernel.walk([&](AwaitVoteOp a) { await = a; });
+  bool counted = getStats() || (getPublish() && await && await.getStats());
+  if (counted != spec.stats)
+    return emitOpError() << "stats must be counted (here, or by the "
+                            "ws.await_vote {stats} that reads this vote) "
+                            "exactly when the spec asks for statistics";
+  if (getStats() && await && await.getStats() && getPublish())
+    return emitOpError() << "stats are counted twice: by this vote and by "
+                            "the ws.await_vote {stats} that reads it";
+  if (getPublish() && !await)
+    return emitOpError() << "publishes its decision but no load role has a "
+                            "ws.await_vote";
   return success();
 }
 
@@ -783,7 +805,30 @@ LogicalResult UnlessSkippedOp::verify() {
       return op.emitOpError()
              << "cannot be skipped: pipe traffic and votes must run on both "
                 "paths";
+  SmallVector<Operation *> mids;
+  if (getFuseNext() && !getFusablePartner(mids))
+    return emitOpError()
+           << "fuse_next needs a next ws.unless_skipped after only mma_wait "
+              "and release steps, this one holding only softmax_update and "
+              "exp2, the next only correct and pack_p";
   return success();
+}
+
+UnlessSkippedOp
+UnlessSkippedOp::getFusablePartner(SmallVectorImpl<Operation *> &mids) {
+  auto only = [](UnlessSkippedOp r, auto allowed) {
+    return llvm::all_of(r.getBody().front(), allowed);
+  };
+  Operation *op = (*this)->getNextNode();
+  for (; op && isa<MmaWaitOp, ReleaseOp>(op); op = op->getNextNode())
+    mids.push_back(op);
+  auto second = dyn_cast_or_null<UnlessSkippedOp>(op);
+  if (mids.empty() || !second ||
+      !only(*this,
+            [](Operation &o) { return isa<SoftmaxUpdateOp, Exp2Op>(o); }) ||
+      !only(second, [](Operation &o) { return isa<CorrectOp, PackPOp>(o); }))
+    return UnlessSkippedOp();
+  return second;
 }
 
 //===----------------------------------------------------------------------===//
@@ -820,24 +865,54 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
 #define GET_OP_CLASSES
 #include "blasst/Dialect/WS/IR/WSOps.cpp.inc"
 
-#define DEFINE_GET_ROLE(OpTy)                                                  \
-  RoleOp OpTy::getRole() { return (*this)->getParentOfType<RoleOp>(); }
-DEFINE_GET_ROLE(AcquireOp)
-DEFINE_GET_ROLE(ReleaseOp)
-DEFINE_GET_ROLE(TmaLoadOp)
-DEFINE_GET_ROLE(TmaStoreOp)
-DEFINE_GET_ROLE(AwaitVoteOp)
-DEFINE_GET_ROLE(MmaOp)
-DEFINE_GET_ROLE(ReadScoresOp)
-DEFINE_GET_ROLE(RowMaxOp)
-DEFINE_GET_ROLE(SoftmaxUpdateOp)
-DEFINE_GET_ROLE(Exp2StoreOp)
-DEFINE_GET_ROLE(Exp2Op)
-DEFINE_GET_ROLE(PackPOp)
-DEFINE_GET_ROLE(CorrectOp)
-DEFINE_GET_ROLE(EpilogueOp)
-DEFINE_GET_ROLE(VoteOp)
-DEFINE_GET_ROLE(MmaWaitOp)
-DEFINE_GET_ROLE(TurnWaitOp)
-DEFINE_GET_ROLE(TurnPassOp)
-#undef DEFINE_GET_ROLE
+#include "blasst/Dialect/WS/IR/WSInterfaces.cpp.inc"
+
+void blasst::ws::getStepBufferAccesses(
+    Operation *op, SmallVectorImpl<BufferAccess> &accesses) {
+  auto read = [&](FlatSymbolRefAttr buf) {
+    if (buf)
+      accesses.push_back({buf, /*write=*/false});
+  };
+  auto write = [&](FlatSymbolRefAttr buf) {
+    if (buf)
+      accesses.push_back({buf, /*write=*/true});
+  };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](TmaLoadOp o) { write(o.getDstAttr()); })
+      .Case([&](TmaStoreOp o) { read(o.getSrcAttr()); })
+      .Case([&](MmaOp o) {
+        read(o.getAAttr());
+        read(o.getBAttr());
+        // P V accumulates into O: it reads what it writes.
+        if (o.getKind() == MmaKind::pv)
+          read(o.getDAttr());
+        write(o.getDAttr());
+      })
+      .Case([&](LoadFragOp o) {
+        read(o.getSrcAttr());
+        write(o.getDstAttr());
+      })
+      .Case<ReadScoresOp, RowMaxOp, SoftmaxUpdateOp, VoteOp>(
+          [&](auto o) { read(o.getScoresAttr()); })
+      .Case([&](Exp2StoreOp o) {
+        read(o.getScoresAttr());
+        write(o.getPAttr());
+      })
+      .Case([&](Exp2Op o) {
+        read(o.getScoresAttr());
+        write(o.getScoresAttr());
+      })
+      .Case([&](PackPOp o) {
+        read(o.getScoresAttr());
+        write(o.getPAttr());
+      })
+      .Case([&](CorrectOp o) {
+        read(o.getAccAttr());
+        write(o.getAccAttr());
+      })
+      .Case([&](EpilogueOp o) {
+        read(o.getAccAttr());
+        write(o.getStagingAttr());
+      })
+      .Default([](Operation *) {});
+}

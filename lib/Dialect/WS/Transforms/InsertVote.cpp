@@ -81,6 +81,17 @@ LogicalResult InsertVotePass::rewriteLoop(KVLoopOp loop,
     for (Operation *op : run)
       op->moveBefore(inner, inner->end());
   }
+  // Two regions around the P V wait that one branch can decide: the kept
+  // path becomes one block ptxas schedules as a whole (0.6-2% faster with
+  // skipping, docs/results/2026-11-29-session8.md §6).
+  UnlessSkippedOp joined;
+  for (auto region : body.getOps<UnlessSkippedOp>()) {
+    SmallVector<Operation *> mids;
+    if (region == joined)
+      continue; // The second of a fused pair.
+    if ((joined = region.getFusablePartner(mids)))
+      region.setFuseNext(true);
+  }
   return success();
 }
 

@@ -142,7 +142,16 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
       await.setSpeculateAfter(uint64_t(speculateAfter));
     v->load.setOnDemand(true);
   }
-  kernel.walk([&](VoteOp vote) { vote.setPublish(true); });
+  // The load role reads every published vote: it counts them, and the
+  // voters keep no counters (their loop is the critical one).
+  bool stats = false;
+  kernel.walk([&](VoteOp vote) {
+    vote.setPublish(true);
+    stats |= vote.getStats();
+    vote.setStats(false);
+  });
+  if (stats)
+    kernel.walk([&](AwaitVoteOp await) { await.setStats(true); });
   return success();
 }
 

@@ -24,7 +24,9 @@
 // CHECK-NEXT: ws.release @k_pipe {ahead = 1 : i64}
 // CHECK-NEXT: ws.row_max @s {ahead = 1 : i64}
 // CHECK-NEXT: ws.vote @s {stats}
-// CHECK-NEXT: ws.unless_skipped {
+// The softmax and the correction around the P V wait are decided by one
+// branch (fuse_next).
+// CHECK-NEXT: ws.unless_skipped attributes {fuse_next} {
 // CHECK-NEXT: ws.softmax_update @s
 // CHECK-NEXT: ws.exp2 @s {guarded}
 // CHECK-NEXT: }

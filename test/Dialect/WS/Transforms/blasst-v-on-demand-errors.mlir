@@ -6,7 +6,7 @@
 // where it cannot be done; mode=auto leaves those kernels as they are.
 
 // AUTO-NOT: ws.await_vote
-// AUTO-NOT: on_demand
+// AUTO-NOT: {on_demand}
 func.func @dense(%q: memref<?x?x8x64xbf16>, %k: memref<?x?x8x64xbf16>, %v: memref<?x?x8x64xbf16>, %o: memref<?x?x8x64xbf16>) {
   // expected-error @below {{blasst-v-on-demand needs a BLASST sparsity policy: without votes nothing tells which V tiles are needed}}
   attn.attention %q, %k, %v -> %o spec(<head_dim = 64, q_heads = 8, kv_heads = 8>) : memref<?x?x8x64xbf16>, memref<?x?x8x64xbf16>, memref<?x?x8x64xbf16>, memref<?x?x8x64xbf16>

@@ -51,7 +51,7 @@ func.func @sparse(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: me
 // CHECK: ws.vote @s {publish}
 // AUTO-LABEL: ws.kernel @wide
 // AUTO-NOT: ws.await_vote
-// AUTO-NOT: on_demand
+// AUTO-NOT: {on_demand}
 // AUTO: ws.vote @s{{$}}
 func.func @wide(%q: memref<?x?x8x256xbf16>, %k: memref<?x?x2x256xbf16>, %v: memref<?x?x2x256xbf16>, %o: memref<?x?x8x256xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 256, q_heads = 8, kv_heads = 2, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x8x256xbf16>, memref<?x?x2x256xbf16>, memref<?x?x2x256xbf16>, memref<?x?x8x256xbf16>

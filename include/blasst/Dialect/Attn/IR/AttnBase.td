@@ -42,7 +42,9 @@ def Attn_SpecAttr : Attn_Attr<"Spec", "spec"> {
     ```
 
     `sparsity` is `none`, `blasst(a = <float>)` (lambda = a / L_kv, computed per
-    sequence) or `blasst(ln_lambda = <float>)` (a fixed threshold).
+    sequence) or `blasst(ln_lambda = <float>)` (a fixed threshold); either
+    may add `lambda_max = <float>` (in (0, 1], default 1), the cap on the
+    effective lambda the kernel applies per sequence.
     `softmax_scale` defaults to 1/sqrt(head_dim).
   }];
   let parameters = (ins
@@ -56,6 +58,7 @@ def Attn_SpecAttr : Attn_Attr<"Spec", "spec"> {
     OptionalParameter<"::mlir::FloatAttr">:$softmaxScale,
     "::blasst::SparsityKind":$sparsity,
     OptionalParameter<"::mlir::FloatAttr">:$sparsityValue,
+    OptionalParameter<"::mlir::FloatAttr">:$lambdaMax,
     "bool":$lse,
     "bool":$stats
   );

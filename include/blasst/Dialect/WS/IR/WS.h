@@ -14,6 +14,20 @@
 #include "blasst/Dialect/WS/IR/WSDialect.h.inc"
 #include "blasst/Dialect/WS/IR/WSEnums.h.inc"
 
+namespace blasst::ws {
+class RoleOp;
+/// A buffer a step reads or writes (StepOpInterface::getBufferAccesses).
+struct BufferAccess {
+  mlir::FlatSymbolRefAttr buffer;
+  bool write = false;
+};
+/// The buffer accesses of each step op, in one table.
+void getStepBufferAccesses(mlir::Operation *op,
+                           llvm::SmallVectorImpl<BufferAccess> &accesses);
+} // namespace blasst::ws
+
+#include "blasst/Dialect/WS/IR/WSInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "blasst/Dialect/WS/IR/WSOps.h.inc"
 

@@ -16,6 +16,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "blasst/Dialect/Attn/IR/AttnBase.td"
+include "blasst/Dialect/WS/IR/WSInterfaces.td"
 
 def WS_Dialect : Dialect {
   let name = "ws";
@@ -91,17 +92,29 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     producer copies half of every K/V tile and multicasts it into both
     CTAs, a K/V stage is free once the consumers of both CTAs released it,
     and the pair shares half the L2 traffic of two separate CTAs.
+
+    With `reverse_tiles`, CTAs take the query blocks last first (ctaid.x 0
+    gets the last block; a persistent CTA walks its tiles from the last
+    query block down): the longest causal tiles start first and the short
+    ones fill the tail of the last wave.
+
+    `schedule` records the schedule `convert-attn-to-ws` resolved (every
+    knob with its value, defaults included): what was asked for, for
+    `--summary` and for reading the IR. The lowering reads the structure
+    (roles, buffers, pipes, steps), never this record.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, WS_TargetEnum:$target,
                        I64Attr:$block_m, I64Attr:$block_n,
                        Attn_SpecAttr:$spec, UnitAttr:$persistent,
-                       UnitAttr:$kv_multicast);
+                       UnitAttr:$kv_multicast, UnitAttr:$reverse_tiles,
+                       OptionalAttr<DictionaryAttr>:$schedule);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
-    (`kv_multicast` $kv_multicast^)?
+    (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
+    (`schedule` $schedule^)?
     attr-dict-with-keyword $body
   }];
     let extraClassDeclaration = [{
@@ -122,15 +135,21 @@ def WS_BufferOp : WS_Op<"buffer", [Symbol, HasParent<"KernelOp">]> {
     `shape` is one stage's shape (rows, columns); `stages` copies form a ring.
     Register buffers are private to each role that uses them. `aliases` names
     a buffer whose storage this one reuses (P over S in tensor memory, the
-    O staging tile over Q), so it takes no storage of its own.
+    O staging tile over Q), so it takes no storage of its own. `at [row,
+    column]` places it inside that buffer, in the owner's rows and element
+    columns: a bf16 P of 128 columns takes 64 f32 columns of S, so
+    `@p0 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]` is P of tile
+    0 in columns [64, 128) of S of tile 1 (cross-stage P). Without `at` it
+    starts at [0, 0].
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, WS_MemorySpaceEnum:$space,
                        DenseI64ArrayAttr:$shape, TypeAttr:$element_type,
                        I64Attr:$stages,
-                       OptionalAttr<FlatSymbolRefAttr>:$aliases);
+                       OptionalAttr<FlatSymbolRefAttr>:$aliases,
+                       OptionalAttr<DenseI64ArrayAttr>:$alias_offset);
   let assemblyFormat = [{
     $sym_name $space $shape $element_type `stages` $stages
-    (`aliases` $aliases^)? attr-dict
+    (`aliases` $aliases^)? (`at` $alias_offset^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -220,12 +239,8 @@ def WS_KVLoopOp : WS_Op<"kv_loop", [HasParent<"RoleOp">, NoTerminator,
 
 class WS_StepOp<string mnemonic, list<Trait> traits = []>
     : WS_Op<mnemonic, !listconcat(traits, [
-        ParentOneOf<["RoleOp", "KVLoopOp", "UnlessSkippedOp"]>])> {
-  let extraClassDeclaration = [{
-    /// The role that runs this step.
-    RoleOp getRole();
-  }];
-}
+        ParentOneOf<["RoleOp", "KVLoopOp", "UnlessSkippedOp"]>,
+        WS_StepOpInterface])>;
 
 def WS_AcquireOp : WS_StepOp<"acquire"> {
   let summary = "Wait until the pipe's current stage is ready for this role";
@@ -441,8 +456,6 @@ def WS_VoteOp : WS_StepOp<"vote"> {
   let assemblyFormat = "$scores attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The role that runs this step.
-    RoleOp getRole();
     /// Whether it decides on block n + 1: it follows a `ws.row_max {ahead =
     /// 1}` (the overlap schedule, where block 0 is never voted on).
     bool decidesNextBlock();
@@ -466,8 +479,13 @@ def WS_AwaitVoteOp : WS_StepOp<"await_vote"> {
     a vote allows, so a run of kept blocks never waits for V, and a
     mispredicted skipped block costs a V copy nobody reads. Without it every
     block from 1 on waits for its votes.
+
+    `stats`: this role counts the published votes into the kernel's stats
+    buffer (it reads every vote anyway), so the voters keep no counters of
+    their own (their `ws.vote` has no `stats`).
   }];
-  let arguments = (ins OptionalAttr<I64Attr>:$speculate_after);
+  let arguments = (ins OptionalAttr<I64Attr>:$speculate_after,
+                       UnitAttr:$stats);
   let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }
@@ -480,10 +498,25 @@ def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
     correct, the P·V mma). A skipped block leaves the running max, row sums and O as they
     were: its correction factor is exactly 1. Pipe acquires and releases are
     never inside, so every barrier arrival happens on both paths.
+
+    With `fuse_next`, this region and the next one (with only `mma_wait`
+    and `release` steps between them) are decided by one branch: the kept
+    path runs both regions and the steps between, the skip path only the
+    steps between. The shape this is for (measured on the H200): the
+    overlap schedule with P in registers, the first region holding the
+    softmax (softmax_update, exp2), the second the correction and P
+    (correct, pack_p). `blasst-insert-vote` sets it where that shape holds.
   }];
+  let arguments = (ins UnitAttr:$fuse_next);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "attr-dict-with-keyword $body";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The region a `fuse_next` would join this one with, and the steps
+    /// between them in `mids`, or null when the shape does not allow it.
+    UnlessSkippedOp getFusablePartner(
+        ::llvm::SmallVectorImpl<::mlir::Operation *> &mids);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -60,4 +60,16 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
 
+def WSPrintProtocol : Pass<"ws-print-protocol", "mlir::ModuleOp"> {
+  let summary = "Print each ws.kernel's pipeline protocol (for tests)";
+  let description = [{
+    Prints, for every ws.kernel, the ProtocolAnalysis: each pipe's depth,
+    whether it carries a stage per KV block, and the arrivals that complete
+    a phase of its full and empty rings; each step's KV block (first, n+k,
+    last, once), the barriers it waits on and arrives at, and the buffer
+    regions it reads and writes; what each kv_loop carries across its
+    back-edge. The IR is unchanged.
+  }];
+}
+
 #endif // BLASST_WS_TRANSFORMS_PASSES

@@ -1,0 +1,495 @@
+//===- KernelLowering.cpp - Kernel, roles and KV loops ----------------------===//
+//
+// The kernel ABI, mbarrier initialisation, role dispatch, persistent tile
+// loops, KV loops with what they carry, and turn barriers.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelLowering.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+using namespace blasst::ws::lowering;
+
+//===----------------------------------------------------------------------===//
+// Kernel skeleton
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelLowering::emitKernel(ModuleOp module) {
+  b.setInsertionPointToEnd(module.getBody());
+  StringRef smemName = "__blasst_dynamic_smem";
+  if (!module.lookupSymbol(smemName))
+    LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External,
+                           smemName, Attribute(), /*alignment=*/kTileAlign,
+                           /*addrSpace=*/3);
+
+  SmallVector<Type> params(kNumParams);
+  params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
+  params[kO] = params[kLse] = params[kStats] = ptrGen;
+  params[kSeqQ] = params[kSeqKV] = i32;
+  params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
+  params[kScaleLog2] = params[kLog2Threshold] = f32;
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+  func = LLVM::LLVMFuncOp::create(b, loc, kernel.getSymName(), fnType);
+  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  int32_t threads = kernel.getNumWarps() * 32;
+  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                b.getDenseI32ArrayAttr({threads, 1, 1}));
+  // A register cap at entry is what lets setmaxnreg move registers.
+  func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                b.getI32IntegerAttr(1));
+  auto tmapType = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
+  for (unsigned i : {kTmQ, kTmK, kTmV}) {
+    func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                    TypeAttr::get(tmapType));
+    func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(64));
+    func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                    b.getUnitAttr());
+  }
+  for (unsigned i : {kO, kLse, kStats})
+    func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
+
+  Block *entry = func.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  smemBase = LLVM::AddressOfOp::create(b, loc, ptrSh, smemName);
+  smemBase32 = LLVM::PtrToIntOp::create(b, loc, i32, smemBase);
+  tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  warp = divu(tid, c32(32));
+  lane = remu(tid, c32(32));
+  mBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  // reverse_tiles: the hardware hands out CTAs in ctaid.x order, so the
+  // last query blocks (the longest causal tiles) go first and the short ones
+  // fill the tail of the last wave.
+  if (kernel.getReverseTiles() && !kernel.getPersistent())
+    mBlock = sub(sub(NVVM::GridDimXOp::create(b, loc, i32), c32(1)), mBlock);
+  head = NVVM::BlockIdYOp::create(b, loc, i32);
+  batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  kvHead = divu(head, c32(spec.gqaRatio()));
+  if (kernel.getKvMulticast()) {
+    ctaRank = NVVM::BlockInClusterIdXOp::create(b, loc, i32);
+    partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
+  }
+  emitPrologue();
+  // Named barriers (the protocol allocates them: turns first, then one
+  // per compute warpgroup); the hardware has 16, id 0 is __syncthreads.
+  for (auto order : kernel.getBody().getOps<OrderOp>())
+    for (Attribute r : order.getRoles())
+      if (protocol.turnBarrier(order, cast<FlatSymbolRefAttr>(r).getValue())
+              .id > 15)
+        return order.emitOpError() << "needs more than 15 named barriers";
+  for (auto role : kernel.getBody().getOps<RoleOp>())
+    if (failed(emitRole(role)))
+      return failure();
+  // A CTA of a pair may not exit while its partner can still arrive on its
+  // barriers or multicast into its shared memory.
+  if (kernel.getKvMulticast())
+    clusterSync();
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+  // What the host needs to launch it (blasst-compile writes <stem>.meta).
+  func->setAttr("blasst.smem_bytes", b.getI64IntegerAttr(layout.totalBytes));
+  func->setAttr("blasst.threads", b.getI64IntegerAttr(threads));
+  if (kernel.getPersistent())
+    func->setAttr("blasst.persistent", b.getUnitAttr());
+  if (kernel.getKvMulticast()) {
+    func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                  b.getDenseI32ArrayAttr({2, 1, 1}));
+    func->setAttr("blasst.cluster_m", b.getI32IntegerAttr(2));
+  }
+  func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
+  func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
+  func->setAttr("blasst.spec", kernel.getSpecAttr());
+  return success();
+}
+
+void KernelLowering::emitPrologue() {
+  // Thread 0 initialises every mbarrier; the fences make the init visible to
+  // the other threads and to the TMA unit (async proxy) before anyone uses it.
+  scf::IfOp init = openIf(cmp(arith::CmpIPredicate::eq, tid, c32(0)));
+  for (auto pipe : kernel.getBody().getOps<PipeOp>()) {
+    // The arrivals that complete a phase (the protocol; with kv_multicast
+    // the partner CTA's consumer warps also release K/V stages here, lane 0
+    // of each, emitRelease).
+    int64_t fullCount = protocol.pipe(pipe).fullArrivals;
+    int64_t emptyCount = protocol.pipe(pipe).emptyArrivals;
+    for (int64_t s = 0; s < int64_t(pipe.getDepth()); ++s) {
+      NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, true, c32(s)),
+                                   c32(fullCount), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, false, c32(s)),
+                                   c32(emptyCount), Value());
+    }
+  }
+  if (layout.voteBarrier >= 0)
+    for (int64_t parity = 0; parity < 2; ++parity)
+      NVVM::MBarrierInitOp::create(
+          b, loc, smemPtr(c32(layout.voteBarrier + 8 * parity)),
+          c32(int64_t(layout.voterIndex.size())), Value());
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  b.setInsertionPointAfter(init);
+  // A pair's barriers are initialised before either CTA arrives on the
+  // other's or multicasts into it.
+  if (kernel.getKvMulticast())
+    clusterSync();
+  else
+    NVVM::Barrier0Op::create(b, loc);
+}
+
+void KernelLowering::clusterSync() {
+  NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+  NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
+}
+
+Value KernelLowering::numKVBlocks() {
+  // ceil(seqKV / blockN); causal (bottom-right): keys up to the last row's
+  // diagonal, (mBlock + 1) * blockM + seqKV - seqQ.
+  Value seqKV = param(kSeqKV);
+  Value n = divu(add(seqKV, c32(blockN - 1)), c32(blockN));
+  if (!spec.causal)
+    return n;
+  Value lastKey =
+      sub(add(mul(add(mBlock, c32(1)), c32(blockM)), seqKV), param(kSeqQ));
+  lastKey = arith::MaxSIOp::create(b, loc, lastKey, c32(0));
+  Value nCausal = divu(add(lastKey, c32(blockN - 1)), c32(blockN));
+  return arith::MinUIOp::create(b, loc, n, nCausal);
+}
+
+LogicalResult KernelLowering::emitRole(RoleOp role) {
+  if (failed(target.checkRole(role)))
+    return failure();
+  int64_t begin = role.getWarpBegin(), end = role.getWarpEnd();
+  Value inRole = arith::AndIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::uge, warp, c32(begin)),
+      cmp(arith::CmpIPredicate::ult, warp, c32(end)));
+  OpBuilder::InsertionGuard guard(b);
+  openIf(inRole);
+
+  // setmaxnreg moves registers between warpgroups relative to the cap the
+  // kernel starts with (65536 / threads, rounded down to a multiple of 8).
+  if (std::optional<int64_t> regs = role.getRegs()) {
+    int64_t start = (kRegistersPerCTA / (kernel.getNumWarps() * 32)) / 8 * 8;
+    if (*regs != start)
+      NVVM::SetMaxRegisterOp::create(
+          b, loc, b.getI32IntegerAttr(*regs),
+          NVVM::SetMaxRegisterActionAttr::get(
+              ctx, *regs > start ? NVVM::SetMaxRegisterAction::increase
+                                 : NVVM::SetMaxRegisterAction::decrease));
+  }
+
+  RoleState st;
+  st.role = role;
+  st.threadInRole = sub(tid, c32(begin * 32));
+  VoteOp vote;
+  role.walk([&](VoteOp v) { vote = v; });
+  // Who counts the statistics is in the IR: a voter with `stats`, or the
+  // load role whose ws.await_vote has `stats` (it reads every vote anyway).
+  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute;
+  role.walk([&](AwaitVoteOp a) {
+    st.speculateAfter = int64_t(a.getSpeculateAfter().value_or(0));
+    st.countVotes = a.getStats();
+  });
+  if (!kernel.getPersistent())
+    startTile(st);
+  st.rowBegin = role.getRowBegin().value_or(0);
+  if (role.getKind() == RoleKind::load) {
+    // One thread issues every TMA copy and drives the pipes.
+    openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
+  } else if (role.getKind() == RoleKind::compute) {
+    st.barrierId = protocol.roleBarrier(role).id;
+    if (st.barrierId > 15)
+      return role.emitOpError() << "needs more than 15 named barriers";
+    if (vote) {
+      // log2(lambda): fixed, or log2(a) - log2(L_kv) for this sequence.
+      st.threshold = param(kLog2Threshold);
+      if (spec.sparsity.kind == SparsityKind::ScaleFactor) {
+        Value lkv = arith::UIToFPOp::create(b, loc, f32, param(kSeqKV));
+        Value log2L =
+            LLVM::CallIntrinsicOp::create(
+                b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                ValueRange{lkv})
+                .getResult(0);
+        st.threshold = fsub(st.threshold, log2L);
+      }
+      // lambda <= lambda_max (at most 1): above 1 a block whose maximum
+      // exceeds the running maximum, the one that dominates the softmax,
+      // would be skipped (a / L_kv with L_kv < a, or a threshold passed at
+      // run time). Applied to this sequence's threshold.
+      st.threshold = arith::MinNumFOp::create(
+          b, loc, st.threshold, cf(float(std::log2(spec.sparsity.lambdaMax))));
+    }
+  }
+  if (!kernel.getPersistent())
+    return emitSteps(role.getBody().front(), st);
+  return emitPersistentRole(role, st);
+}
+
+/// The state a role starts each tile with: the tile's KV block count, and
+/// for compute roles O = 0, m = -inf, l = 0 and zero block counters.
+void KernelLowering::startTile(RoleState &st) {
+  st.inLoop = st.afterLoop = false;
+  st.s = st.sNext = st.skip = st.scoresReal = Value();
+  st.pRegs.clear();
+  st.qRegs.clear();
+  st.inflight.clear();
+  for (int i = 0; i < 2; ++i)
+    st.mBlock[i] = st.mPart[i] = st.mUse[i] = st.corr[i] = Value();
+  st.numBlocks = numKVBlocks();
+  if (st.countVotes)
+    st.voteSkips = c32(0);
+  if (st.role.getKind() != RoleKind::compute)
+    return;
+  target.initRunningState(st);
+  if (st.stats)
+    st.skipped = c32(0);
+}
+
+/// A persistent CTA walks the (query block, q head) tiles of its batch entry
+/// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the last query blocks first
+/// with reverse_tiles (the longest causal tiles). The role's steps run once per tile; the
+/// K/V rings continue across tiles (a loop-carried count of the blocks
+/// already streamed), the Q pipe flips phase per tile.
+LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
+  Value numMBlocks = divu(add(param(kSeqQ), c32(blockM - 1)), c32(blockM));
+  Value tiles = mul(numMBlocks, c32(spec.numQHeads));
+  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value stride = NVVM::GridDimXOp::create(b, loc, i32);
+  auto forOp = scf::ForOp::create(b, loc, first, tiles, stride,
+                                  ValueRange{c32(0), c32(0)});
+  Value savedM = mBlock, savedHead = head, savedKV = kvHead;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value tile = forOp.getInductionVar();
+    mBlock = kernel.getReverseTiles()
+                 ? sub(sub(numMBlocks, c32(1)), divu(tile, c32(spec.numQHeads)))
+                 : divu(tile, c32(spec.numQHeads));
+    head = remu(tile, c32(spec.numQHeads));
+    kvHead = divu(head, c32(spec.gqaRatio()));
+    blockBase = forOp.getRegionIterArgs()[0];
+    tileParity = forOp.getRegionIterArgs()[1];
+    startTile(st);
+    Value streamed = add(blockBase, st.numBlocks);
+    if (failed(emitSteps(role.getBody().front(), st)))
+      return failure();
+    scf::YieldOp::create(b, loc,
+                         ValueRange{streamed, arith::XOrIOp::create(
+                                                  b, loc, tileParity, c32(1))});
+  }
+  mBlock = savedM;
+  head = savedHead;
+  kvHead = savedKV;
+  blockBase = tileParity = Value();
+  return success();
+}
+
+LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
+  if (failed(target.checkPlacement(op, st)))
+    return failure();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](KVLoopOp o) { return emitLoop(o, st); })
+      .Case([&](AcquireOp o) { return emitAcquire(o, st); })
+      .Case([&](ReleaseOp o) { return emitRelease(o, st); })
+      .Case([&](TmaLoadOp o) { return emitTmaLoad(o, st); })
+      .Case([&](MmaOp o) { return target.emitMma(o, st); })
+      .Case([&](RowMaxOp o) { return target.emitRowMax(o, st); })
+      .Case([&](SoftmaxUpdateOp o) { return target.emitSoftmaxUpdate(o, st); })
+      .Case([&](Exp2StoreOp o) { return target.emitExp2Store(o, st); })
+      .Case([&](Exp2Op o) { return target.emitExp2InPlace(o, st); })
+      .Case([&](PackPOp o) { return target.emitPackP(o, st); })
+      .Case([&](CorrectOp o) { return target.emitCorrect(o, st); })
+      .Case([&](EpilogueOp o) { return target.emitEpilogue(o, st); })
+      .Case([&](VoteOp o) { return emitVote(o, st); })
+      .Case([&](AwaitVoteOp o) { return emitAwaitVote(o, st); })
+      .Case([&](LoadFragOp o) { return target.emitLoadFrag(o, st); })
+      .Case([&](MmaWaitOp o) { return target.emitMmaWait(o, st); })
+      .Case([&](TurnWaitOp o) { return emitTurn(o, /*wait=*/true); })
+      .Case([&](TurnPassOp o) { return emitTurn(o, /*wait=*/false); })
+      .Case([&](UnlessSkippedOp o) { return emitUnlessSkipped(o, st); })
+      .Default([&](Operation *o) {
+        return o->emitOpError() << "is not lowered on " << target.name();
+      });
+}
+
+LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
+  if (st.inLoop)
+    return loop.emitOpError() << "nested kv_loops are not supported";
+  // Each pipe used in the loop must be acquired exactly once per iteration
+  // by this role: stage and phase then follow the block index.
+  llvm::StringMap<int> acquires;
+  loop.walk([&](AcquireOp a) { ++acquires[a.getPipe()]; });
+  for (auto &entry : acquires)
+    if (entry.second != 1)
+      return loop.emitOpError()
+             << "acquires pipe @" << entry.first() << " " << entry.second
+             << " times per KV block; the sm_90a lowering needs exactly one";
+
+  bool compute = st.role.getKind() == RoleKind::compute;
+  // Values a prologue computed for the loop's first iteration come in as
+  // iteration arguments, and each iteration yields the next one's (the
+  // protocol's LoopCarried says which): S of block n when the loop's Q Kᵀ
+  // runs one block ahead; the correction factors and P in registers when
+  // block 0's softmax is the prologue; the skip decision when P V of block
+  // n was decided in the previous iteration (block 0 is never skipped: the
+  // running max is still -inf when it is voted on).
+  LoopCarried carried = protocol.carried(loop);
+  bool carryS = carried.scores;
+  bool carryCorr = carried.correction;
+  bool carrySkip = carried.skip;
+  if (carrySkip) {
+    // Block 0 (the prologue's softmax) is never skipped; the loop's votes
+    // count blocks 1.. (and not the block past the end).
+    st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  }
+  size_t numP = compute ? st.pRegs.size() : 0;
+  bool carryVote = !compute && st.speculateAfter > 0;
+  if (carryVote) {
+    // Before block 0 (whose await yields its own state): any values.
+    st.voteKnown = st.voteKept =
+        arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    st.keptRun = c32(0);
+  }
+  SmallVector<Value> init;
+  if (compute)
+    init = st.carried();
+  if (st.stats)
+    init.push_back(st.skipped);
+  if (carryS)
+    init.push_back(st.s);
+  if (carryCorr)
+    init.append({st.corr[0], st.corr[1]});
+  init.append(st.pRegs.begin(), st.pRegs.begin() + numP);
+  if (carrySkip)
+    init.push_back(st.skip);
+  if (carryVote)
+    init.append({st.voteKnown, st.voteKept, st.keptRun});
+  if (st.countVotes)
+    init.push_back(st.voteSkips);
+  auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forOp.getBody());
+  st.inLoop = true;
+  st.kvBlock = forOp.getInductionVar();
+  // Unpacks loop-carried values (iteration arguments or results) into st.
+  auto unpack = [&](ValueRange vals) {
+    size_t k = 0;
+    if (compute) {
+      st.setCarried(vals.take_front(5));
+      k = 5;
+    }
+    if (st.stats)
+      st.skipped = vals[k++];
+    if (carryS)
+      st.s = vals[k++];
+    if (carryCorr) {
+      st.corr[0] = vals[k++];
+      st.corr[1] = vals[k++];
+    }
+    for (size_t i = 0; i < numP; ++i)
+      st.pRegs[i] = vals[k++];
+    if (carrySkip)
+      st.skip = vals[k++];
+    if (carryVote) {
+      st.voteKnown = vals[k++];
+      st.voteKept = vals[k++];
+      st.keptRun = vals[k++];
+    }
+    if (st.countVotes)
+      st.voteSkips = vals[k++];
+  };
+  unpack(forOp.getRegionIterArgs());
+  st.sNext = Value();
+  if (failed(emitSteps(loop.getBody().front(), st)))
+    return failure();
+  if (!init.empty()) {
+    // With iter args the body has no implicit yield: yield the state.
+    SmallVector<Value> yields;
+    if (compute)
+      yields = st.carried();
+    if (st.stats)
+      yields.push_back(st.skipped);
+    if (carryS) {
+      if (!st.sNext)
+        return loop.emitOpError()
+               << "carries S across blocks but computes no next-block Q Kᵀ "
+                  "(ws.mma qk {ahead = 1})";
+      yields.push_back(st.sNext);
+    }
+    if (carryCorr) {
+      if (!st.corr[0])
+        return loop.emitOpError()
+               << "carries the correction factors of a prologue softmax but "
+                  "its body computes none for the next iteration";
+      yields.append({st.corr[0], st.corr[1]});
+    }
+    if (numP && st.pRegs.size() != numP)
+      return loop.emitOpError()
+             << "carries P in registers from the prologue but its body "
+                "computes no P for the next iteration";
+    yields.append(st.pRegs.begin(), st.pRegs.begin() + numP);
+    if (carrySkip)
+      yields.push_back(st.skip);
+    if (carryVote)
+      yields.append({st.voteKnown, st.voteKept, st.keptRun});
+    if (st.countVotes)
+      yields.push_back(st.voteSkips);
+    scf::YieldOp::create(b, loc, yields);
+  }
+  st.inLoop = false;
+  st.afterLoop = true;
+  st.skip = Value();
+  st.s = st.sNext = Value();
+  st.inflight.clear();
+  b.setInsertionPointAfter(forOp);
+  // Values computed in the body that are not carried do not exist here.
+  for (int i = 0; i < 2; ++i)
+    st.corr[i] = st.mUse[i] = st.mBlock[i] = st.mPart[i] = Value();
+  st.pRegs.resize(numP);
+  unpack(forOp.getResults());
+  st.s = Value();
+  if (st.stats)
+    emitStatsFlush(st);
+  if (st.countVotes) {
+    if (carryVote) {
+      // The votes on the last block were not read when the load role
+      // copied its V without them.
+      auto last = scf::IfOp::create(b, loc, TypeRange{i32},
+                                    notI1(st.voteKnown),
+                                    /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      scf::YieldOp::create(
+          b, loc, ValueRange{readVotes(sub(st.numBlocks, c32(1)), st).second});
+      b.setInsertionPointToStart(last.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{c32(0)});
+      b.setInsertionPointAfter(last);
+      st.voteSkips = add(st.voteSkips, last.getResult(0));
+    }
+    emitVoteStatsFlush(st);
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::emitTurn(Operation *op, bool wait) {
+  // The protocol says which barrier; a step it gives none (the first role
+  // holds the turn before its first wait, the last role's pass after its
+  // loop has no matching wait) emits nothing.
+  for (const BarrierEvent &e : protocol.step(op)->events) {
+    if (wait)
+      NVVM::BarrierOp::create(b, loc, Type(), c32(e.named.id),
+                              c32(e.named.threads), nullptr, Value());
+    else
+      NVVM::BarrierArriveOp::create(b, loc, c32(e.named.id),
+                                    c32(e.named.threads));
+  }
+  return success();
+}

@@ -1,0 +1,97 @@
+//===- KernelLowering.h - The target-neutral ws lowering driver -*- C++ -*-===//
+//
+// Lowers one ws.kernel to an NVVM kernel: the kernel ABI and launch
+// attributes, mbarrier initialisation, role dispatch with setmaxnreg,
+// persistent tile loops, KV loops and what they carry, pipe acquires and
+// releases (stage and phase from the ProtocolAnalysis), TMA copies, turn
+// barriers, BLASST skip regions, votes and statistics. Every step whose code
+// depends on the target's MMA and fragment layouts goes to the
+// TargetLowering.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_LIB_CONVERSION_WSTONVVM_KERNELLOWERING_H
+#define BLASST_LIB_CONVERSION_WSTONVVM_KERNELLOWERING_H
+
+#include "TargetLowering.h"
+
+namespace blasst::ws::lowering {
+
+class KernelLowering : public LoweringBase {
+public:
+  KernelLowering(KernelEnv &env, TargetLowering &target)
+      : LoweringBase(env), target(target) {}
+
+  /// Emits the kernel into `module`; the caller erases the ws.kernel.
+  LogicalResult emit(ModuleOp module);
+
+private:
+  // --- Kernel, roles, loops (KernelLowering.cpp) ------------------------------
+  LogicalResult emitKernel(ModuleOp module);
+  void emitPrologue();
+  /// All threads of both CTAs of a pair (kv_multicast).
+  void clusterSync();
+  Value numKVBlocks();
+  LogicalResult emitRole(RoleOp role);
+  void startTile(RoleState &st);
+  LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
+  LogicalResult emitSteps(Block &block, RoleState &st);
+  LogicalResult emitStep(Operation *op, RoleState &st);
+  LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
+  LogicalResult emitTurn(Operation *op, bool wait);
+
+  // --- Pipes and copies (Pipes.cpp) -------------------------------------------
+  LogicalResult emitAcquire(AcquireOp op, RoleState &st);
+  LogicalResult emitRelease(ReleaseOp op, RoleState &st);
+  LogicalResult emitTmaLoad(TmaLoadOp op, RoleState &st);
+
+  // --- Skip regions (SkipRegions.cpp) -----------------------------------------
+  LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
+  LogicalResult emitFusedSkip(UnlessSkippedOp r1, ArrayRef<Operation *> mids,
+                              UnlessSkippedOp r2, RoleState &st);
+  /// What leaves skip regions besides the running state (o, m, l): the
+  /// correction factors and mUse (softmax_update), the exponentials in S
+  /// (exp2), P in registers (numP i32 values).
+  struct SkipOutputs {
+    bool update = false, exps = false;
+    int64_t numP = 0;
+  };
+  SkipOutputs skipOutputsOf(ArrayRef<UnlessSkippedOp> regions);
+  /// The kept path's yield: st's values.
+  SmallVector<Value> keptYield(RoleState &st, const SkipOutputs &out);
+  /// The skip path's yield: the running state `carried`, correction 1 (mUse
+  /// 0: unused), S as it was, P as it was (or undef).
+  SmallVector<Value> skippedYield(ValueRange carried, const SkipOutputs &out,
+                                  Value s, ArrayRef<Value> pBefore);
+  /// P as the skip path keeps it: st's, or undef when st holds none.
+  SmallVector<Value> pBeforeRegion(RoleState &st, const SkipOutputs &out);
+  /// Reads a skip region's results back into st.
+  void takeSkipResults(RoleState &st, ValueRange r, const SkipOutputs &out);
+
+  // --- Votes and statistics (Votes.cpp) ---------------------------------------
+  LogicalResult emitVote(VoteOp op, RoleState &st);
+  LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
+  /// Waits for the votes on block `block` (>= 1) and returns whether every
+  /// voter skipped it, and (with countVotes) how many voters with rows
+  /// skipped it.
+  std::pair<Value, Value> readVotes(Value block, RoleState &st);
+  void emitVoteStatsFlush(RoleState &st);
+  void emitStatsFlush(RoleState &st);
+  /// Adds the counts to stats[batch][head] = {visited, skipped}.
+  void addStats(Value visited, Value skipped);
+  /// The vote barrier of blocks of parity `parity`.
+  Value voteBarrier(Value parity) {
+    return smemPtr(add(c32(layout.voteBarrier), mul(parity, c32(8))));
+  }
+  /// The i32 slot of voter `voter`'s decision on a block of parity `parity`.
+  Value voteFlag(Value parity, int64_t voter) {
+    return smemPtr(
+        add(c32(layout.voteFlags + 4 * voter),
+            mul(parity, c32(4 * int64_t(layout.voterIndex.size())))));
+  }
+
+  TargetLowering &target;
+};
+
+} // namespace blasst::ws::lowering
+
+#endif // BLASST_LIB_CONVERSION_WSTONVVM_KERNELLOWERING_H

@@ -1,0 +1,84 @@
+//===- LoweringBase.cpp - State and helpers shared by the ws lowering -----===//
+#include "LoweringBase.h"
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+using namespace blasst::ws::lowering;
+
+FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
+  SmemLayout layout;
+  int64_t offset = 0;
+  for (auto buf : kernel.getBody().getOps<BufferOp>()) {
+    if (buf.getSpace() != MemorySpace::smem || buf.getAliases())
+      continue;
+    offset = llvm::alignTo(offset, kTileAlign);
+    layout.bufferOffset[buf.getSymName()] = offset;
+    offset += buf.getStageBytes() * int64_t(buf.getStages());
+  }
+  for (auto buf : kernel.getBody().getOps<BufferOp>())
+    if (buf.getSpace() == MemorySpace::smem && buf.getAliases())
+      layout.bufferOffset[buf.getSymName()] =
+          layout.bufferOffset[*buf.getAliases()];
+  offset = llvm::alignTo(offset, 8);
+  for (auto pipe : kernel.getBody().getOps<PipeOp>()) {
+    layout.pipeBarriers[pipe.getSymName()] = offset;
+    offset += 2 * 8 * int64_t(pipe.getDepth());
+  }
+  if (kernel.walk([](AwaitVoteOp) { return WalkResult::interrupt(); })
+          .wasInterrupted()) {
+    for (auto role : kernel.getBody().getOps<RoleOp>())
+      role.walk([&](VoteOp v) {
+        if (v.getPublish() &&
+            layout.voterIndex
+                .try_emplace(role.getSymName(), layout.voterIndex.size())
+                .second) {
+          layout.voterRowBegin.push_back(role.getRowBegin().value_or(0));
+        }
+      });
+    layout.voteBarrier = offset;
+    layout.voteFlags = offset + 2 * 8;
+    offset += 2 * 8 + 2 * 4 * int64_t(layout.voterIndex.size());
+  }
+  layout.totalBytes = offset;
+  if (offset > kSharedMemoryBytes)
+    return kernel.emitOpError()
+           << "needs " << offset << " bytes of shared memory with barriers, "
+           << "the limit is " << kSharedMemoryBytes;
+  return layout;
+}
+
+
+KernelEnv::KernelEnv(KernelOp kernel, const SmemLayout &layout,
+                     const ProtocolAnalysis &protocol)
+    : kernel(kernel), layout(layout), protocol(protocol),
+      spec(kernel.getSpec().toSpec()), ctx(kernel.getContext()), b(ctx),
+      loc(kernel.getLoc()) {
+  i1 = b.getI1Type();
+  i16 = b.getI16Type();
+  i32 = b.getI32Type();
+  i64 = b.getI64Type();
+  f32 = b.getF32Type();
+  ptrSh = LLVM::LLVMPointerType::get(ctx, 3);
+  ptrGen = LLVM::LLVMPointerType::get(ctx);
+  elemTy = attn::getElementType(ctx, spec.dtype);
+  blockM = kernel.getBlockM();
+  blockN = kernel.getBlockN();
+}
+
+LoweringBase::LoweringBase(KernelEnv &env)
+    : env(env), kernel(env.kernel), layout(env.layout),
+      protocol(env.protocol), spec(env.spec), ctx(env.ctx), b(env.b),
+      loc(env.loc), i1(env.i1), i16(env.i16), i32(env.i32), i64(env.i64),
+      f32(env.f32), elemTy(env.elemTy), ptrSh(env.ptrSh), ptrGen(env.ptrGen),
+      blockM(env.blockM), blockN(env.blockN), func(env.func),
+      smemBase(env.smemBase), smemBase32(env.smemBase32), tid(env.tid),
+      warp(env.warp), lane(env.lane), mBlock(env.mBlock), head(env.head),
+      batch(env.batch), kvHead(env.kvHead), blockBase(env.blockBase),
+      tileParity(env.tileParity), ctaRank(env.ctaRank),
+      partnerRank(env.partnerRank) {}
+
+Value LoweringBase::hasRows(int64_t rowBegin) {
+  Value firstRow = add(mul(mBlock, c32(blockM)), c32(rowBegin));
+  return cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ));
+}

@@ -1,0 +1,320 @@
+//===- LoweringBase.h - State and helpers shared by the ws lowering -*- C++ -*-===//
+//
+// What the target-neutral driver (KernelLowering) and a target's lowering
+// (TargetLowering) share while one ws.kernel becomes an llvm.func: the kernel
+// ABI, the shared memory layout, the state of the role being emitted, and the
+// kernel-wide values (thread and CTA indices, shared memory base). Both see
+// that state through one KernelEnv; LoweringBase exposes it under the names
+// the emit functions use, with the arithmetic and shared memory helpers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_LIB_CONVERSION_WSTONVVM_LOWERINGBASE_H
+#define BLASST_LIB_CONVERSION_WSTONVVM_LOWERINGBASE_H
+
+#include "blasst/Dialect/WS/Analysis/Protocol.h"
+#include "blasst/Dialect/WS/IR/WS.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace blasst::ws::lowering {
+using namespace mlir;
+
+
+/// Kernel parameter indices (runtime/include/blasst/Runtime/KernelABI.h).
+enum Param : unsigned {
+  kTmQ = 0,
+  kTmK,
+  kTmV,
+  kO,
+  kLse,
+  kStats,
+  kSeqQ,
+  kSeqKV,
+  kOStrideB,
+  kOStrideS,
+  kOStrideH,
+  kScaleLog2,
+  kLog2Threshold,
+  kNumParams
+};
+
+constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
+constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.
+constexpr int64_t kTileAlign = 1024;     // 8 rows of 128 B: swizzle atom.
+constexpr int64_t kWaitTicks = 0x989680; // try_wait suspend-time hint.
+
+/// Where every buffer and mbarrier lives in dynamic shared memory.
+struct SmemLayout {
+  llvm::StringMap<int64_t> bufferOffset;
+  /// Per pipe: offset of full[0]; full[depth], then empty[depth], 8 B each.
+  llvm::StringMap<int64_t> pipeBarriers;
+  /// V on demand (ws.await_vote): two mbarriers the voting roles arrive on,
+  /// one per block parity (a load role that speculates reads a block's votes
+  /// one block late: with one barrier it could fall two phases behind),
+  /// then their decisions, [block parity][voter] as i32.
+  int64_t voteBarrier = -1, voteFlags = -1;
+  /// The roles whose votes are published, in kernel order, and the first
+  /// CTA row of each.
+  llvm::StringMap<int64_t> voterIndex;
+  SmallVector<int64_t> voterRowBegin;
+  int64_t totalBytes = 0;
+};
+
+/// State of one role while its steps are emitted.
+struct RoleState {
+  RoleOp role;
+  bool inLoop = false;
+  bool afterLoop = false; // Past the role's kv_loop (epilogue).
+  Value kvBlock;          // i32 KV block index inside the loop.
+  Value numBlocks;        // i32 number of KV blocks the CTA visits.
+  Value sNext;            // S of block n+1 (intra-warpgroup overlap).
+  bool sExp = false;      // s holds exponentials (ws.exp2), not scores.
+  /// The register tiles async wgmma groups write, oldest first: each is
+  /// fenced when a ws.mma_wait retires its group.
+  SmallVector<Value *> inflight;
+  SmallVector<Value> pRegs; // P packed for wgmma's A operand (P in regs).
+  SmallVector<Value> qRegs; // Q as wgmma A fragments (ws.load_frag).
+  int64_t rowBegin = 0;     // First CTA query row the role owns.
+  int64_t barrierId = 0;    // Named barrier of the role's warpgroup.
+  Value threadInRole;       // i32 in [0, threads of the role).
+  // Register tiles and row statistics (compute roles).
+  Value s;          // S accumulator struct.
+  Value o;          // O accumulator struct (loop-carried).
+  Value m[2], l[2]; // Running max (log2 domain) and partial sums.
+  Value mBlock[2], mUse[2], corr[2];
+  /// Each thread's max over its own scores of a fragment row (unscaled,
+  /// before the quad reduction). BLASST kernels reduce it lazily: the vote
+  /// needs no quad max, only the kept path does.
+  Value mPart[2];
+  Value rowIdx[2]; // Global query row of each fragment row.
+  // BLASST.
+  Value threshold;  // log2(lambda) for this sequence.
+  Value skip;       // i1: this block is skipped (warpgroup-uniform).
+  Value scoresReal; // i1 when the scores may be of a block past the end.
+  bool inSkipRegion = false;      // Emitting a ws.unless_skipped body.
+  bool commitInRegion = false; // An async wgmma in it awaits its commit.
+  bool stats = false;
+  Value skipped; // i32 skipped-block counter (loop-carried).
+  // A load role's ws.await_vote {speculate_after}: whether the decision on
+  // the previous block is known (its votes were read), that decision (kept),
+  // and how many blocks before it were kept in a row (loop-carried).
+  int64_t speculateAfter = 0;
+  Value voteKnown, voteKept, keptRun;
+  // The load role counts the published votes (statistics of a kernel with
+  // V on demand): the voters' skipped blocks (loop-carried).
+  bool countVotes = false;
+  Value voteSkips;
+
+  /// The values a skipped block must leave untouched.
+  SmallVector<Value> carried() { return {o, m[0], m[1], l[0], l[1]}; }
+  void setCarried(ValueRange v) {
+    o = v[0];
+    m[0] = v[1];
+    m[1] = v[2];
+    l[0] = v[3];
+    l[1] = v[4];
+  }
+};
+
+
+/// FailureOr the shared memory layout of `kernel`.
+FailureOr<SmemLayout> computeLayout(KernelOp kernel);
+
+/// The kernel-wide state of one lowering: the ws.kernel, its layout and
+/// protocol, the builder, and the values every role reads.
+struct KernelEnv {
+  KernelEnv(KernelOp kernel, const SmemLayout &layout,
+            const ProtocolAnalysis &protocol);
+  KernelOp kernel;
+  const SmemLayout &layout;
+  const ProtocolAnalysis &protocol;
+  AttentionSpec spec;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Location loc;
+  Type i1, i16, i32, i64, f32, elemTy;
+  LLVM::LLVMPointerType ptrSh, ptrGen;
+  int64_t blockM, blockN;
+
+  LLVM::LLVMFuncOp func;
+  Value smemBase, smemBase32;
+  Value tid, warp, lane, mBlock, head, batch, kvHead;
+  /// Persistent kernels, inside a role's tile loop: KV blocks the CTA
+  /// streamed before this tile, and the tile count's parity (Q's phase).
+  Value blockBase, tileParity;
+  /// kv_multicast: the CTA's rank in its pair (0 or 1) and the partner's.
+  Value ctaRank, partnerRank;
+};
+
+/// The helpers both the driver and a target lowering use; the members are
+/// references into the one KernelEnv.
+class LoweringBase {
+public:
+  explicit LoweringBase(KernelEnv &env);
+
+protected:
+  // --- Constants and arithmetic -------------------------------------------
+  Value c32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  Value c64(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  }
+  Value cf(float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value ext64(Value x) { return arith::ExtUIOp::create(b, loc, i64, x); }
+  Value add64(Value x, Value y) { return add(x, y); }
+  Value mul64(Value x, Value y) { return mul(x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  /// Logical not of an i1.
+  Value notI1(Value c) {
+    return arith::XOrIOp::create(
+        b, loc, c, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  /// 2^x as one MUFU.EX2: the flush-to-zero form (llvm.exp2 becomes the
+  /// non-ftz ex2.approx.f32, which ptxas wraps in a subnormal range fix-up:
+  /// three more instructions per exponential). Softmax exponents are <= 0;
+  /// results below 2^-126 flush to 0, far under bf16/f16 resolution of P.
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
+  Value extract(Value s, int64_t i) {
+    return LLVM::ExtractValueOp::create(b, loc, s, ArrayRef<int64_t>{i});
+  }
+  Value insert(Value s, Value v, int64_t i) {
+    return LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
+  }
+  Value param(Param p) { return func.getArgument(p); }
+
+  // --- Shared memory ------------------------------------------------------
+  /// ptr<3> to `smemBase + offset` (offset an i32 value).
+  Value smemPtr(Value offset) {
+    return LLVM::GEPOp::create(b, loc, ptrSh, b.getI8Type(), smemBase,
+                               ValueRange{offset});
+  }
+  Value smemAddr(Value offset) { return add(smemBase32, offset); }
+  /// The mbarrier of `pipe`, full or empty, at stage `stage` (i32).
+  Value barrier(PipeOp pipe, bool full, Value stage) {
+    int64_t base = layout.pipeBarriers.lookup(pipe.getSymName()) +
+                   (full ? 0 : 8 * int64_t(pipe.getDepth()));
+    return smemPtr(add(c32(base), mul(stage, c32(8))));
+  }
+  /// The KV block a pipe step works on: n + ahead in the loop, block 0
+  /// before it, the last block after it. Null for once-per-CTA pipes.
+  Value blockOf(RoleState &st, PipeOp pipe, std::optional<uint64_t> ahead) {
+    if (st.inLoop)
+      return ahead ? add(st.kvBlock, c32(int64_t(*ahead))) : st.kvBlock;
+    if (!protocol.isPerBlock(pipe))
+      return Value(); // Q: loaded once, stage 0, phase 0.
+    return st.afterLoop ? sub(st.numBlocks, c32(1)) : c32(0);
+  }
+  /// Whether `block` exists (0 <= block < numBlocks); null when always.
+  Value blockExists(RoleState &st, PipeOp pipe, std::optional<uint64_t> ahead) {
+    if (st.inLoop && !(ahead && *ahead != 0))
+      return Value();
+    if (!st.inLoop && !protocol.isPerBlock(pipe))
+      return Value();
+    if (!st.numBlocks)
+      return Value();
+    Value blk = blockOf(st, pipe, ahead);
+    return arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::sge, blk, c32(0)),
+        cmp(arith::CmpIPredicate::slt, blk, st.numBlocks));
+  }
+  /// Stage and phase of `pipe` at `block` (null: stage 0, phase 0).
+  std::pair<Value, Value> stagePhaseAt(PipeOp pipe, Value block) {
+    int64_t depth = pipe.getDepth();
+    if (!block)
+      return {c32(0), tileParity ? tileParity : c32(0)};
+    if (blockBase)
+      block = add(block, blockBase);
+    Value stage = remu(block, c32(depth));
+    Value phase =
+        arith::AndIOp::create(b, loc, divu(block, c32(depth)), c32(1));
+    return {stage, phase};
+  }
+  std::pair<Value, Value> stagePhase(RoleState &st, PipeOp pipe,
+                                     std::optional<uint64_t> ahead = {}) {
+    return stagePhaseAt(pipe, blockOf(st, pipe, ahead));
+  }
+  // --- Control flow -------------------------------------------------------
+  /// Opens `if (cond)` and moves the builder into its then-block.
+  scf::IfOp openIf(Value cond) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    return op;
+  }
+
+  // --- Checks ---------------------------------------------------------------
+  /// Softmax steps work on a KV block: inside the loop, or block 0 before
+  /// it (a prologue).
+  LogicalResult requireBlock(Operation *op, RoleState &st) {
+    if (st.afterLoop)
+      return op->emitOpError()
+             << "is lowered inside the kv_loop or before it (on block 0), "
+                "not after it";
+    return success();
+  }
+  bool isProducer(PipeOp pipe, RoleState &st) {
+    return pipe.getProducer() == st.role.getSymName();
+  }
+  PipeOp pipeOf(FlatSymbolRefAttr ref) {
+    return cast<PipeOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
+  }
+  BufferOp bufferOf(FlatSymbolRefAttr ref) {
+    return cast<BufferOp>(SymbolTable::lookupSymbolIn(kernel, ref.getAttr()));
+  }
+  int64_t offsetOf(BufferOp buf) {
+    return layout.bufferOffset.lookup(buf.getSymName());
+  }
+  /// Whether the role whose rows start at CTA row `rowBegin` has a row below
+  /// seqQ in this tile (statistics leave out a warpgroup with none).
+  Value hasRows(int64_t rowBegin);
+
+  KernelEnv &env;
+  KernelOp &kernel;
+  const SmemLayout &layout;
+  const ProtocolAnalysis &protocol;
+  AttentionSpec &spec;
+  MLIRContext *&ctx;
+  OpBuilder &b;
+  Location &loc;
+  Type &i1, &i16, &i32, &i64, &f32, &elemTy;
+  LLVM::LLVMPointerType &ptrSh, &ptrGen;
+  int64_t &blockM, &blockN;
+  LLVM::LLVMFuncOp &func;
+  Value &smemBase, &smemBase32;
+  Value &tid, &warp, &lane, &mBlock, &head, &batch, &kvHead;
+  Value &blockBase, &tileParity;
+  Value &ctaRank, &partnerRank;
+};
+
+} // namespace blasst::ws::lowering
+
+#endif // BLASST_LIB_CONVERSION_WSTONVVM_LOWERINGBASE_H

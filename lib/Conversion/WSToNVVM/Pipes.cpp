@@ -1,0 +1,162 @@
+//===- Pipes.cpp - mbarrier pipes and TMA copies ----------------------------===//
+//
+// Acquire and release of a pipe stage (the stage and phase of the block a
+// step works on) and the TMA copies that fill a stage.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelLowering.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+using namespace blasst::ws::lowering;
+
+//===----------------------------------------------------------------------===//
+// Pipes and copies
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
+  PipeOp pipe = pipeOf(op.getPipeAttr());
+
+  OpBuilder::InsertionGuard guard(b);
+  bool producer = isProducer(pipe, st);
+  Value exists = blockExists(st, pipe, op.getAhead());
+  // A consumer's look-ahead in the loop (block n+1, which is past the end
+  // in the last iteration) needs no branch: past the end it waits for the
+  // stage's previous phase, which has completed (or, on a fresh barrier,
+  // passes at once). The branch cost a resolve stall every iteration.
+  bool branchFree = exists && !producer && st.inLoop && op.getAhead() &&
+                    *op.getAhead() == 1;
+  if (exists && !branchFree)
+    openIf(exists);
+  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
+  // The producer waits for the consumers to have emptied the stage in the
+  // previous round (parity flipped: a fresh barrier passes at once).
+  Value parity =
+      producer ? arith::XOrIOp::create(b, loc, phase, c32(1)) : phase;
+  if (branchFree)
+    parity = arith::XOrIOp::create(
+        b, loc, parity, arith::ExtUIOp::create(b, loc, i32, notI1(exists)));
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, loc, barrier(pipe, /*full=*/!producer, stage), parity,
+      c32(kWaitTicks));
+  return success();
+}
+
+LogicalResult KernelLowering::emitRelease(ReleaseOp op, RoleState &st) {
+  PipeOp pipe = pipeOf(op.getPipeAttr());
+  OpBuilder::InsertionGuard guard(b);
+  if (Value exists = blockExists(st, pipe, op.getAhead()))
+    openIf(exists);
+  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
+  (void)phase;
+  if (isProducer(pipe, st)) {
+    Value full = barrier(pipe, true, stage);
+    // A V copy on demand that was not issued (every voter skipped the
+    // block): the arrive completes the stage with no bytes to wait for.
+    bool onDemand = false;
+    for (auto load : op->getBlock()->getOps<TmaLoadOp>())
+      onDemand |= load.getOnDemand() && load.getPipe() == pipe.getSymName();
+    if (onDemand && !st.skip)
+      return op.emitOpError() << "releases an on_demand copy's stage with no "
+                                 "ws.await_vote decision";
+    if (std::optional<uint64_t> tx = pipe.getTxBytes())
+      NVVM::MBarrierArriveExpectTxOp::create(
+          b, loc, Type(), full,
+          onDemand ? select(st.skip, c32(0), c32(int64_t(*tx)))
+                   : c32(int64_t(*tx)),
+          NVVM::MemScopeKind::CTA,
+          /*relaxed=*/false, Value());
+    else
+      NVVM::MBarrierArriveOp::create(b, loc, Type(), full, Value(),
+                                     NVVM::MemScopeKind::CTA,
+                                     /*relaxed=*/false);
+    return success();
+  }
+  Value empty = barrier(pipe, false, stage);
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), empty, Value(),
+                                 NVVM::MemScopeKind::CTA,
+                                 /*relaxed=*/false);
+  if (protocol.isMulticast(pipe)) {
+    // The partner's producer multicasts into this stage too: lane 0 of each
+    // warp tells it the stage is free (the warp's reads are done: the
+    // release follows the wgmma wait, which is warp-synchronous).
+    openIf(cmp(arith::CmpIPredicate::eq, lane, c32(0)));
+    Value remote = NVVM::MapaOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7), empty, partnerRank);
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), remote, Value(),
+                                   NVVM::MemScopeKind::CLUSTER,
+                                   /*relaxed=*/false);
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
+  PipeOp pipe = pipeOf(op.getPipeAttr());
+  BufferOp dst = bufferOf(op.getDstAttr());
+  OpBuilder::InsertionGuard guard(b);
+  // A copy one block ahead, or of block 0 before the loop, runs only when
+  // that block exists (the acquire and release around it test the same).
+  if (Value exists = blockExists(st, pipe, op.getAhead()))
+    openIf(exists);
+  if (op.getOnDemand()) {
+    if (!st.skip)
+      return op.emitOpError() << "needs a ws.await_vote decision before it";
+    openIf(notI1(st.skip));
+  }
+  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
+  (void)phase;
+  ArrayRef<int64_t> shape = dst.getShape();
+  int64_t rows = shape[0], cols = shape[1];
+  if (cols % kPanelElems)
+    return op.emitOpError() << "needs a multiple of 64 columns, got " << cols;
+  Value tmap, seqCoord, headCoord;
+  switch (op.getTensor()) {
+  case Tensor::q:
+    tmap = param(kTmQ);
+    seqCoord = mul(mBlock, c32(blockM));
+    headCoord = head;
+    break;
+  case Tensor::k:
+  case Tensor::v:
+    tmap = param(op.getTensor() == Tensor::k ? kTmK : kTmV);
+    if (!protocol.isPerBlock(pipe))
+      return op.emitOpError() << "loads K/V on a pipe no kv_loop acquires";
+    seqCoord = mul(blockOf(st, pipe, op.getAhead()), c32(blockN));
+    headCoord = kvHead;
+    break;
+  case Tensor::o:
+    return op.emitOpError() << "cannot load O";
+  }
+  Value stageBase =
+      add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
+  Value mbar = barrier(pipe, true, stage);
+  // kv_multicast: this CTA copies its half of the block's rows into both
+  // CTAs of the pair (the same offsets; each full barrier expects the whole
+  // tile, half from each producer).
+  Value mask, rowOffset = c32(0);
+  if (protocol.isMulticast(pipe)) {
+    int64_t half = rows / 2;
+    rowOffset = mul(ctaRank, c32(half));
+    seqCoord = add(seqCoord, rowOffset);
+    mask = arith::ConstantOp::create(b, loc, b.getI16IntegerAttr(3));
+  }
+  // One copy per 64-column panel: [rows x 128 B], swizzled by the TMA unit.
+  for (int64_t p = 0; p < cols / kPanelElems; ++p) {
+    // The own CTA's shared address is a valid shared::cluster address.
+    Value dstPtr = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, 7),
+        smemPtr(add(add(stageBase, c32(p * rows * kSwizzleBytes)),
+                    mul(rowOffset, c32(kSwizzleBytes)))));
+    SmallVector<Value> coords = {c32(p * kPanelElems), headCoord, seqCoord,
+                                 batch};
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, dstPtr, tmap, coords, mbar, ValueRange{}, mask, Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, nullptr, Value());
+  }
+  return success();
+}

@@ -1,0 +1,1342 @@
+//===- ReferenceTest.cpp - Tests of the CPU reference library -------------===//
+//
+// BLASSTReference is what every kernel is judged by, so it is checked here
+// against independent long-double implementations written from the
+// definitions: the 16-bit conversions (exhaustively), the reference
+// attention against the textbook formula, the comparison flagging every kind
+// of corrupted output, and the BLASST skipping model against a brute-force
+// walk of the vote rules (decisions, counters, O and LSE over kept keys).
+//
+//===----------------------------------------------------------------------===//
+
+#include "blasst/Reference/Reference.h"
+#include "blasst/Reference/Compare.h"
+#include "blasst/Reference/SkipModel.h"
+
+#include "blasst/Runtime/AttentionKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+using namespace blasst;
+using namespace blasst::ref;
+
+namespace blasst {
+// How gtest prints a DType parameter (found by argument-dependent lookup).
+void PrintTo(DType dtype, std::ostream *os) { *os << toString(dtype); }
+} // namespace blasst
+
+namespace {
+
+std::string hex16(uint16_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%04x", v);
+  return buf;
+}
+
+Shape makeShape(int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv,
+                int64_t d, int64_t dv, bool causal, double scale) {
+  Shape s;
+  s.batch = b, s.seqQ = sq, s.seqKV = skv, s.qHeads = hq, s.kvHeads = hkv;
+  s.headDim = d, s.headDimV = dv, s.causal = causal, s.scale = scale;
+  return s;
+}
+
+const DType kDTypes[] = {DType::BF16, DType::F16};
+
+//===----------------------------------------------------------------------===//
+// 16-bit conversions
+//===----------------------------------------------------------------------===//
+
+// Hand-picked values: ties to even, overflow ties, subnormals.
+TEST(Float16, RoundsToNearestEven) {
+  struct Case {
+    DType dtype;
+    float in;
+    uint16_t want;
+    const char *what;
+  };
+  const Case cases[] = {
+      {DType::BF16, 1.0f, 0x3F80, "bf16 1.0"},
+      {DType::BF16, -2.0f, 0xC000, "bf16 -2.0"},
+      {DType::BF16, 1.0f + 0x1p-8f, 0x3F80, "bf16 tie 1+2^-8 -> even 1.0"},
+      {DType::BF16, 1.0f + 3 * 0x1p-8f, 0x3F82, "bf16 tie 1+3*2^-8 -> even"},
+      {DType::BF16, 1.0f + 0x1p-8f + 0x1p-20f, 0x3F81, "bf16 above tie"},
+      {DType::BF16, 0x1.ffp+127f, 0x7F80,
+       "bf16 overflow tie (max + ulp/2) -> inf"},
+      {DType::BF16, 0x1.fep+127f, 0x7F7F, "bf16 max"},
+      {DType::BF16, 0x1p-133f, 0x0001, "bf16 smallest subnormal"},
+      {DType::F16, 1.0f, 0x3C00, "f16 1.0"},
+      {DType::F16, -0.5f, 0xB800, "f16 -0.5"},
+      {DType::F16, 65504.0f, 0x7BFF, "f16 max"},
+      {DType::F16, 65519.99f, 0x7BFF, "f16 just below the overflow tie"},
+      {DType::F16, 65520.0f, 0x7C00, "f16 overflow tie -> inf"},
+      {DType::F16, 1.0f + 0x1p-11f, 0x3C00, "f16 tie -> even 1.0"},
+      {DType::F16, 1.0f + 3 * 0x1p-11f, 0x3C02, "f16 tie -> even up"},
+      {DType::F16, 0x1p-24f, 0x0001, "f16 smallest subnormal"},
+      {DType::F16, 0x1p-25f, 0x0000, "f16 2^-25 tie -> 0"},
+      {DType::F16, 0x1.8p-24f, 0x0002, "f16 1.5*2^-24 tie -> even 2"},
+      {DType::F16, 0x1p-14f - 0x1p-26f, 0x0400,
+       "f16 subnormal rounding up to the smallest normal"},
+      {DType::F16, 0x1p-26f, 0x0000, "f16 underflow"},
+  };
+  for (const Case &c : cases) {
+    uint16_t got = floatToHalf(c.dtype, c.in);
+    EXPECT_EQ(got, c.want) << c.what << ": got " << hex16(got) << ", want "
+                           << hex16(c.want);
+  }
+}
+
+// NaN stays NaN, and the bench's 0xFFFF output poison reads as NaN.
+TEST(Float16, NaNAndPoison) {
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBF16(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(f16ToFloat(floatToF16(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(bf16ToFloat(kPoison16)));
+  EXPECT_TRUE(std::isnan(f16ToFloat(kPoison16)));
+}
+
+// Every finite 16-bit value round-trips; every midpoint between neighbours
+// rounds to the even one, and nudges either way to the nearer.
+TEST(Float16, ExhaustiveRoundTripAndMidpoints) {
+  for (DType dtype : kDTypes) {
+    int roundTrip = 0, midpoint = 0;
+    for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+      uint16_t h = uint16_t(bits);
+      float f = halfToFloat(dtype, h);
+      if (std::isnan(f))
+        continue;
+      if (floatToHalf(dtype, f) != h)
+        ++roundTrip;
+      // Midpoint to the next larger magnitude (same sign), when finite.
+      uint16_t next = uint16_t(h + 1);
+      float g = halfToFloat(dtype, next);
+      if (std::isinf(f) || std::isnan(g) || ((h ^ next) & 0x8000))
+        continue;
+      if (std::isinf(g))
+        continue; // the overflow tie is a case of RoundsToNearestEven
+      float mid = float((double(f) + double(g)) / 2); // exact in float
+      uint16_t even = (h & 1) ? next : h;
+      if (floatToHalf(dtype, mid) != even)
+        ++midpoint;
+      float below = std::nextafter(mid, f), above = std::nextafter(mid, g);
+      if (below != f && floatToHalf(dtype, below) != h)
+        ++midpoint;
+      if (above != g && floatToHalf(dtype, above) != next)
+        ++midpoint;
+    }
+    EXPECT_EQ(roundTrip, 0) << toString(dtype) << ": round-trip mismatches";
+    EXPECT_EQ(midpoint, 0) << toString(dtype) << ": midpoint mismatches";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs
+//===----------------------------------------------------------------------===//
+
+struct Inputs {
+  Shape shape;
+  DType dtype = DType::BF16;
+  Strides qs, ks, vs;
+  std::vector<uint16_t> qBits, kBits, vBits;
+  std::vector<float> q, k, v;
+};
+
+/// Inputs with optional padding in every stride (so strides are exercised).
+Inputs makeInputs(const Shape &s, DType dtype, int64_t pad, uint64_t seed,
+                  Distribution dist) {
+  Inputs in;
+  in.shape = s;
+  in.dtype = dtype;
+  auto strides = [&](int64_t seq, int64_t heads, int64_t dim) {
+    Strides st;
+    st.head = dim + pad;
+    st.seq = heads * st.head + pad;
+    st.batch = seq * st.seq + pad;
+    return st;
+  };
+  in.qs = strides(s.seqQ, s.qHeads, s.headDim);
+  in.ks = strides(s.seqKV, s.kvHeads, s.headDim);
+  in.vs = strides(s.seqKV, s.kvHeads, s.headDimV);
+  generateTensor(dtype, dist, seed, 1, size_t(s.batch * in.qs.batch), in.qBits,
+                 in.q);
+  generateTensor(dtype, dist, seed, 2, size_t(s.batch * in.ks.batch), in.kBits,
+                 in.k);
+  generateTensor(dtype, dist, seed, 3, size_t(s.batch * in.vs.batch), in.vBits,
+                 in.v);
+  return in;
+}
+
+/// Dial inputs in the Inputs form (V from the usual generator).
+Inputs makeDialInputs(const Shape &s, DType dtype, const DialConfig &dc,
+                      uint64_t seed, int64_t pad, DialInfo *info,
+                      unsigned threads = 2) {
+  Inputs in = makeInputs(s, dtype, pad, seed, Distribution::Uniform);
+  generateDialInputs(s, dtype, dc, seed, in.qs, in.q.size(), in.qBits, in.q,
+                     in.ks, in.k.size(), in.kBits, in.k, threads, info);
+  return in;
+}
+
+void referenceOf(const Inputs &in, const std::vector<int64_t> &rows,
+                 unsigned threads, Reference *out) {
+  referenceAttention(in.shape, in.q.data(), in.qs, in.k.data(), in.ks,
+                     in.v.data(), in.vs, rows, threads, out);
+}
+
+void skipModelOf(const Inputs &in, const std::vector<int64_t> &rows,
+                 const SkipConfig &cfg, unsigned threads, SkipModel *out,
+                 Reference *dense = nullptr) {
+  skipModelAttention(in.shape, in.q.data(), in.qs, in.k.data(), in.ks,
+                     in.v.data(), in.vs, rows, cfg, threads, out, dense);
+}
+
+std::vector<int64_t> allRows(const Shape &s) {
+  return selectRows(s.seqQ, s.seqQ);
+}
+
+//===----------------------------------------------------------------------===//
+// Reference against a naive implementation
+//===----------------------------------------------------------------------===//
+
+/// The textbook formula, written independently of referenceAttention: long
+/// double, all keys scored, masked ones at -inf, direct indexing.
+void naiveAttention(const Inputs &in, std::vector<double> &o,
+                    std::vector<double> &lse) {
+  const Shape &s = in.shape;
+  o.assign(size_t(s.batch * s.qHeads * s.seqQ * s.headDimV), 0.0);
+  lse.assign(size_t(s.batch * s.qHeads * s.seqQ), 0.0);
+  const long double inf = std::numeric_limits<long double>::infinity();
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h) {
+      int64_t kh = h * s.kvHeads / s.qHeads; // == h / (qHeads / kvHeads)
+      for (int64_t i = 0; i < s.seqQ; ++i) {
+        std::vector<long double> score(size_t(s.seqKV));
+        long double m = -inf;
+        for (int64_t j = 0; j < s.seqKV; ++j) {
+          bool visible = !s.causal || j <= i + s.seqKV - s.seqQ;
+          if (!visible) {
+            score[size_t(j)] = -inf;
+            continue;
+          }
+          long double dot = 0;
+          for (int64_t d = 0; d < s.headDim; ++d)
+            dot += (long double)in.q[size_t(b * in.qs.batch + i * in.qs.seq +
+                                            h * in.qs.head + d)] *
+                   in.k[size_t(b * in.ks.batch + j * in.ks.seq +
+                               kh * in.ks.head + d)];
+          score[size_t(j)] = dot * (long double)s.scale;
+          if (score[size_t(j)] > m)
+            m = score[size_t(j)];
+        }
+        size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
+        if (m == -inf) {
+          lse[row] = -std::numeric_limits<double>::infinity();
+          continue; // o stays 0
+        }
+        long double sum = 0;
+        for (int64_t j = 0; j < s.seqKV; ++j)
+          sum += std::exp(score[size_t(j)] - m);
+        for (int64_t d = 0; d < s.headDimV; ++d) {
+          long double acc = 0;
+          for (int64_t j = 0; j < s.seqKV; ++j)
+            acc += std::exp(score[size_t(j)] - m) *
+                   in.v[size_t(b * in.vs.batch + j * in.vs.seq +
+                               kh * in.vs.head + d)];
+          o[row * size_t(s.headDimV) + size_t(d)] = double(acc / sum);
+        }
+        lse[row] = double(m + std::log(sum));
+      }
+    }
+}
+
+struct ReferenceCase {
+  const char *what;
+  Shape shape;
+  int64_t pad;
+  Distribution dist;
+};
+
+const ReferenceCase kReferenceCases[] = {
+    {"dense MHA", makeShape(2, 5, 7, 2, 2, 8, 8, false, 0.35), 0,
+     Distribution::Uniform},
+    {"dense GQA 4/2, tails", makeShape(1, 17, 33, 4, 2, 16, 16, false, 0.25), 0,
+     Distribution::Normal},
+    {"MQA 3/1", makeShape(2, 6, 9, 3, 1, 8, 8, false, 0.3), 0,
+     Distribution::Uniform},
+    {"causal seqQ == seqKV", makeShape(1, 13, 13, 2, 1, 8, 8, true, 0.4), 0,
+     Distribution::Uniform},
+    {"causal seqQ < seqKV (bottom-right)",
+     makeShape(2, 5, 11, 4, 2, 8, 8, true, 0.3), 0, Distribution::Normal},
+    {"causal seqQ > seqKV (fully masked rows)",
+     makeShape(1, 9, 4, 2, 2, 8, 8, true, 0.3), 0, Distribution::Uniform},
+    {"causal decode seqQ = 1", makeShape(3, 1, 19, 4, 1, 16, 16, true, 0.25), 0,
+     Distribution::Normal},
+    {"head_dim_v != head_dim, strided",
+     makeShape(2, 7, 10, 2, 1, 8, 12, true, 0.3), 3, Distribution::Uniform},
+    {"strided GQA causal", makeShape(2, 12, 12, 6, 3, 16, 16, true, 0.25), 5,
+     Distribution::Normal},
+    {"large scores (softmax overflow guard)",
+     makeShape(1, 6, 40, 2, 1, 16, 16, false, 8.0), 0, Distribution::Normal},
+};
+
+// Every row of every case, 1 and 3 threads, against the textbook formula;
+// rows that see no key must give O = 0 and LSE = -inf.
+TEST(ReferenceAttention, MatchesNaive) {
+  for (const ReferenceCase &c : kReferenceCases)
+    for (DType dtype : kDTypes) {
+      Inputs in = makeInputs(c.shape, dtype, c.pad, 42, c.dist);
+      const Shape &s = in.shape;
+      std::vector<double> naiveO, naiveLse;
+      naiveAttention(in, naiveO, naiveLse);
+      for (unsigned threads : {1u, 3u}) {
+        SCOPED_TRACE(std::string(c.what) + " [" + toString(dtype) + ", " +
+                     std::to_string(threads) + " thread(s)]");
+        Reference ref;
+        referenceOf(in, allRows(s), threads, &ref);
+        double maxErr = 0;
+        int lseBad = 0;
+        for (int64_t b = 0; b < s.batch; ++b)
+          for (int64_t h = 0; h < s.qHeads; ++h)
+            for (int64_t i = 0; i < s.seqQ; ++i) {
+              size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
+              size_t r = ref.index(s, b, h, size_t(i));
+              for (int64_t d = 0; d < s.headDimV; ++d)
+                maxErr = std::max(
+                    maxErr,
+                    std::fabs(ref.o[r * size_t(s.headDimV) + size_t(d)] -
+                              naiveO[row * size_t(s.headDimV) + size_t(d)]));
+              double a = ref.lse[r], e = naiveLse[row];
+              if (std::isinf(e))
+                lseBad += !(std::isinf(a) && a < 0);
+              else
+                lseBad +=
+                    !(std::fabs(a - e) <= 1e-12 * std::max(1.0, std::fabs(e)));
+            }
+        EXPECT_LE(maxErr, 1e-12) << "max |ref - naive|";
+        EXPECT_EQ(lseBad, 0) << "LSE mismatches";
+      }
+    }
+}
+
+// The case with seqQ > seqKV really has rows that see no key.
+TEST(ReferenceAttention, MaskedRowsAreCovered) {
+  const Shape &s = kReferenceCases[5].shape;
+  Inputs in = makeInputs(s, DType::BF16, 0, 42, Distribution::Uniform);
+  Reference ref;
+  referenceOf(in, allRows(s), 1, &ref);
+  int masked = 0;
+  for (double l : ref.lse)
+    masked += std::isinf(l) && l < 0;
+  EXPECT_EQ(masked, 2 * 5); // rows 0..4 of both heads
+}
+
+// A row subset (rows:3) gives exactly the values of the full computation.
+TEST(ReferenceAttention, RowSubsetMatchesFull) {
+  for (const ReferenceCase &c : kReferenceCases) {
+    SCOPED_TRACE(c.what);
+    Inputs in = makeInputs(c.shape, DType::BF16, c.pad, 42, c.dist);
+    const Shape &s = in.shape;
+    std::vector<int64_t> rows = selectRows(s.seqQ, 3);
+    Reference sub, full;
+    referenceOf(in, rows, 2, &sub);
+    referenceOf(in, allRows(s), 2, &full);
+    bool same = true;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t h = 0; h < s.qHeads; ++h)
+        for (size_t r = 0; r < rows.size(); ++r) {
+          size_t a = sub.index(s, b, h, r);
+          size_t f = full.index(s, b, h, size_t(rows[r]));
+          for (int64_t d = 0; d < s.headDimV; ++d)
+            same &= sub.o[a * size_t(s.headDimV) + size_t(d)] ==
+                    full.o[f * size_t(s.headDimV) + size_t(d)];
+          same &= sub.lse[a] == full.lse[f] ||
+                  (std::isinf(sub.lse[a]) && std::isinf(full.lse[f]));
+        }
+    EXPECT_TRUE(same);
+  }
+}
+
+// rows:K picks K evenly spaced rows, first and last included.
+TEST(ReferenceAttention, SelectRows) {
+  auto rows = selectRows(1000, 5);
+  EXPECT_TRUE(rows == std::vector<int64_t>({0, 250, 500, 749, 999}) ||
+              rows == std::vector<int64_t>({0, 250, 500, 750, 999}));
+  EXPECT_EQ(selectRows(4, 10).size(), 4u) << "K > seqQ checks all rows";
+}
+
+// visiblePairs' closed form equals the sum of visible keys; FLOP counts.
+TEST(Shape, VisiblePairsAndFlops) {
+  for (int64_t sq : {1, 2, 7, 64, 100})
+    for (int64_t skv : {1, 3, 7, 64, 150})
+      for (bool causal : {false, true}) {
+        Shape s;
+        s.seqQ = sq, s.seqKV = skv, s.causal = causal;
+        double brute = 0;
+        for (int64_t i = 0; i < sq; ++i)
+          brute += double(s.visibleKeys(i));
+        EXPECT_EQ(brute, s.visiblePairs())
+            << "seqQ " << sq << ", seqKV " << skv << ", causal " << causal;
+      }
+  Shape s;
+  s.batch = 2, s.qHeads = 32, s.seqQ = s.seqKV = 4096,
+  s.headDim = s.headDimV = 128;
+  s.causal = true;
+  EXPECT_EQ(s.flops(), 4.0 * 2 * 32 * 4096 * (4097.0 / 2) * 128)
+      << "causal FLOPs = 4*B*H*S*(S+1)/2*D";
+  s.causal = false;
+  EXPECT_EQ(s.flops(), 4.0 * 2 * 32 * 4096 * 4096 * 128)
+      << "dense FLOPs = 4*B*H*Sq*Skv*D";
+}
+
+//===----------------------------------------------------------------------===//
+// The comparison flags what it must
+//===----------------------------------------------------------------------===//
+
+/// A causal GQA shape with seqQ > seqKV (masked rows), the reference, and a
+/// "kernel" output: the reference rounded to the dtype in an O with a padded
+/// row stride, surrounded by poison.
+class CompareTest : public ::testing::TestWithParam<DType> {
+protected:
+  void SetUp() override {
+    dtype = GetParam();
+    s.batch = 2, s.seqQ = 37, s.seqKV = 29, s.qHeads = 4, s.kvHeads = 2;
+    s.headDim = s.headDimV = 32, s.causal = true;
+    s.scale = 1 / std::sqrt(32.0);
+    Inputs in = makeInputs(s, dtype, 0, 7, Distribution::Uniform);
+    referenceOf(in, allRows(s), 0, &ref);
+    os.head = s.headDimV;
+    os.seq = s.qHeads * s.headDimV + 8;
+    os.batch = s.seqQ * os.seq;
+    total = size_t(s.batch * os.batch) + 64;
+    good.assign(total, kPoison16);
+    lse.assign(size_t(s.batch * s.qHeads * s.seqQ), 0.0f);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t h = 0; h < s.qHeads; ++h)
+        for (int64_t i = 0; i < s.seqQ; ++i) {
+          size_t r = ref.index(s, b, h, size_t(i));
+          for (int64_t d = 0; d < s.headDimV; ++d)
+            good[at(b, i, h, d)] = floatToHalf(
+                dtype, float(ref.o[r * size_t(s.headDimV) + size_t(d)]));
+          lse[size_t((b * s.qHeads + h) * s.seqQ + i)] = float(ref.lse[r]);
+        }
+    tol = tolerancesFor(dtype);
+  }
+
+  size_t at(int64_t b, int64_t i, int64_t h, int64_t d) const {
+    return size_t(b * os.batch + i * os.seq + h * os.head + d);
+  }
+
+  CheckResult compare(const std::vector<uint16_t> &o,
+                      const std::vector<float> &l) const {
+    return compareOutputs(s, dtype, ref, o.data(), os, l.data(), tol);
+  }
+
+  /// The check fails with a message containing `needle`.
+  CheckResult expectFail(const std::vector<uint16_t> &o,
+                         const std::vector<float> &l,
+                         const std::string &needle) const {
+    CheckResult r = compare(o, l);
+    std::string all;
+    for (const std::string &f : r.failures)
+      all += f + "; ";
+    EXPECT_FALSE(r.pass);
+    EXPECT_NE(all.find(needle), std::string::npos) << all;
+    return r;
+  }
+
+  DType dtype = DType::BF16;
+  Shape s;
+  Reference ref;
+  Strides os;
+  size_t total = 0;
+  std::vector<uint16_t> good;
+  std::vector<float> lse;
+  Tolerances tol;
+};
+
+// The correctly rounded output passes well within the tolerance.
+TEST_P(CompareTest, CorrectlyRoundedOutputPasses) {
+  CheckResult ok = compare(good, lse);
+  EXPECT_TRUE(ok.pass) << (ok.failures.empty() ? "" : ok.failures[0]);
+  EXPECT_EQ(ok.elementsChecked, uint64_t(2 * 4 * 37 * 32));
+  EXPECT_GT(ok.relL2, 0);
+  EXPECT_LT(ok.relL2, tol.relL2 / 4);
+  EXPECT_EQ(countWritesOutside(s, os, good.data(), total), 0u);
+}
+
+// One element far off (a garbage element): rel L2 alone might miss it in a
+// big tensor, the element-wise bound does not, and locates it.
+TEST_P(CompareTest, FlagsOneCorruptedElement) {
+  std::vector<uint16_t> bad = good;
+  size_t victim = at(1, 20, 3, 5);
+  bad[victim] = floatToHalf(dtype, halfToFloat(dtype, bad[victim]) + 0.25f);
+  CheckResult r = expectFail(bad, lse, "differ by more than");
+  EXPECT_EQ(r.worstB, 1);
+  EXPECT_EQ(r.worstRow, 20);
+  EXPECT_EQ(r.worstH, 3);
+  EXPECT_EQ(r.worstD, 5);
+}
+
+// Everything slightly off (a systematic error): rel L2 flags it.
+TEST_P(CompareTest, FlagsScaledOutput) {
+  std::vector<uint16_t> bad = good;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t i = 0; i < s.seqQ; ++i)
+      for (int64_t h = 0; h < s.qHeads; ++h)
+        for (int64_t d = 0; d < s.headDimV; ++d) {
+          uint16_t &e = bad[at(b, i, h, d)];
+          e = floatToHalf(dtype, halfToFloat(dtype, e) * 1.03f);
+        }
+  expectFail(bad, lse, "relative L2");
+}
+
+// A NaN is flagged, counted and located.
+TEST_P(CompareTest, FlagsNaN) {
+  std::vector<uint16_t> bad = good;
+  bad[at(0, 7, 2, 0)] = floatToHalf(dtype, std::nanf(""));
+  CheckResult r = expectFail(bad, lse, "NaN");
+  EXPECT_EQ(r.nonFinite, 1u);
+  EXPECT_EQ(r.nanRow, 7);
+  EXPECT_EQ(r.nanH, 2);
+}
+
+// An unwritten tail row (poison left in place): every element counted.
+TEST_P(CompareTest, FlagsUnwrittenRow) {
+  std::vector<uint16_t> bad = good;
+  for (int64_t d = 0; d < s.headDimV; ++d)
+    bad[at(1, 36, 1, d)] = kPoison16;
+  CheckResult r = expectFail(bad, lse, "NaN");
+  EXPECT_EQ(r.nonFinite, uint64_t(s.headDimV));
+}
+
+// Two swapped rows (a wrong row mapping).
+TEST_P(CompareTest, FlagsSwappedRows) {
+  std::vector<uint16_t> bad = good;
+  for (int64_t d = 0; d < s.headDimV; ++d)
+    std::swap(bad[at(0, 10, 0, d)], bad[at(0, 30, 0, d)]);
+  expectFail(bad, lse, "");
+}
+
+// Writes into the row padding and past the end are counted.
+TEST_P(CompareTest, CountsWritesOutsideO) {
+  std::vector<uint16_t> bad = good;
+  bad[size_t(3 * os.seq + s.qHeads * s.headDimV + 1)] = 0;
+  bad[total - 1] = 0;
+  EXPECT_EQ(countWritesOutside(s, os, bad.data(), total), 2u);
+}
+
+// LSE off by 2e-3, in base 2 (named in the message), NaN, +inf where the
+// row sees no key.
+TEST_P(CompareTest, FlagsLSEErrors) {
+  // Rows 0..7 of every (batch, head) see no key here (LSE -inf): pick
+  // finite ones.
+  size_t finite1 = 0, finite2 = 0;
+  for (size_t i = 0; i < lse.size(); ++i)
+    if (std::isfinite(lse[i])) {
+      if (!finite1)
+        finite1 = i;
+      else if (i > finite1 + 20) {
+        finite2 = i;
+        break;
+      }
+    }
+  std::vector<float> badLse = lse;
+  badLse[finite1] += 2e-3f;
+  expectFail(good, badLse, "LSE max abs");
+
+  badLse = lse;
+  for (float &x : badLse)
+    if (std::isfinite(x))
+      x = float(double(x) * 1.4426950408889634);
+  expectFail(good, badLse, "base-2 LSE");
+
+  badLse = lse;
+  badLse[finite2] = std::nanf("");
+  expectFail(good, badLse, "LSE values are NaN");
+
+  bool anyMasked = false;
+  for (size_t i = 0; i < lse.size(); ++i)
+    if (std::isinf(lse[i])) {
+      anyMasked = true;
+      badLse = lse;
+      badLse[i] = std::numeric_limits<float>::infinity();
+      break;
+    }
+  ASSERT_TRUE(anyMasked) << "the causal shape with seqQ > seqKV has masked "
+                            "rows";
+  expectFail(good, badLse, "have LSE != -inf");
+}
+
+// Rows that see no key must be exactly 0 in O.
+TEST_P(CompareTest, FlagsNonZeroMaskedRow) {
+  std::vector<uint16_t> bad = good;
+  bad[at(0, 0, 0, 0)] = floatToHalf(dtype, 0.5f);
+  expectFail(bad, lse, "differ by more than");
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, CompareTest,
+                         ::testing::Values(DType::BF16, DType::F16),
+                         [](const ::testing::TestParamInfo<DType> &info) {
+                           return std::string(toString(info.param));
+                         });
+
+// One output against another (--vs-first).
+TEST(DiffOutputs, RelL2AndMaxAbs) {
+  Shape s;
+  s.batch = 2, s.seqQ = 3, s.qHeads = 2, s.headDimV = 4;
+  Strides os;
+  os.head = 4, os.seq = 2 * 4 + 3, os.batch = 3 * os.seq; // padded rows
+  size_t n = size_t(s.batch * os.batch);
+  std::vector<uint16_t> want(n, kPoison16), got;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t q = 0; q < s.seqQ; ++q)
+      for (int64_t h = 0; h < s.qHeads; ++h)
+        for (int64_t d = 0; d < 4; ++d)
+          want[size_t(b * os.batch + q * os.seq + h * os.head + d)] =
+              floatToBF16(d == 0 ? 2.0f : 0.0f);
+  got = want;
+  // Identical outputs: the NaN poison in the row padding is left out.
+  OutputDiff same = diffOutputs(s, DType::BF16, got.data(), want.data(), os);
+  EXPECT_EQ(same.relL2, 0);
+  EXPECT_EQ(same.maxAbs, 0);
+  // 12 rows of norm 2: ||want|| = sqrt(12 * 4); one element off by 0.5.
+  got[size_t(os.batch + 2 * os.seq + os.head + 1)] = floatToBF16(0.5f);
+  OutputDiff one = diffOutputs(s, DType::BF16, got.data(), want.data(), os);
+  EXPECT_NEAR(one.relL2, 0.5 / std::sqrt(48.0), 1e-12);
+  EXPECT_EQ(one.maxAbs, 0.5);
+  // A NaN element makes both NaN.
+  got[size_t(os.head + 3)] = kPoison16;
+  OutputDiff nan = diffOutputs(s, DType::BF16, got.data(), want.data(), os);
+  EXPECT_TRUE(std::isnan(nan.relL2));
+  EXPECT_TRUE(std::isnan(nan.maxAbs));
+}
+
+//===----------------------------------------------------------------------===//
+// BLASST skipping model against a brute-force implementation of the rules
+//===----------------------------------------------------------------------===//
+
+/// The vote rules written out directly: long double, the whole score matrix
+/// (log2 domain, -inf where masked), per (b, h, CTA, group) a walk over the
+/// blocks with the running max over kept blocks, then softmax (base 2) over
+/// the kept visible keys of every row.
+struct BruteSkip {
+  std::vector<uint8_t> decisions; ///< [b][h][m][g][n]: 0 / kKept / kSkipped
+  std::vector<int64_t> visited, skipped;
+  std::vector<double> o, lse; ///< every row: [b][h][i]
+};
+
+BruteSkip bruteSkip(const Inputs &in, int64_t blockM, int64_t groupRows,
+                    int64_t blockN, long double T) {
+  const Shape &s = in.shape;
+  const long double inf = std::numeric_limits<long double>::infinity();
+  const long double log2e = 1.4426950408889634073599246810018921L;
+  const int64_t mBlocks = (s.seqQ + blockM - 1) / blockM;
+  const int64_t groups = (blockM + groupRows - 1) / groupRows;
+  const int64_t kvBlocks = (s.seqKV + blockN - 1) / blockN;
+  BruteSkip r;
+  r.decisions.assign(size_t(s.batch * s.qHeads * mBlocks * groups * kvBlocks),
+                     0);
+  r.visited.assign(size_t(s.batch * s.qHeads), 0);
+  r.skipped.assign(size_t(s.batch * s.qHeads), 0);
+  r.o.assign(size_t(s.batch * s.qHeads * s.seqQ * s.headDimV), 0.0);
+  r.lse.assign(size_t(s.batch * s.qHeads * s.seqQ),
+               -std::numeric_limits<double>::infinity());
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.qHeads; ++h) {
+      int64_t kh = h * s.kvHeads / s.qHeads;
+      std::vector<std::vector<long double>> x(
+          size_t(s.seqQ), std::vector<long double>(size_t(s.seqKV), -inf));
+      for (int64_t i = 0; i < s.seqQ; ++i)
+        for (int64_t j = 0; j < s.seqKV; ++j) {
+          if (s.causal && j > i + s.seqKV - s.seqQ)
+            continue;
+          long double dot = 0;
+          for (int64_t d = 0; d < s.headDim; ++d)
+            dot += (long double)in.q[size_t(b * in.qs.batch + i * in.qs.seq +
+                                            h * in.qs.head + d)] *
+                   in.k[size_t(b * in.ks.batch + j * in.ks.seq +
+                               kh * in.ks.head + d)];
+          x[size_t(i)][size_t(j)] = dot * (long double)s.scale * log2e;
+        }
+      // kept[i][n]: whether row i's group kept block n.
+      std::vector<std::vector<bool>> kept(
+          size_t(s.seqQ), std::vector<bool>(size_t(kvBlocks), false));
+      for (int64_t m = 0; m < mBlocks; ++m) {
+        int64_t nBlocks = kvBlocks;
+        if (s.causal) {
+          int64_t lim = (m + 1) * blockM + s.seqKV - s.seqQ;
+          if (lim < 0)
+            lim = 0;
+          nBlocks = std::min(nBlocks, (lim + blockN - 1) / blockN);
+        }
+        for (int64_t g = 0; g < groups; ++g) {
+          std::vector<int64_t> voters;
+          for (int64_t i = m * blockM + g * groupRows;
+               i < m * blockM + (g + 1) * groupRows && i < (m + 1) * blockM;
+               ++i)
+            if (i < s.seqQ)
+              voters.push_back(i);
+          std::vector<long double> run(voters.size(), -inf);
+          for (int64_t n = 0; n < nBlocks; ++n) {
+            std::vector<long double> mb(voters.size(), -inf);
+            for (size_t v = 0; v < voters.size(); ++v)
+              for (int64_t j = n * blockN; j < (n + 1) * blockN && j < s.seqKV;
+                   ++j)
+                mb[v] = std::max(mb[v], x[size_t(voters[v])][size_t(j)]);
+            bool skip = true; // vacuously true without voters
+            for (size_t v = 0; v < voters.size(); ++v)
+              if (!(mb[v] - run[v] < T))
+                skip = false;
+            if (!skip)
+              for (size_t v = 0; v < voters.size(); ++v) {
+                run[v] = std::max(run[v], mb[v]);
+                kept[size_t(voters[v])][size_t(n)] = true;
+              }
+            size_t at = size_t(
+                (((b * s.qHeads + h) * mBlocks + m) * groups + g) * kvBlocks +
+                n);
+            r.decisions[at] = skip ? kSkipped : kKept;
+            r.visited[size_t(b * s.qHeads + h)] += 1;
+            r.skipped[size_t(b * s.qHeads + h)] += skip;
+          }
+        }
+      }
+      for (int64_t i = 0; i < s.seqQ; ++i) {
+        long double mx = -inf;
+        for (int64_t j = 0; j < s.seqKV; ++j)
+          if (kept[size_t(i)][size_t(j / blockN)])
+            mx = std::max(mx, x[size_t(i)][size_t(j)]);
+        if (mx == -inf)
+          continue;
+        long double l = 0;
+        std::vector<long double> acc(size_t(s.headDimV), 0);
+        for (int64_t j = 0; j < s.seqKV; ++j) {
+          if (!kept[size_t(i)][size_t(j / blockN)] ||
+              x[size_t(i)][size_t(j)] == -inf)
+            continue;
+          long double p = std::exp2(x[size_t(i)][size_t(j)] - mx);
+          l += p;
+          for (int64_t d = 0; d < s.headDimV; ++d)
+            acc[size_t(d)] += p * in.v[size_t(b * in.vs.batch + j * in.vs.seq +
+                                              kh * in.vs.head + d)];
+        }
+        size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
+        for (int64_t d = 0; d < s.headDimV; ++d)
+          r.o[row * size_t(s.headDimV) + size_t(d)] =
+              double(acc[size_t(d)] / l);
+        r.lse[row] = double((mx + std::log2(l)) / log2e);
+      }
+    }
+  return r;
+}
+
+/// T as blasst-bench derives it: the kernel parameter from the spec's
+/// policy (runtime's log2ThresholdForSpec), then the kernel-side formula.
+double benchThreshold(const SparsityPolicy &policy, int64_t seqKV) {
+  AttentionSpec spec;
+  spec.sparsity = policy;
+  return kernelLog2Threshold(policy, double(rt::log2ThresholdForSpec(spec)),
+                             seqKV);
+}
+
+/// T from the policy's definition: lambda = a / seqKV or exp(ln_lambda).
+long double definitionThreshold(const SparsityPolicy &policy, int64_t seqKV) {
+  long double t = policy.kind == SparsityKind::ScaleFactor
+                      ? std::log2((long double)policy.value / (long double)seqKV)
+                      : (long double)policy.value / std::log(2.0L);
+  // lambda = min(lambda, lambda_max).
+  return std::min(t, std::log2((long double)policy.lambdaMax));
+}
+
+struct ModelCase {
+  const char *what;
+  Shape shape;
+  int64_t blockM, groupRows, blockN;
+  SparsityPolicy policy;
+  Distribution dist;
+  int64_t pad;
+  double dialCold; ///< < 0: random inputs; else dial inputs with this F
+};
+
+Shape modelShape(int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv,
+                 int64_t d, bool causal, double scale) {
+  return makeShape(b, sq, skv, hq, hkv, d, d, causal, scale);
+}
+
+const SparsityPolicy kLnL2{SparsityKind::LnLambda, -2.0};
+const SparsityPolicy kLnL3{SparsityKind::LnLambda, -3.0};
+
+const ModelCase kModelCases[] = {
+    {"MHA, 8-row CTAs / 4-row groups, blockN 5",
+     modelShape(2, 37, 37, 2, 2, 16, false, 1.0), 8, 4, 5, kLnL2,
+     Distribution::Normal, 0, -1},
+    {"causal GQA 4/2, seqQ < seqKV, tails, a=4",
+     modelShape(1, 29, 41, 4, 2, 16, true, 0.8), 8, 4, 6,
+     SparsityPolicy{SparsityKind::ScaleFactor, 4.0}, Distribution::Normal, 2,
+     -1},
+    {"causal seqQ > seqKV (masked rows, CTAs without blocks)",
+     modelShape(1, 30, 12, 2, 1, 8, true, 1.0), 8, 4, 4,
+     SparsityPolicy{SparsityKind::LnLambda, -1.5}, Distribution::Normal, 0, -1},
+    {"kernel geometry 128/64, causal, seqQ 200 (CTA 1 partly votes)",
+     modelShape(1, 200, 300, 2, 1, 16, true, 1.0), 128, 64, 64, kLnL3,
+     Distribution::Normal, 0, -1},
+    {"kernel geometry 128/64, non-causal MQA 3/1, seqQ 200",
+     modelShape(1, 200, 300, 3, 1, 16, false, 1.0), 128, 64, 32,
+     SparsityPolicy{SparsityKind::ScaleFactor, 8.0}, Distribution::Normal, 0,
+     -1},
+    {"seqQ 150: group 1 of CTA 1 has no voting row (vacuous skip)",
+     modelShape(1, 150, 160, 2, 2, 8, false, 1.0), 128, 64, 32,
+     SparsityPolicy{SparsityKind::ScaleFactor, 2.0}, Distribution::Normal, 0,
+     -1},
+    {"T > 0 (a = 64 > seqKV): running max over kept blocks only",
+     modelShape(1, 24, 20, 2, 2, 8, false, 1.0), 8, 4, 4,
+     SparsityPolicy{SparsityKind::ScaleFactor, 64.0}, Distribution::Normal, 0,
+     -1},
+    {"seqQ = 1 causal GQA", modelShape(2, 1, 50, 4, 1, 16, true, 1.0), 128, 64,
+     8, kLnL2, Distribution::Normal, 0, -1},
+    {"uniform inputs, a = 1 (few skips)",
+     modelShape(1, 40, 64, 2, 1, 16, false, 0.25), 8, 4, 8,
+     SparsityPolicy{SparsityKind::ScaleFactor, 1.0}, Distribution::Uniform, 0,
+     -1},
+    {"dial F=0.5 causal, 16-row CTAs, blockN 16",
+     modelShape(1, 100, 160, 2, 1, 16, true, 1.0), 16, 8, 16, kLnL2,
+     Distribution::Uniform, 0, 0.5},
+    {"dial F=0.7 non-causal GQA, seqQ > seqKV",
+     modelShape(2, 90, 70, 4, 2, 16, false, 0.5), 16, 8, 8, kLnL2,
+     Distribution::Uniform, 1, 0.7},
+};
+
+// Per case and dtype, the model against the brute-force vote: every
+// decision (up to borderline ones), the counters, O and LSE over the kept
+// keys; 1 and 3 threads identical; the dense output computed alongside
+// equals referenceAttention; a row subset gives the same rows and decisions.
+// T comes from the policy the way blasst-bench derives it; the brute force
+// takes it from the definition.
+TEST(SkipModel, MatchesBruteForceVote) {
+  for (const ModelCase &c : kModelCases)
+    for (DType dtype : kDTypes) {
+      SCOPED_TRACE(std::string(c.what) + " [" + toString(dtype) + "]");
+      const Shape &s = c.shape;
+      Inputs in;
+      double T;
+      long double Tbrute;
+      if (c.dialCold >= 0) {
+        DialConfig dc;
+        dc.coldFraction = c.dialCold;
+        dc.blockN = c.blockN;
+        dc.sinkKeys = 8;
+        dc.window = 8;
+        DialInfo info;
+        in = makeDialInputs(s, dtype, dc, 99, c.pad, &info);
+        T = info.defaultLog2Threshold();
+        Tbrute = T;
+      } else {
+        in = makeInputs(s, dtype, c.pad, 17, c.dist);
+        T = benchThreshold(c.policy, s.seqKV);
+        Tbrute = definitionThreshold(c.policy, s.seqKV);
+      }
+      SkipConfig cfg;
+      cfg.blockM = c.blockM, cfg.groupRows = c.groupRows, cfg.blockN = c.blockN;
+      cfg.log2Threshold = T;
+      std::vector<int64_t> all = allRows(s);
+      SkipModel model, model3;
+      Reference dense;
+      skipModelOf(in, all, cfg, 1, &model, &dense);
+      skipModelOf(in, all, cfg, 3, &model3);
+      BruteSkip brute = bruteSkip(in, c.blockM, c.groupRows, c.blockN, Tbrute);
+
+      // Decisions.
+      uint64_t mismatch = 0, mismatchBorder = 0, kept = 0, skipped = 0;
+      ASSERT_EQ(model.decisions.size(), brute.decisions.size());
+      for (size_t i = 0; i < model.decisions.size(); ++i) {
+        uint8_t md = model.decisions[i] & ~kBorderline;
+        kept += md == kKept;
+        skipped += md == kSkipped;
+        if (md != brute.decisions[i]) {
+          if (model.decisions[i] & kBorderline)
+            ++mismatchBorder;
+          else
+            ++mismatch;
+        }
+      }
+      EXPECT_EQ(mismatch, 0u)
+          << "non-borderline decision mismatches (" << kept << " kept, "
+          << skipped << " skipped, " << model.totalBorderline << " borderline)";
+      if (c.dist != Distribution::Uniform || c.dialCold >= 0) {
+        EXPECT_GT(kept, 0u) << "wants both kept and skipped blocks";
+        EXPECT_GT(skipped, 0u) << "wants both kept and skipped blocks";
+      }
+      // Counters.
+      EXPECT_EQ(model.visited, brute.visited);
+      ASSERT_EQ(model.skipped.size(), brute.skipped.size());
+      for (size_t i = 0; i < brute.skipped.size(); ++i)
+        EXPECT_LE(std::llabs(model.skipped[i] - brute.skipped[i]),
+                  model.borderline[i])
+            << "skipped counter of (batch, head) " << i;
+      // Outputs (only meaningful when all decisions agree).
+      double maxErr = 0;
+      int lseBad = 0;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t h = 0; h < s.qHeads; ++h)
+          for (int64_t i = 0; i < s.seqQ; ++i) {
+            size_t r = model.out.index(s, b, h, size_t(i));
+            size_t row = size_t((b * s.qHeads + h) * s.seqQ + i);
+            for (int64_t d = 0; d < s.headDimV; ++d)
+              maxErr = std::max(
+                  maxErr,
+                  std::fabs(model.out.o[r * size_t(s.headDimV) + size_t(d)] -
+                            brute.o[row * size_t(s.headDimV) + size_t(d)]));
+            double a = model.out.lse[r], e = brute.lse[row];
+            if (std::isinf(e) || std::isinf(a))
+              lseBad += !(a == e);
+            else
+              lseBad +=
+                  !(std::fabs(a - e) <= 1e-10 * std::max(1.0, std::fabs(e)));
+          }
+      if (mismatchBorder == 0) {
+        EXPECT_LE(maxErr, 1e-10) << "max |model - brute| over kept keys";
+        EXPECT_EQ(lseBad, 0) << "LSE mismatches over kept keys";
+      }
+      // Thread independence.
+      EXPECT_EQ(model3.decisions, model.decisions);
+      EXPECT_EQ(model3.skipped, model.skipped);
+      EXPECT_EQ(model3.out.o, model.out.o);
+      EXPECT_EQ(model3.out.lse, model.out.lse);
+      // The dense output computed alongside equals referenceAttention.
+      Reference ref;
+      referenceOf(in, all, 2, &ref);
+      double denseErr = 0;
+      bool denseLse = true;
+      for (size_t i = 0; i < ref.o.size(); ++i)
+        denseErr = std::max(denseErr, std::fabs(ref.o[i] - dense.o[i]));
+      for (size_t i = 0; i < ref.lse.size(); ++i)
+        denseLse &= ref.lse[i] == dense.lse[i] ||
+                    std::fabs(ref.lse[i] - dense.lse[i]) <= 1e-12;
+      EXPECT_LE(denseErr, 1e-12) << "dense alongside vs referenceAttention";
+      EXPECT_TRUE(denseLse) << "dense LSE alongside vs referenceAttention";
+      // A row subset gives the same rows and the same decisions.
+      if (dtype == DType::BF16) {
+        std::vector<int64_t> sub = selectRows(s.seqQ, 4);
+        SkipModel subModel;
+        skipModelOf(in, sub, cfg, 2, &subModel);
+        EXPECT_EQ(subModel.decisions, model.decisions);
+        bool same = true;
+        for (int64_t b = 0; b < s.batch; ++b)
+          for (int64_t h = 0; h < s.qHeads; ++h)
+            for (size_t r = 0; r < sub.size(); ++r) {
+              size_t a = subModel.out.index(s, b, h, r);
+              size_t f = model.out.index(s, b, h, size_t(sub[r]));
+              for (int64_t d = 0; d < s.headDimV; ++d)
+                same &= subModel.out.o[a * size_t(s.headDimV) + size_t(d)] ==
+                        model.out.o[f * size_t(s.headDimV) + size_t(d)];
+            }
+        EXPECT_TRUE(same) << "rows:4 subset";
+      }
+      // CTA 1, group 1 of the seqQ 150 case: rows 192..255, none < 150:
+      // every block skipped.
+      if (std::string(c.what).rfind("seqQ 150", 0) == 0)
+        for (int64_t n = 0; n < model.nBlocksMax; ++n)
+          EXPECT_EQ(
+              model.decisions[model.decisionIndex(s.qHeads, 0, 0, 1, 1, n)] &
+                  ~kBorderline,
+              kSkipped)
+              << "the group without voters skips block " << n;
+    }
+}
+
+// With T = -inf nothing is skipped but the blocks of groups without a
+// voting row (vacuously true vote), and the model is the dense reference;
+// with empty groups 'keep' or 'idle' nothing is skipped at all.
+TEST(SkipModel, InfiniteThresholdIsDense) {
+  struct Case {
+    const char *what;
+    Shape shape;
+    int64_t blockN;
+  };
+  auto shape = [](int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv,
+                  int64_t d, bool causal) {
+    return modelShape(b, sq, skv, hq, hkv, d, causal, 0.9);
+  };
+  const Case cases[] = {
+      {"non-causal GQA", shape(2, 150, 200, 4, 2, 16, false), 32},
+      {"causal seqQ < seqKV", shape(1, 130, 300, 2, 1, 16, true), 64},
+      {"causal seqQ > seqKV", shape(1, 300, 130, 2, 2, 8, true), 16},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    const Shape &s = c.shape;
+    Inputs in = makeInputs(s, DType::BF16, 0, 5, Distribution::Normal);
+    SkipConfig cfg;
+    cfg.blockN = c.blockN;
+    cfg.log2Threshold = -std::numeric_limits<double>::infinity();
+    std::vector<int64_t> all = allRows(s);
+    SkipModel model;
+    Reference dense, ref;
+    skipModelOf(in, all, cfg, 2, &model, &dense);
+    referenceOf(in, all, 2, &ref);
+    double err = 0;
+    bool lseOk = true;
+    for (size_t i = 0; i < ref.o.size(); ++i)
+      err = std::max(err, std::fabs(ref.o[i] - model.out.o[i]));
+    for (size_t i = 0; i < ref.lse.size(); ++i)
+      lseOk &= ref.lse[i] == model.out.lse[i] ||
+               std::fabs(ref.lse[i] - model.out.lse[i]) <= 1e-12;
+    // Visited: 2 groups x blocks of every CTA.
+    int64_t wantVisited = 0;
+    for (int64_t m = 0; m < (s.seqQ + 127) / 128; ++m)
+      wantVisited += 2 * ctaKVBlocks(s, cfg, m);
+    wantVisited *= s.batch * s.qHeads;
+    // Only the groups without a voting row (rows 192.. of the last CTA
+    // here) skip.
+    int64_t emptyWalks = 0;
+    {
+      int64_t m = (s.seqQ - 1) / 128;
+      if (m * 128 + 64 >= s.seqQ)
+        emptyWalks = ctaKVBlocks(s, cfg, m) * s.batch * s.qHeads;
+    }
+    EXPECT_GT(emptyWalks, 0);
+    EXPECT_EQ(model.totalSkipped, emptyWalks);
+    EXPECT_EQ(model.emptyGroupSkips, emptyWalks);
+    EXPECT_EQ(model.totalBorderline, 0);
+    EXPECT_EQ(model.totalVisited, wantVisited)
+        << "visited = 2 groups x KV blocks per CTA";
+    EXPECT_LE(err, 1e-12) << "model vs dense reference";
+    EXPECT_TRUE(lseOk) << "model LSE vs dense reference";
+    for (auto e :
+         {SkipConfig::EmptyGroup::Keep, SkipConfig::EmptyGroup::Idle}) {
+      SCOPED_TRACE(std::string("empty groups '") + toString(e) + "'");
+      SkipConfig c2 = cfg;
+      c2.emptyGroup = e;
+      SkipModel m2;
+      skipModelOf(in, all, c2, 2, &m2);
+      int64_t wantV =
+          wantVisited - (e == SkipConfig::EmptyGroup::Idle ? emptyWalks : 0);
+      EXPECT_EQ(m2.totalSkipped, 0);
+      EXPECT_EQ(m2.totalVisited, wantV);
+      EXPECT_EQ(m2.out.o, model.out.o);
+    }
+  }
+}
+
+// nBlocks of causal CTAs (bottom-right): seqQ 300, seqKV 130, blockN 16:
+// CTA 0 rows 0..127 see keys <= 127 - 170 < 0: nothing; CTA 1 rows ..255
+// see keys <= 85: 86 keys = 6 blocks; CTA 2: all 130 = 9 blocks.
+TEST(SkipModel, CausalCTABlockCounts) {
+  Shape s = modelShape(1, 300, 130, 2, 2, 8, true, 0.9);
+  SkipConfig cfg;
+  cfg.blockN = 16;
+  EXPECT_EQ(ctaKVBlocks(s, cfg, 0), 0);
+  EXPECT_EQ(ctaKVBlocks(s, cfg, 1), 6);
+  EXPECT_EQ(ctaKVBlocks(s, cfg, 2), 9);
+}
+
+/// One row, keys scoring exactly 0, -3, -5 (log2 units), one-key blocks.
+SkipModel oneRowModel(double T) {
+  Shape s;
+  s.seqQ = 1, s.seqKV = 3, s.headDim = s.headDimV = 1;
+  s.scale = std::log(2.0); // x = q.k * ln2 * log2e = q.k
+  Strides st = Strides::contiguous(3, 1, 1);
+  std::vector<float> q = {1.0f}, k = {0.0f, -3.0f, -5.0f}, v = {1, 2, 3};
+  SkipConfig cfg;
+  cfg.blockM = 1, cfg.groupRows = 1, cfg.blockN = 1;
+  cfg.log2Threshold = T;
+  SkipModel m;
+  skipModelAttention(s, q.data(), Strides::contiguous(1, 1, 1), k.data(), st,
+                     v.data(), st, {0}, cfg, 1, &m);
+  return m;
+}
+
+// A skip with a row 0.005 below T is borderline, 2 below is not; a keep
+// with every keeper within 0.01 of T is; skipped blocks contribute nothing;
+// T = +inf still keeps block 0 (m_run = -inf gives +inf).
+TEST(SkipModel, BorderlineDecisions) {
+  SkipModel a = oneRowModel(-2.995);
+  EXPECT_EQ(a.decisions,
+            std::vector<uint8_t>({kKept, kSkipped | kBorderline, kSkipped}));
+  EXPECT_EQ(a.totalBorderline, 1);
+  EXPECT_EQ(a.totalSkipped, 2);
+
+  SkipModel b = oneRowModel(-5.005);
+  EXPECT_EQ(b.decisions,
+            std::vector<uint8_t>({kKept, kKept, kKept | kBorderline}));
+
+  SkipModel c = oneRowModel(-2.0);
+  EXPECT_EQ(c.decisions, std::vector<uint8_t>({kKept, kSkipped, kSkipped}));
+  EXPECT_LT(std::fabs(c.out.o[0] - 1.0), 1e-15);
+  EXPECT_LT(std::fabs(c.out.lse[0]), 1e-15);
+
+  SkipModel d = oneRowModel(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(d.decisions, std::vector<uint8_t>({kKept, kSkipped, kSkipped}));
+}
+
+// T from a policy and ABI parameter 12, and back.
+TEST(SkipModel, ThresholdFormulas) {
+  SparsityPolicy a{SparsityKind::ScaleFactor, 256.0};
+  SparsityPolicy l{SparsityKind::LnLambda, -8.0};
+  EXPECT_NEAR(benchThreshold(a, 4096), 8.0 - 12.0, 1e-6)
+      << "a=256, seqKV 4096: T = log2(256/4096) = -4";
+  EXPECT_NEAR(benchThreshold(l, 4096), -8.0 / std::log(2.0), 1e-5)
+      << "ln_lambda=-8: T = -8 log2(e), independent of seqKV";
+  // --log2-threshold X: an a-policy subtracts log2(seqKV), ln_lambda not.
+  EXPECT_NEAR(kernelLog2Threshold(a, 1.5, 1024), 1.5 - 10, 1e-12);
+  EXPECT_EQ(kernelLog2Threshold(l, -1.5, 1024), -1.5);
+  EXPECT_EQ(kernelLog2Threshold(l, 1.5, 1024), 0.0)
+      << "a run-time threshold above lambda_max = 1 is capped";
+  EXPECT_NEAR(
+      kernelLog2Threshold(a, paramForKernelLog2Threshold(a, -7.0, 3000), 3000),
+      -7.0, 1e-12)
+      << "paramForKernelLog2Threshold inverts kernelLog2Threshold";
+  double dense = kernelLog2Threshold(SparsityPolicy(), 0, 10);
+  EXPECT_TRUE(std::isinf(dense) && dense < 0) << "dense policy: T = -inf";
+}
+
+// lambda = a / L_kv above lambda_max is capped, per sequence: a block whose
+// maximum exceeds the running maximum (the one that dominates the softmax)
+// is never skipped, however short the sequence.
+TEST(SkipModel, LambdaCapKeepsTheBlockThatRaisesTheMax) {
+  SparsityPolicy a{SparsityKind::ScaleFactor, 4096.0};
+  // L_kv = 32 < a: lambda = 128 uncapped (T = 7), 1 capped (T = 0).
+  EXPECT_EQ(kernelLog2Threshold(a, std::log2(4096.0), 32), 0.0);
+  EXPECT_NEAR(kernelLog2Threshold(a, std::log2(4096.0), 8192), -1.0, 1e-12)
+      << "L_kv > a: lambda = a / L_kv = 0.5, below the cap";
+  SparsityPolicy half = a;
+  half.lambdaMax = 0.5;
+  EXPECT_NEAR(kernelLog2Threshold(half, std::log2(4096.0), 32), -1.0, 1e-12)
+      << "lambda_max = 0.5: T = -1";
+
+  // Two KV blocks of 16 keys; every query row scores block 0's keys 0 and
+  // block 1's keys 1 (log2 units): block 1 raises the running max by 1.
+  Shape s = modelShape(1, 8, 32, 1, 1, 16, false, 1.0);
+  Inputs in = makeInputs(s, DType::BF16, 0, 3, Distribution::Normal);
+  std::fill(in.q.begin(), in.q.end(), 0.0f);
+  std::fill(in.k.begin(), in.k.end(), 0.0f);
+  for (int64_t i = 0; i < s.seqQ; ++i)
+    in.q[size_t(i * in.qs.seq)] = 1.0f;
+  for (int64_t j = 16; j < 32; ++j)
+    in.k[size_t(j * in.ks.seq)] = float(std::log(2.0)); // 1 in log2 units
+  SkipConfig cfg;
+  cfg.blockM = 8, cfg.groupRows = 8, cfg.blockN = 16;
+  for (auto [T, kept] : {std::make_pair(7.0, false), std::make_pair(0.0, true)}) {
+    cfg.log2Threshold = T;
+    SkipModel model;
+    skipModelOf(in, allRows(s), cfg, 1, &model);
+    uint8_t d = model.decisions[model.decisionIndex(1, 0, 0, 0, 0, 1)];
+    EXPECT_EQ((d & ~kBorderline) == kKept, kept)
+        << "T = " << T << ": block 1 (max 1 above the running max) is "
+        << (kept ? "kept" : "skipped, the uncapped lambda = 128's error");
+  }
+  cfg.log2Threshold = kernelLog2Threshold(a, std::log2(4096.0), s.seqKV);
+  SkipModel capped;
+  skipModelOf(in, allRows(s), cfg, 1, &capped);
+  EXPECT_EQ(capped.totalSkipped, 0) << "with the cap nothing here is skipped";
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel's counters and output against the model
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t>
+statsOf(const std::vector<std::pair<int64_t, int64_t>> &entries) {
+  std::vector<int64_t> out;
+  for (const auto &p : entries)
+    out.push_back(p.first), out.push_back(p.second);
+  return out;
+}
+
+// visited must equal the model; skipped may differ by at most the
+// (batch, head)'s borderline count; failures name the (batch, head).
+TEST(CompareStats, CountersAgainstTheModel) {
+  Shape s;
+  s.batch = 2, s.qHeads = 3, s.kvHeads = 1;
+  SkipModel m;
+  m.visited = {10, 10, 10, 20, 20, 20};
+  m.skipped = {3, 0, 5, 7, 0, 1};
+  m.borderline = {0, 0, 2, 0, 1, 0};
+
+  std::vector<int64_t> exact =
+      statsOf({{10, 3}, {10, 0}, {10, 5}, {20, 7}, {20, 0}, {20, 1}});
+  StatsCheck c = compareStats(s, m, exact.data());
+  EXPECT_TRUE(c.pass);
+  EXPECT_EQ(c.kernelVisited, 90);
+  EXPECT_EQ(c.kernelSkipped, 16);
+
+  std::vector<int64_t> within =
+      statsOf({{10, 3}, {10, 0}, {10, 7}, {20, 7}, {20, 1}, {20, 1}});
+  c = compareStats(s, m, within.data());
+  EXPECT_TRUE(c.pass) << "off by <= the borderline count";
+  EXPECT_EQ(c.skippedWithin, 2u);
+
+  std::vector<int64_t> beyond =
+      statsOf({{10, 3}, {10, 1}, {10, 5}, {20, 7}, {20, 0}, {20, 1}});
+  c = compareStats(s, m, beyond.data());
+  EXPECT_FALSE(c.pass) << "off by 1 without borderline decisions";
+  EXPECT_EQ(c.skippedBeyond, 1u);
+  ASSERT_FALSE(c.failures.empty());
+  EXPECT_NE(c.failures[0].find("[b=0, h=1]"), std::string::npos)
+      << c.failures[0];
+
+  std::vector<int64_t> visited =
+      statsOf({{10, 3}, {10, 0}, {10, 5}, {20, 7}, {21, 0}, {20, 1}});
+  c = compareStats(s, m, visited.data());
+  EXPECT_FALSE(c.pass) << "visited is exact";
+  EXPECT_EQ(c.visitedMismatch, 1u);
+}
+
+// After a failed O check: leaving out the rows of groups with a borderline
+// decision passes when only those rows differ, and still fails otherwise.
+TEST(CompareWithModel, RecheckWithoutBorderline) {
+  Shape s = modelShape(1, 8, 8, 1, 1, 4, false, 1.0);
+  Inputs in = makeInputs(s, DType::BF16, 0, 3, Distribution::Normal);
+  SkipConfig cfg;
+  cfg.blockM = 4, cfg.groupRows = 2, cfg.blockN = 4;
+  cfg.log2Threshold = -1.0;
+  SkipModel model;
+  skipModelOf(in, allRows(s), cfg, 1, &model);
+  // Mark one decision of CTA 1, group 0 (rows 4, 5) borderline.
+  model.decisions[model.decisionIndex(s.qHeads, 0, 0, 1, 0, 1)] |= kBorderline;
+  Strides os = Strides::contiguous(s.seqQ, s.qHeads, s.headDimV);
+  std::vector<uint16_t> o(size_t(s.seqQ * s.headDimV));
+  std::vector<float> lse(size_t(s.seqQ));
+  for (int64_t i = 0; i < s.seqQ; ++i) {
+    for (int64_t d = 0; d < s.headDimV; ++d)
+      o[size_t(i * os.seq + d)] =
+          floatToBF16(float(model.out.o[size_t(i * s.headDimV + d)]));
+    lse[size_t(i)] = float(model.out.lse[size_t(i)]);
+  }
+  std::vector<uint16_t> bad = o;
+  bad[size_t(5 * os.seq + 2)] = floatToBF16(7.0f); // row 5: borderline
+  ASSERT_FALSE(compareOutputs(s, DType::BF16, model.out, bad.data(), os,
+                              lse.data(), tolerancesFor(DType::BF16))
+                   .pass);
+  BorderlineRecheck r = recheckWithoutBorderline(s, DType::BF16, model,
+                                                 bad.data(), os, lse.data());
+  EXPECT_EQ(r.rows, 2u);
+  EXPECT_TRUE(r.pass);
+  bad[size_t(1 * os.seq + 0)] = floatToBF16(-7.0f); // row 1: not borderline
+  r = recheckWithoutBorderline(s, DType::BF16, model, bad.data(), os,
+                               lse.data());
+  EXPECT_EQ(r.rows, 2u);
+  EXPECT_FALSE(r.pass);
+}
+
+//===----------------------------------------------------------------------===//
+// The sparsity dial
+//===----------------------------------------------------------------------===//
+
+// The cold fraction over 2032 blocks is within 4 sigma of F.
+TEST(Dial, ColdFraction) {
+  Shape s = makeShape(4, 1, 8192, 4, 4, 64, 64, false, 0.125);
+  for (double F : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+    DialConfig dc;
+    dc.coldFraction = F;
+    dc.blockN = 64;
+    DialInfo info;
+    makeDialInputs(s, DType::BF16, dc, 3, 0, &info);
+    double tol = 4 * std::sqrt(F * (1 - F) / double(info.eligibleBlocks));
+    EXPECT_EQ(info.eligibleBlocks, 16 * 127);
+    EXPECT_LE(std::fabs(info.coldFraction() - F), tol) << "F = " << F;
+  }
+}
+
+// H = 12 with |q|, |k| <= 8 at the supported head dims, and the inputs do
+// not depend on the thread count.
+TEST(Dial, MagnitudesAndDeterminism) {
+  for (int64_t D : {64, 128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(D));
+    Shape s =
+        makeShape(1, 256, 1024, 2, 1, D, D, false, 1 / std::sqrt(double(D)));
+    DialConfig dc;
+    dc.coldFraction = 0.5;
+    DialInfo info, info2;
+    Inputs a = makeDialInputs(s, DType::BF16, dc, 8, 0, &info, 1);
+    Inputs b = makeDialInputs(s, DType::BF16, dc, 8, 0, &info2, 3);
+    EXPECT_EQ(info.hot, 12);
+    EXPECT_LE(info.maxAbsQ, 8);
+    EXPECT_LE(info.maxAbsK, 8);
+    EXPECT_EQ(a.qBits, b.qBits);
+    EXPECT_EQ(a.kBits, b.kBits);
+  }
+}
+
+// With the default threshold the model skips exactly the cold blocks
+// outside every voting row's local window (plus blocks no voter sees a key
+// of and groups without voters), none borderline; the cold skips stay
+// below the walked cold fraction.
+TEST(Dial, ModelSkipsColdBlocksOutsideTheWindow) {
+  for (bool causal : {true, false})
+    for (int64_t sq : {1024, 700}) {
+      SCOPED_TRACE(std::string(causal ? "causal" : "non-causal") + " seqQ " +
+                   std::to_string(sq));
+      Shape s = makeShape(2, sq, 1024, 4, 2, 64, 64, causal, 0.125);
+      DialConfig dc;
+      dc.coldFraction = 0.5;
+      dc.blockN = 64;
+      DialInfo info;
+      Inputs in = makeDialInputs(s, DType::BF16, dc, 21, 0, &info);
+      SkipConfig cfg;
+      cfg.blockN = 64;
+      cfg.log2Threshold = info.defaultLog2Threshold();
+      SkipModel model;
+      skipModelOf(in, {}, cfg, 2, &model);
+      uint64_t wrong = 0, coldSkipped = 0, windowKept = 0;
+      int64_t scoreSkips = 0;
+      std::string first;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t h = 0; h < s.qHeads; ++h)
+          for (int64_t m = 0; m < model.mBlocks; ++m)
+            for (int64_t g = 0; g < model.groups; ++g) {
+              int64_t g0 = m * 128 + g * 64, g1 = std::min(g0 + 64, s.seqQ);
+              for (int64_t n = 0; n < ctaKVBlocks(s, cfg, m); ++n) {
+                bool touched = false;
+                for (int64_t r = g0; r < g1 && !touched; ++r) {
+                  int64_t vis = s.visibleKeys(r);
+                  for (int64_t j = n * 64; j < std::min(vis, n * 64 + 64); ++j)
+                    if (info.windowFactor(r + s.seqKV - s.seqQ, j) == 1) {
+                      touched = true;
+                      break;
+                    }
+                }
+                bool anyVisible = false;
+                for (int64_t r = g0; r < g1; ++r)
+                  anyVisible |= s.visibleKeys(r) > n * 64;
+                bool cold = info.isCold(b, h / 2, n);
+                // Groups without voters and blocks no voter sees a key of
+                // skip whatever the scores.
+                bool expectSkip = g1 <= g0 || !anyVisible || (cold && !touched);
+                bool scoreSkip = g1 > g0 && anyVisible && cold && !touched;
+                scoreSkips += scoreSkip;
+                uint8_t d = model.decisions[model.decisionIndex(s.qHeads, b, h,
+                                                                m, g, n)];
+                bool skip = (d & ~kBorderline) == kSkipped;
+                coldSkipped += cold && skip;
+                windowKept += cold && touched && !skip;
+                if (skip != expectSkip && wrong++ == 0)
+                  first = "b " + std::to_string(b) + " h " + std::to_string(h) +
+                          " cta " + std::to_string(m) + " group " +
+                          std::to_string(g) + " block " + std::to_string(n) +
+                          (cold ? " cold" : " warm") +
+                          (touched ? " in window" : "");
+              }
+            }
+      EXPECT_EQ(wrong, 0u) << "unexpected decisions, first: " << first;
+      EXPECT_EQ(model.totalBorderline, 0);
+      EXPECT_GT(coldSkipped, 0u);
+      EXPECT_GT(windowKept, 0u);
+      EXPECT_EQ(model.totalSkipped,
+                scoreSkips + model.maskedSkips + model.emptyGroupSkips)
+          << "skips = cold + masked (" << model.maskedSkips
+          << ") + empty-group (" << model.emptyGroupSkips << ")";
+      double walkedCold = dialWalkedColdFraction(s, cfg, info);
+      double coldRate = double(scoreSkips) / double(model.totalVisited);
+      EXPECT_LE(coldRate, walkedCold + 1e-12)
+          << "cold skips of walks <= the walked cold fraction";
+    }
+}
+
+} // namespace
