@@ -29,6 +29,23 @@ llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="ignore") for t in tools],
     [config.blasst_tools_dir])
 
+# The toolkit the build was configured with (CMake's BLASST_CUDA_HOME, from
+# -DCUDA_HOME, $CUDA_HOME or $CUDA_PATH): the tools under test find ptxas
+# there too, so the `ptxas` feature and the ptxas they run agree.
+config.environment["CUDA_HOME"] = config.cuda_home
+config.environment.pop("CUDA_PATH", None)
+
+# Configuring the project itself (test/cmake): the build's CMake and compilers.
+config.substitutions.append(
+    ("%cmake", '"%s" -G "%s" -DCMAKE_MAKE_PROGRAM="%s" -DCMAKE_C_COMPILER="%s" '
+     '-DCMAKE_CXX_COMPILER="%s"' % (config.cmake_command, config.cmake_generator,
+                                    config.cmake_make_program, config.c_compiler,
+                                    config.cxx_compiler)))
+config.substitutions.append(("%blasst_src_root", config.blasst_src_root))
+config.substitutions.append(("%cxx", '"%s"' % config.cxx_compiler))
+config.substitutions.append(("%llvm_include_dirs", config.llvm_include_dirs))
+config.substitutions.append(("%cuda_home", config.cuda_home))
+
 if os.path.exists(os.path.join(config.cuda_home, "bin", "ptxas")):
     config.available_features.add("ptxas")
     config.substitutions.append(

@@ -73,22 +73,21 @@ OwningOpRef<ModuleOp> blasst::buildAttnModule(MLIRContext *ctx,
   return module;
 }
 
+static int64_t toPassOption(int64_t knob) { return knob; }
+static std::string toPassOption(std::optional<bool> knob) {
+  return printScheduleKnob(knob);
+}
+
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote) {
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;
-  passOpts.target = ws::stringifyTarget(opts.target).str();
-  passOpts.blockM = opts.blockM;
-  passOpts.blockN = opts.blockN;
-  passOpts.stages = opts.stages;
-  passOpts.producerRegs = opts.producerRegs;
-  passOpts.consumerRegs = opts.consumerRegs;
-  passOpts.overlap = printScheduleKnob(opts.overlap);
-  passOpts.pingpong = printScheduleKnob(opts.pingpong);
-  passOpts.pInRegisters = printScheduleKnob(opts.pInRegisters);
-  passOpts.qInRegisters = printScheduleKnob(opts.qInRegisters);
-  passOpts.persistent = printScheduleKnob(opts.persistent);
-  passOpts.kvMulticast = printScheduleKnob(opts.kvMulticast);
+  passOpts.target = toString(opts.target);
+  // Every convert-attn-to-ws knob of the table, as the option of the same
+  // name (the V-on-demand knobs are handled below).
+#define BLASST_ATTN_TO_WS_KNOB(Kind, Field, Name, Help)                        \
+  passOpts.Field = toPassOption(opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
   pm.addPass(createConvertAttnToWS(passOpts));
   if (insertVote)
     pm.addPass(ws::createBLASSTInsertVote());
@@ -123,15 +122,9 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
      << kernel.getBlockM() << " q rows x " << kernel.getBlockN()
      << " keys per KV block\n";
   os << "  spec: " << spec.toShortString() << "\n";
-  if (std::optional<DictionaryAttr> schedule = kernel.getSchedule()) {
-    os << "  schedule:";
-    for (NamedAttribute knob : *schedule) {
-      os << " " << knob.getName().getValue() << "=";
-      if (auto flag = dyn_cast<BoolAttr>(knob.getValue()))
-        os << (flag.getValue() ? "true" : "false");
-      else if (auto n = dyn_cast<IntegerAttr>(knob.getValue()))
-        os << n.getInt();
-    }
+  // The schedule record the kernel carries, spelled as the knob table says.
+  if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
+    os << "  schedule: " << formatSchedule(scheduleFromAttr(*record));
     if (kernel.getReverseTiles())
       os << "  (last query blocks first)";
     os << "\n";

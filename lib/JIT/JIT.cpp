@@ -1,20 +1,17 @@
 //===- JIT.cpp - Compile attention kernels in-process and run them --------===//
 //
-// The same steps as blasst-compile --emit cubin (buildAttnModule, lowerToWS,
-// buildWSToLLVMPipeline, translateToPTX, assembleCubin, the .meta fields),
-// made in-process with diagnostics captured, plus the on-disk cache and the
-// runtime glue. See JIT.h.
+// compileToCubin (the pipeline blasst-compile --emit cubin runs) in-process
+// with diagnostics captured, plus the on-disk cache and the runtime glue. See
+// JIT.h.
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/JIT/JIT.h"
+#include "blasst/Compiler/Compile.h"
 #include "blasst/Compiler/Frontend.h"
 #include "blasst/Target/Target.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/ELF.h"
@@ -32,10 +29,6 @@
 #include <map>
 #include <mutex>
 
-#ifndef BLASST_VERSION_STRING
-#error "BLASST_VERSION_STRING must be defined (lib/JIT/CMakeLists.txt)"
-#endif
-
 using namespace mlir;
 using namespace blasst;
 using namespace blasst::jit;
@@ -45,21 +38,12 @@ namespace fs = llvm::sys::fs;
 // Small helpers
 //===----------------------------------------------------------------------===//
 
-const char *jit::compilerVersion() { return "blasst " BLASST_VERSION_STRING; }
-
-static blasst::Target toSpecTarget(ws::Target t) {
-  return t == ws::Target::sm_90a ? blasst::Target::SM90a
-                                 : blasst::Target::SM100a;
-}
-
-static std::string targetName(ws::Target t) {
-  return ws::stringifyTarget(t).str();
-}
+const char *jit::compilerVersion() { return blasst::compilerVersion(); }
 
 /// "'llama3-8b-prefill' for sm_90a", for messages.
-static std::string what(const AttentionSpec &spec, ws::Target t) {
+static std::string what(const AttentionSpec &spec, Target t) {
   return "'" + (spec.name.empty() ? kernelBaseName(spec) : spec.name) +
-         "' for " + targetName(t);
+         "' for " + toString(t);
 }
 
 namespace {
@@ -119,11 +103,11 @@ std::string CompileTimings::toString() const {
 // supports, cache directory, cache key
 //===----------------------------------------------------------------------===//
 
-std::string jit::supports(const AttentionSpec &spec, ws::Target target) {
-  std::string reason = checkSupported(spec, toSpecTarget(target));
+std::string jit::supports(const AttentionSpec &spec, Target target) {
+  std::string reason = checkSupported(spec, target);
   if (!reason.empty())
     return reason;
-  if (target == ws::Target::sm_100a)
+  if (target == Target::SM100a)
     return "the sm_100a lowering (tcgen05, tensor memory) is not built yet";
   return "";
 }
@@ -196,34 +180,24 @@ static std::string compilerBuildId() {
 }
 
 static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
-                                        ws::Target target,
-                                        ScheduleOptions knobs) {
+                                        Target target, ScheduleOptions knobs) {
   knobs.target = target;
   return resolveSchedule(spec, knobs);
 }
 
 /// The key over a *resolved* schedule.
-static std::string keyFor(const AttentionSpec &spec, ws::Target target,
+static std::string keyFor(const AttentionSpec &spec, Target target,
                           const ScheduleOptions &s) {
   std::string material;
   llvm::raw_string_ostream os(material);
-  os << "blasst-jit cache key v1\n"
+  os << "blasst-jit cache key v2\n"
      << "[spec]\n"
-     << spec.toString() << "[target] " << targetName(target) << "\n"
-     << "[compiler] " << compilerVersion() << " build " << compilerBuildId()
-     << "\n"
+     << spec.toString() << "[target] " << toString(target) << "\n"
+     << "[compiler] " << jit::compilerVersion() << " build "
+     << compilerBuildId() << "\n"
      << "[ptxas] " << cachedPtxasVersion() << "\n"
-     << "[schedule] block_m=" << s.blockM << " block_n=" << s.blockN
-     << " stages=" << s.stages << " producer_regs=" << s.producerRegs
-     << " consumer_regs=" << s.consumerRegs
-     << " overlap=" << s.overlap.value_or(false)
-     << " pingpong=" << s.pingpong.value_or(false)
-     << " p_in_registers=" << s.pInRegisters.value_or(false)
-     << " q_in_registers=" << s.qInRegisters.value_or(false)
-     << " persistent=" << s.persistent.value_or(false)
-     << " kv_multicast=" << s.kvMulticast.value_or(false)
-     << " v_on_demand=" << s.vOnDemand.value_or(false)
-     << " v_speculate_after=" << s.vSpeculateAfter.value_or(-1) << "\n"
+     // Every knob of the table (ScheduleKnobs.def), resolved.
+     << "[schedule] " << formatSchedule(s) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
   os.flush();
   std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
@@ -231,7 +205,7 @@ static std::string keyFor(const AttentionSpec &spec, ws::Target target,
   return llvm::toHex(hash, /*LowerCase=*/true);
 }
 
-std::string jit::cacheKey(const AttentionSpec &spec, ws::Target target,
+std::string jit::cacheKey(const AttentionSpec &spec, Target target,
                           const ScheduleOptions &schedule) {
   return keyFor(spec, target, resolvedSchedule(spec, target, schedule));
 }
@@ -286,8 +260,8 @@ static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
     why = "unreadable .meta: " + s.message();
     return Lookup::Corrupt;
   }
-  if (info.target != targetName(ck.target) ||
-      info.compilerVersion != compilerVersion() ||
+  if (info.target != toString(ck.target) ||
+      info.compilerVersion != jit::compilerVersion() ||
       info.blockM != ck.schedule.blockM || info.blockN != ck.schedule.blockN) {
     why = ".meta does not describe this kernel (target " + info.target + ", " +
           info.compilerVersion + ", block " + std::to_string(info.blockM) +
@@ -424,7 +398,8 @@ private:
 };
 } // namespace
 
-/// Runs the pipeline; fills ck.info, ck.cubin, ck.ptxasLog and the timings.
+/// Runs compileToCubin (the pipeline blasst-compile runs) with diagnostics
+/// captured; fills ck.info, ck.cubin, ck.ptxasLog and the timings.
 static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
   const std::string whatText = what(ck.spec, ck.target);
   Stopwatch watch;
@@ -439,84 +414,66 @@ static llvm::Error compileUncached(CompiledKernel &ck, const Log &log) {
   ctx.printStackTraceOnDiagnostic(false);
   DiagnosticCollector diags(&ctx);
 
-  auto fail = [&](const std::string &stage) -> llvm::Error {
-    std::string msg = "blasst-jit: cannot compile " + whatText + ": " + stage;
-    if (!diags.errors.empty())
-      msg += ":\n" + diags.errors;
-    else
-      msg += " (no diagnostic was emitted)";
-    if (!diags.others.empty())
-      msg += (diags.errors.empty() ? "\n" : "") + diags.others;
+  CompileRequest request;
+  request.spec = ck.spec;
+  request.schedule = ck.schedule;
+  request.schedule.target = ck.target;
+  // Diagnostics (which the lowering carries over to the ops it creates) say
+  // which kernel they are about.
+  request.locationName = "jit:" + kernelBaseName(ck.spec);
+  request.onStage = [&](Stage stage, ModuleOp, StringRef) {
+    double *slot = nullptr;
+    switch (stage) {
+    case Stage::Attn:
+      slot = &ck.timings.attnMs; // with the MLIRContext
+      break;
+    case Stage::WS:
+      slot = &ck.timings.wsMs;
+      break;
+    case Stage::LLVMDialect:
+      slot = &ck.timings.llvmDialectMs;
+      break;
+    case Stage::LLVMIR:
+    case Stage::PTX:
+      slot = &ck.timings.ptxMs;
+      break;
+    case Stage::Cubin:
+      slot = &ck.timings.cubinMs;
+      break;
+    }
+    *slot = watch.lap();
+    log.progress(llvm::Twine(stageName(stage)) + " in " + fmtMs(*slot) + " ms");
+  };
+
+  llvm::Expected<CompiledCubin> compiled = compileToCubin(ctx, request);
+  if (!compiled) {
+    std::string msg = "blasst-jit: cannot compile " + whatText + ": ";
+    llvm::handleAllErrors(compiled.takeError(), [&](const CompileError &e) {
+      msg += e.message;
+      if (!e.diagnosed)
+        return;
+      if (!diags.errors.empty())
+        msg += ":\n" + diags.errors;
+      else
+        msg += " (no diagnostic was emitted)";
+      if (!diags.others.empty())
+        msg += (diags.errors.empty() ? "\n" : "") + diags.others;
+    });
     while (!msg.empty() && msg.back() == '\n')
       msg.pop_back();
     return llvm::createStringError(msg);
-  };
-  auto done = [&](const char *stage, double &slot) {
-    slot = watch.lap();
-    log.progress(llvm::Twine(stage) + " in " + fmtMs(slot) + " ms");
-  };
+  }
 
-  std::string name = kernelBaseName(ck.spec);
-  OwningOpRef<ModuleOp> module = buildAttnModule(&ctx, ck.spec, name);
-  // buildAttnModule uses unknown locations; name the spec instead so that
-  // diagnostics (which the lowering carries over to the ops it creates) say
-  // which kernel they are about.
-  Location loc = NameLoc::get(StringAttr::get(&ctx, "jit:" + name));
-  module->walk([&](Operation *op) { op->setLoc(loc); });
-  if (failed(verify(*module)))
-    return fail("the attn module for this spec does not verify");
-  done("attn", ck.timings.attnMs);
-
-  if (failed(lowerToWS(*module, ck.schedule)))
-    return fail("lowering to ws IR failed");
-  done("ws", ck.timings.wsMs);
-
-  PassManager pm(&ctx);
-  buildWSToLLVMPipeline(pm, ck.target);
-  if (failed(pm.run(*module)))
-    return fail("lowering ws to the LLVM dialect failed");
-  done("llvm-dialect", ck.timings.llvmDialectMs);
-
-  FailureOr<std::string> ptx = translateToPTX(*module, ck.target);
-  if (failed(ptx))
-    return fail("PTX generation failed");
-  done("ptx", ck.timings.ptxMs);
-
-  llvm::Expected<CubinResult> cubin = assembleCubin(*ptx, ck.target);
-  if (!cubin)
-    return llvm::createStringError("blasst-jit: cannot compile " + whatText +
-                                   ": " + llvm::toString(cubin.takeError()));
-  done("cubin", ck.timings.cubinMs);
-
-  // The launch parameters, exactly as blasst-compile writes them.
-  llvm::Expected<LoweredKernel> lowered = findLoweredKernel(*module);
-  if (!lowered)
-    return llvm::createStringError("blasst-jit: cannot compile " + whatText +
-                                   ": " + llvm::toString(lowered.takeError()));
-  rt::KernelInfo info;
-  info.kernelName = lowered->name;
-  info.target = targetName(ck.target);
-  info.blockM = lowered->blockM;
-  info.blockN = lowered->blockN;
-  info.threads = lowered->threads;
-  info.smemBytes = lowered->smemBytes;
-  info.persistent = lowered->persistent ? 1 : 0;
-  info.clusterM = lowered->clusterM;
-  info.compilerVersion = compilerVersion();
-  if (rt::Status s = rt::validateKernelInfo(info); !s)
-    return llvm::createStringError("blasst-jit: cannot compile " + whatText +
-                                   ": invalid kernel metadata: " + s.message());
-
-  ck.info = std::move(info);
-  ck.cubin = std::move(cubin->cubin);
-  ck.ptxasLog = std::move(cubin->log);
+  ck.info = std::move(compiled->info);
+  ck.cubin = std::move(compiled->cubin);
+  ck.ptxasLog = std::move(compiled->ptxasLog);
   if (!diags.others.empty())
     log.note(llvm::StringRef(diags.others).rtrim());
   return llvm::Error::success();
 }
 
 llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
-                                            ws::Target target,
+                                            Target target,
                                             const CompileOptions &opts) {
   Stopwatch total, watch;
   if (std::string reason = supports(spec, target); !reason.empty())

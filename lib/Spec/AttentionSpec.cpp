@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -438,11 +439,19 @@ std::optional<Phase> blasst::parsePhase(const std::string &s) {
 }
 
 std::optional<Target> blasst::parseTarget(const std::string &s) {
-  if (s == "sm_90a")
-    return Target::SM90a;
-  if (s == "sm_100a")
-    return Target::SM100a;
+  for (Target t : kAllTargets)
+    if (s == toString(t))
+      return t;
   return std::nullopt;
+}
+
+std::string blasst::targetChoices() {
+  std::string out;
+  size_t n = std::size(kAllTargets);
+  for (size_t i = 0; i < n; ++i)
+    out += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") +
+           toString(kAllTargets[i]);
+  return out;
 }
 
 int blasst::dtypeBytes(DType d) {

@@ -34,9 +34,9 @@
 using namespace mlir;
 using namespace blasst;
 
-void blasst::buildWSToLLVMPipeline(OpPassManager &pm, ws::Target target) {
+void blasst::buildWSToLLVMPipeline(OpPassManager &pm, Target target) {
   ConvertWSToNVVMOptions opts;
-  opts.target = ws::stringifyTarget(target).str();
+  opts.target = toString(target);
   opts.deviceOnly = true;
   pm.addPass(createConvertWSToNVVM(opts));
   pm.addPass(createConvertNVVMToLLVMPass());
@@ -54,20 +54,46 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                              llvm::cl::desc("sm_90a (sm_100a: not yet)"),
                              llvm::cl::init("sm_90a")};
 };
+
+/// Registers `name` with PipelineOptions; `build` gets the parsed target. An
+/// unknown target fails the pipeline's parsing with a message naming the
+/// valid ones (PassPipelineRegistration has no way to report it).
+void registerPipeline(
+    StringRef name, StringRef description,
+    std::function<void(OpPassManager &, const PipelineOptions &, Target)>
+        build) {
+  std::string arg = name.str();
+  registerPassPipeline(
+      name, description,
+      [arg, build](OpPassManager &pm, StringRef text,
+                   function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::optional<Target> target = parseTarget(options.target);
+        if (!target)
+          return errorHandler(arg + ": unknown target '" + options.target +
+                              "' (expected " + targetChoices() + ")");
+        build(pm, options, *target);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(PipelineOptions());
+      });
+}
 } // namespace
 
 void blasst::registerBLASSTPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
+  registerPipeline(
       "blasst-ws-to-llvm",
       "Lower ws kernels to the LLVM dialect (NVVM intrinsics), device only",
-      [](OpPassManager &pm, const PipelineOptions &o) {
-        buildWSToLLVMPipeline(
-            pm, ws::symbolizeTarget(o.target).value_or(ws::Target::sm_90a));
+      [](OpPassManager &pm, const PipelineOptions &, Target target) {
+        buildWSToLLVMPipeline(pm, target);
       });
-  PassPipelineRegistration<PipelineOptions>(
+  registerPipeline(
       "blasst-attn-to-llvm",
       "attn → ws (default schedule) → LLVM dialect, device only",
-      [](OpPassManager &pm, const PipelineOptions &o) {
+      [](OpPassManager &pm, const PipelineOptions &o, Target target) {
         ConvertAttnToWSOptions a;
         a.target = o.target;
         pm.addPass(createConvertAttnToWS(a));
@@ -75,17 +101,17 @@ void blasst::registerBLASSTPipelines() {
         ws::BLASSTVOnDemandOptions v;
         v.mode = "auto"; // the default: where it applies
         pm.addPass(ws::createBLASSTVOnDemand(v));
-        buildWSToLLVMPipeline(
-            pm, ws::symbolizeTarget(o.target).value_or(ws::Target::sm_90a));
+        buildWSToLLVMPipeline(pm, target);
       });
 }
 
-const char *blasst::chipName(ws::Target target) {
-  return target == ws::Target::sm_90a ? "sm_90a" : "sm_100a";
+const char *blasst::chipName(Target target) {
+  // The spec's names are the chips' (the arch-specific "a" variants).
+  return toString(target);
 }
-const char *blasst::ptxFeatures(ws::Target target) {
+const char *blasst::ptxFeatures(Target target) {
   // sm_90a needs PTX 8.0; sm_100a needs 8.6.
-  return target == ws::Target::sm_90a ? "+ptx80" : "+ptx86";
+  return target == Target::SM90a ? "+ptx80" : "+ptx86";
 }
 
 static void initNVPTX() {
@@ -98,7 +124,7 @@ static void initNVPTX() {
   });
 }
 
-static std::unique_ptr<llvm::TargetMachine> createTM(ws::Target target,
+static std::unique_ptr<llvm::TargetMachine> createTM(Target target,
                                                      std::string &error) {
   initNVPTX();
   llvm::Triple triple("nvptx64-nvidia-cuda");
@@ -156,7 +182,7 @@ struct Translated {
 };
 } // namespace
 
-static FailureOr<Translated> translate(ModuleOp module, ws::Target target) {
+static FailureOr<Translated> translate(ModuleOp module, Target target) {
   Translated t;
   std::string error;
   t.tm = createTM(target, error);
@@ -172,7 +198,7 @@ static FailureOr<Translated> translate(ModuleOp module, ws::Target target) {
 }
 
 FailureOr<std::string> blasst::translateToLLVMIR(ModuleOp module,
-                                                 ws::Target target) {
+                                                 Target target) {
   FailureOr<Translated> t = translate(module, target);
   if (failed(t))
     return failure();
@@ -182,8 +208,7 @@ FailureOr<std::string> blasst::translateToLLVMIR(ModuleOp module,
   return ir;
 }
 
-FailureOr<std::string> blasst::translateToPTX(ModuleOp module,
-                                              ws::Target target) {
+FailureOr<std::string> blasst::translateToPTX(ModuleOp module, Target target) {
   FailureOr<Translated> t = translate(module, target);
   if (failed(t))
     return failure();
@@ -293,7 +318,7 @@ std::string blasst::ptxasVersion() {
 }
 
 llvm::Expected<CubinResult> blasst::assembleCubin(const std::string &ptx,
-                                                  ws::Target target) {
+                                                  Target target) {
   std::string why;
   std::string ptxas = findPtxas(&why);
   if (ptxas.empty())

@@ -118,7 +118,7 @@ std::string abiMismatch(int version) {
 Status checkTarget(const std::string &target) {
   if (!parseTarget(target))
     return Status::error("unknown target " + quoted(target) +
-                         "; expected sm_90a or sm_100a");
+                         "; expected " + targetChoices());
   return Status::success();
 }
 
@@ -489,10 +489,16 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
                          std::to_string(spec.headDim) + " != head_dim_v " +
                          std::to_string(spec.headDimV) +
                          ", which the launcher cannot describe");
+  // A .spec that no kernel of this compiler has (say a hand-edited head_dim)
+  // does not describe this cubin: launching it would encode wrong tensor maps.
+  Target target = *parseTarget(info.target); // validated above
+  if (std::string why = checkSupported(spec, target); !why.empty())
+    return Status::error(doing + "the spec is not one the compiler builds "
+                                 "for " +
+                         info.target + ": " + why);
   if (!context.valid())
     return Status::error(doing + "the Context is not initialised (create it "
                                  "with Context::create)");
-  Target target = *parseTarget(info.target); // validated above
   int major = 0, minor = 0;
   requiredCapability(target, &major, &minor);
   const DeviceInfo &dev = context.info();

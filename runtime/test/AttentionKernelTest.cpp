@@ -407,6 +407,37 @@ TEST(AttentionKernelTest, UnloadedKernelAndContextAreReported) {
                         "invalid metadata: unknown target 'sm_75'"));
 }
 
+// load() runs checkSupported before it needs a driver: a .spec the compiler
+// cannot build for the target describes no cubin.
+TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
+  Context none;
+  AttentionKernel kernel;
+  char image[16] = {};
+  AttentionSpec hd96 = sampleSpec();
+  hd96.headDim = hd96.headDimV = 96;
+  ASSERT_EQ(hd96.validate(), "");
+  EXPECT_TRUE(failsWith(
+      AttentionKernel::load(none, image, sizeof(image), sampleInfo(), hd96,
+                            &kernel),
+      "the spec is not one the compiler builds for sm_90a: head_dim 96 is "
+      "not supported on sm_90a"));
+  AttentionSpec decode = sampleSpec();
+  decode.phase = Phase::Decode;
+  decode.sparsity = {SparsityKind::LnLambda, -8.0};
+  EXPECT_TRUE(failsWith(
+      AttentionKernel::load(none, image, sizeof(image), sampleInfo(), decode,
+                            &kernel),
+      "BLASST decode (skipping V loads) is not implemented yet"));
+  KernelInfo blackwell = sampleInfo();
+  blackwell.target = "sm_100a";
+  AttentionSpec hd256 = sampleSpec();
+  hd256.headDim = hd256.headDimV = 256;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
+                                              blackwell, hd256, &kernel),
+                        "head_dim 256 is not supported on sm_100a"));
+  EXPECT_FALSE(kernel.valid());
+}
+
 TEST(AttentionKernelTest, LoadFilesNamesTheMissingFile) {
   TempDir dir;
   Context none;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/JIT/JIT.h"
+#include "blasst/Conversion/AttnToWS/AttnToWS.h"
 #include "blasst/Target/Target.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -27,7 +28,7 @@ namespace fs = llvm::sys::fs;
 
 namespace {
 
-constexpr ws::Target kSM90 = ws::Target::sm_90a;
+constexpr Target kSM90 = Target::SM90a;
 
 /// The smallest preset (head_dim 64), renamed so entries are recognisable.
 AttentionSpec smallSpec() {
@@ -66,7 +67,7 @@ jit::CompiledKernel mustCompile(const AttentionSpec &spec,
 }
 
 /// The error text of a compile that must fail.
-std::string compileError(const AttentionSpec &spec, ws::Target target,
+std::string compileError(const AttentionSpec &spec, Target target,
                          const jit::CompileOptions &opts = {}) {
   llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, target, opts);
   if (ck) {
@@ -110,7 +111,7 @@ protected:
 TEST(JIT, Supports) {
   AttentionSpec spec = smallSpec();
   EXPECT_EQ(jit::supports(spec, kSM90), "");
-  EXPECT_EQ(jit::supports(spec, ws::Target::sm_100a),
+  EXPECT_EQ(jit::supports(spec, Target::SM100a),
             "the sm_100a lowering (tcgen05, tensor memory) is not built yet");
 
   AttentionSpec hd96 = spec;
@@ -121,9 +122,9 @@ TEST(JIT, Supports) {
   // checkSupported's reason comes before "not built yet".
   AttentionSpec hd256 = spec;
   hd256.headDim = hd256.headDimV = 256;
-  EXPECT_NE(jit::supports(hd256, ws::Target::sm_100a).find("tensor memory"),
+  EXPECT_NE(jit::supports(hd256, Target::SM100a).find("tensor memory"),
             std::string::npos);
-  EXPECT_EQ(jit::supports(hd256, ws::Target::sm_100a).find("not built yet"),
+  EXPECT_EQ(jit::supports(hd256, Target::SM100a).find("not built yet"),
             std::string::npos);
 }
 
@@ -135,7 +136,7 @@ TEST(JIT, UnsupportedIsAnErrorWithTheReason) {
       << err;
   EXPECT_NE(err.find(jit::supports(hd96, kSM90)), std::string::npos) << err;
 
-  err = compileError(smallSpec(), ws::Target::sm_100a);
+  err = compileError(smallSpec(), Target::SM100a);
   EXPECT_NE(err.find("the sm_100a lowering (tcgen05, tensor memory) is not "
                      "built yet"),
             std::string::npos)
@@ -181,7 +182,7 @@ TEST(JIT, CacheKeys) {
   // Explicit default knobs are the same kernel, hence the same key; the
   // target field of the knobs is ignored.
   ScheduleOptions defaults = resolveSchedule(spec, ScheduleOptions());
-  defaults.target = ws::Target::sm_100a;
+  defaults.target = Target::SM100a;
   EXPECT_EQ(jit::cacheKey(spec, kSM90, defaults), key);
 
   std::set<std::string> keys{key};
@@ -200,7 +201,7 @@ TEST(JIT, CacheKeys) {
   s = spec;
   s.softmaxScale = 0.125;
   distinct(jit::cacheKey(s, kSM90), "softmax_scale");
-  distinct(jit::cacheKey(spec, ws::Target::sm_100a), "target");
+  distinct(jit::cacheKey(spec, Target::SM100a), "target");
   for (auto [field, value] : {std::pair<int64_t ScheduleOptions::*, int64_t>{
                                   &ScheduleOptions::blockN, 64},
                               {&ScheduleOptions::stages, 3},

@@ -341,6 +341,9 @@ TEST(SpecParse, EnumHelpers) {
   EXPECT_STREQ(toString(Phase::Decode), "decode");
   EXPECT_STREQ(toString(Target::SM90a), "sm_90a");
   EXPECT_STREQ(toString(Target::SM100a), "sm_100a");
+  EXPECT_EQ(targetChoices(), "sm_90a or sm_100a");
+  for (Target t : kAllTargets)
+    EXPECT_EQ(parseTarget(toString(t)), t);
   EXPECT_EQ(dtypeBytes(DType::BF16), 2);
   EXPECT_EQ(dtypeBytes(DType::F16), 2);
 }

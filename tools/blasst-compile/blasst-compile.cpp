@@ -11,14 +11,11 @@
 // are refused by name rather than silently skipped.
 //
 //===----------------------------------------------------------------------===//
+#include "blasst/Compiler/Compile.h"
 #include "blasst/Compiler/Frontend.h"
 #include "blasst/Runtime/AttentionKernel.h"
-#include "blasst/Target/Target.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -66,63 +63,57 @@ static cl::opt<std::string>
 static cl::opt<bool>
     noVote("no-blasst-vote",
            cl::desc("build without --blasst-insert-vote (for testing that "
-                    "dense kernels do not change)"),
+                    "dense kernels do not change; with a sparsity policy IR "
+                    "and PTX only, no cubin)"),
            cl::cat(cat));
 // `--stats` is also LLVM's own (statistics) option: it is taken out of argv
 // before LLVM's parser sees it.
 static bool statsFlag = false;
-static cl::opt<int64_t> blockM("block-m", cl::desc("query rows per CTA"),
-                               cl::init(0), cl::cat(cat));
-static cl::opt<int64_t> blockN("block-n", cl::desc("keys per KV block"),
-                               cl::init(0), cl::cat(cat));
-static cl::opt<int64_t> stages("stages", cl::desc("K/V pipeline depth"),
-                               cl::init(0), cl::cat(cat));
-// Unset: the target's default for the spec (resolveSchedule).
-static cl::opt<cl::boolOrDefault>
-    pInRegisters("p-in-registers",
-                 cl::desc("sm_90a: keep P in registers (wgmma with A from "
-                          "registers); default: on with the overlap"),
-                 cl::cat(cat));
-static cl::opt<cl::boolOrDefault> qInRegisters(
-    "q-in-registers",
-    cl::desc("sm_90a: Q in registers for Q Kᵀ (ldmatrix once, wgmma with A "
-             "from registers); default: off"),
-    cl::cat(cat));
-static cl::opt<cl::boolOrDefault>
-    pingpong("pingpong",
-             cl::desc("sm_90a: the consumer warpgroups take turns for their "
-                      "GEMMs (one's softmax overlaps the other's GEMMs)"),
-             cl::cat(cat));
-static cl::opt<cl::boolOrDefault> kvMulticast(
-    "kv-multicast",
-    cl::desc("sm_90a: clusters of two neighbouring query blocks share each "
-             "K/V tile through TMA multicast (non-causal); default: off"),
-    cl::cat(cat));
-static cl::opt<cl::boolOrDefault> vOnDemand(
-    "v-on-demand",
-    cl::desc("sm_90a BLASST: copy a KV block's V only when a vote kept the "
-             "block (the overlap schedule); default: on for BLASST at "
-             "head_dim <= 128 without ping-pong, persistent CTAs or "
-             "multicast"),
-    cl::cat(cat));
-static cl::opt<int64_t> vSpeculateAfter(
-    "v-speculate-after",
-    cl::desc("sm_90a BLASST with V on demand: copy V without waiting for the "
-             "votes after this many kept blocks in a row (0: always wait); "
-             "default: 2. Asks for V on demand"),
-    cl::value_desc("n"), cl::cat(cat));
-static cl::opt<cl::boolOrDefault> persistent(
-    "persistent",
-    cl::desc("sm_90a: persistent CTAs walking the (query block, head) tiles, "
-             "longest causal tiles first; default: off"),
-    cl::cat(cat));
-static cl::opt<cl::boolOrDefault>
-    overlap("overlap",
-            cl::desc("sm_90a: intra-warpgroup overlap (block n+1's softmax "
-                     "runs while block n's P V is on the tensor cores); "
-                     "default: on, "
-                     "--overlap=false for the plain schedule"),
-            cl::cat(cat));
+
+namespace {
+/// blasst-compile's flag for a knob of ScheduleKnobs.def; apply() copies
+/// what the command line said into the ScheduleOptions field (nothing when
+/// the flag was not given: the default).
+template <KnobKind K>
+struct KnobFlag;
+
+template <>
+struct KnobFlag<KnobKind::Size> {
+  cl::opt<int64_t> opt;
+  KnobFlag(const char *name, const char *help)
+      : opt(StringRef(name), cl::desc(help), cl::init(0), cl::value_desc("n"),
+            cl::cat(cat)) {}
+  void apply(int64_t &knob) const { knob = opt; }
+};
+
+template <>
+struct KnobFlag<KnobKind::Switch> {
+  cl::opt<cl::boolOrDefault> opt;
+  KnobFlag(const char *name, const char *help)
+      : opt(StringRef(name), cl::desc(help), cl::cat(cat)) {}
+  void apply(std::optional<bool> &knob) const {
+    if (opt != cl::BOU_UNSET)
+      knob = opt == cl::BOU_TRUE;
+  }
+};
+
+template <>
+struct KnobFlag<KnobKind::Count> {
+  cl::opt<int64_t> opt;
+  KnobFlag(const char *name, const char *help)
+      : opt(StringRef(name), cl::desc(help), cl::value_desc("n"),
+            cl::cat(cat)) {}
+  void apply(std::optional<int64_t> &knob) const {
+    if (opt.getNumOccurrences())
+      knob = int64_t(opt);
+  }
+};
+} // namespace
+
+// One flag per schedule knob, named as the table says.
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  static KnobFlag<KnobKind::Kind> Field##Flag(Name, Help);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "blasst-compile: error: " << msg << "\n";
@@ -142,9 +133,8 @@ int main(int argc, char **argv) {
   argc = int(args.size());
   argv = args.data();
   cl::HideUnrelatedOptions(cat);
-  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
-    os << "blasst " BLASST_VERSION_STRING "\n";
-  });
+  cl::AddExtraVersionPrinter(
+      [](llvm::raw_ostream &os) { os << compilerVersion() << "\n"; });
   cl::ParseCommandLineOptions(
       argc, argv,
       "blasst attention compiler\n\n  --stats  count visited and skipped KV "
@@ -191,14 +181,13 @@ int main(int argc, char **argv) {
     if (!reason.empty())
       return fail("--sparsity/--stats make the spec invalid: " + reason);
   }
-  static const char *kStages[] = {"attn", "ws",  "llvm-dialect",
-                                  "llvm", "ptx", "cubin"};
-  if (!llvm::is_contained(kStages, emit))
-    return fail("unknown --emit '" + emit +
-                "' (expected attn, ws, llvm-dialect, llvm, ptx or cubin)");
+  std::optional<Stage> last = parseStage(emit);
+  if (!last)
+    return fail("unknown --emit '" + emit + "' (expected " + stageChoices() +
+                ")");
   if (targets.empty())
-    targets.push_back("sm_90a");
-  bool binary = emit == "cubin";
+    targets.push_back(toString(Target::SM90a));
+  bool binary = *last == Stage::Cubin;
   if (binary && (output == "-" || targets.size() != 1))
     return fail("--emit cubin needs -o STEM and exactly one --target");
 
@@ -216,106 +205,57 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
 
   for (const std::string &t : targets) {
-    std::optional<ws::Target> target = ws::symbolizeTarget(t);
+    std::optional<Target> target = parseTarget(t);
     if (!target)
-      return fail("unknown --target '" + t + "' (expected sm_90a or sm_100a)");
+      return fail("unknown --target '" + t + "' (expected " + targetChoices() +
+                  ")");
+    CompileRequest request;
+    request.spec = spec;
+    request.schedule.target = *target;
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  Field##Flag.apply(request.schedule.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+    request.insertVote = !noVote;
+    request.lastStage = *last;
     auto start = std::chrono::steady_clock::now();
-    std::string name = kernelBaseName(spec);
-    OwningOpRef<ModuleOp> module = buildAttnModule(&ctx, spec, name);
-    if (failed(verify(*module)))
-      return fail("the attn module for this spec does not verify");
-    auto lap = [&](const char *what) {
-      double ms = std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
-      llvm::errs() << "blasst-compile: " << spec.name << " -> " << what
-                   << " for " << t << " in " << llvm::format("%.1f", ms)
-                   << " ms\n";
+    // Progress on stderr after each stage (the attn module only when it is
+    // the output); the last stage's IR or text goes to -o.
+    request.onStage = [&](Stage stage, ModuleOp module, StringRef text) {
+      if (stage != Stage::Attn || stage == *last) {
+        double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+        llvm::errs() << "blasst-compile: " << spec.name << " -> "
+                     << stageName(stage) << " for " << t << " in "
+                     << llvm::format("%.1f", ms) << " ms\n";
+      }
+      if (stage == Stage::WS && summary)
+        for (auto kernel : module.getOps<ws::KernelOp>())
+          llvm::errs() << summarizeKernel(kernel);
+      if (stage != *last || stage == Stage::Cubin)
+        return;
+      if (stage == Stage::LLVMIR || stage == Stage::PTX) {
+        out->os() << text;
+      } else {
+        module.print(out->os());
+        out->os() << "\n";
+      }
     };
-    if (emit == "attn") {
-      lap("attn");
-      module->print(out->os());
-      out->os() << "\n";
-      continue;
+    llvm::Expected<CompiledCubin> compiled = compileToCubin(ctx, request);
+    if (!compiled) {
+      std::string msg;
+      llvm::handleAllErrors(compiled.takeError(), [&](const CompileError &e) {
+        // An MLIR stage's diagnostics are printed above; say which target.
+        msg = e.diagnosed ? e.message + " for " + t : e.message;
+      });
+      return fail(msg);
     }
-    ScheduleOptions opts;
-    opts.target = *target;
-    opts.blockM = blockM;
-    opts.blockN = blockN;
-    opts.stages = stages;
-    auto knob = [](cl::boolOrDefault v) -> std::optional<bool> {
-      if (v == cl::BOU_UNSET)
-        return std::nullopt;
-      return v == cl::BOU_TRUE;
-    };
-    opts.overlap = knob(overlap);
-    opts.pingpong = knob(pingpong);
-    opts.pInRegisters = knob(pInRegisters);
-    opts.qInRegisters = knob(qInRegisters);
-    opts.persistent = knob(persistent);
-    opts.kvMulticast = knob(kvMulticast);
-    opts.vOnDemand = knob(vOnDemand);
-    if (vSpeculateAfter.getNumOccurrences())
-      opts.vSpeculateAfter = int64_t(vSpeculateAfter);
-    if (failed(lowerToWS(*module, opts, /*insertVote=*/!noVote)))
-      return fail("lowering to ws IR failed for " + t);
-    lap("ws");
-    if (summary)
-      for (auto kernel : module->getOps<ws::KernelOp>())
-        llvm::errs() << summarizeKernel(kernel);
-    if (emit == "ws") {
-      module->print(out->os());
-      out->os() << "\n";
+    if (!binary)
       continue;
-    }
 
-    PassManager pm(&ctx);
-    buildWSToLLVMPipeline(pm, *target);
-    if (failed(pm.run(*module)))
-      return fail("lowering ws to the LLVM dialect failed for " + t);
-    lap("llvm-dialect");
-    if (emit == "llvm-dialect") {
-      module->print(out->os());
-      out->os() << "\n";
-      continue;
-    }
-    if (emit == "llvm") {
-      FailureOr<std::string> ir = translateToLLVMIR(*module, *target);
-      if (failed(ir))
-        return fail("translation to LLVM IR failed");
-      lap("llvm");
-      out->os() << *ir;
-      continue;
-    }
-    FailureOr<std::string> ptx = translateToPTX(*module, *target);
-    if (failed(ptx))
-      return fail("PTX generation failed");
-    lap("ptx");
-    if (emit == "ptx") {
-      out->os() << *ptx;
-      continue;
-    }
-
-    // cubin + the metadata the runtime needs to launch it.
-    llvm::Expected<CubinResult> cubin = assembleCubin(*ptx, *target);
-    if (!cubin)
-      return fail(llvm::toString(cubin.takeError()));
-    lap("cubin");
+    // cubin + the metadata and spec the runtime needs to launch it.
     if (verbose)
-      llvm::errs() << cubin->log;
-    llvm::Expected<LoweredKernel> lowered = findLoweredKernel(*module);
-    if (!lowered)
-      return fail(llvm::toString(lowered.takeError()));
-    rt::KernelInfo info;
-    info.kernelName = lowered->name;
-    info.target = t;
-    info.blockM = lowered->blockM;
-    info.blockN = lowered->blockN;
-    info.threads = lowered->threads;
-    info.smemBytes = lowered->smemBytes;
-    info.persistent = lowered->persistent ? 1 : 0;
-    info.clusterM = lowered->clusterM;
-    info.compilerVersion = "blasst " BLASST_VERSION_STRING;
+      llvm::errs() << compiled->ptxasLog;
     std::string stem = output;
     if (StringRef(stem).ends_with(".cubin"))
       stem.resize(stem.size() - 6);
@@ -336,21 +276,23 @@ int main(int argc, char **argv) {
       }
       return "";
     };
+    const std::vector<char> &cubin = compiled->cubin;
     if (std::string e =
-            writeFile(stem + ".cubin",
-                      StringRef(cubin->cubin.data(), cubin->cubin.size()),
+            writeFile(stem + ".cubin", StringRef(cubin.data(), cubin.size()),
                       llvm::sys::fs::OF_None);
         !e.empty())
       return fail(e);
-    if (std::string e =
-            writeFile(stem + ".spec", spec.toString(), llvm::sys::fs::OF_Text);
+    if (std::string e = writeFile(stem + ".spec", compiled->spec.toString(),
+                                  llvm::sys::fs::OF_Text);
         !e.empty())
       return fail(e);
-    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", info); !st)
+    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", compiled->info);
+        !st)
       return fail(st.message());
     llvm::errs() << "blasst-compile: wrote " << stem << ".{cubin,meta,spec} ("
-                 << cubin->cubin.size() << " bytes, " << info.threads
-                 << " threads, " << info.smemBytes << " B shared memory)\n";
+                 << cubin.size() << " bytes, " << compiled->info.threads
+                 << " threads, " << compiled->info.smemBytes
+                 << " B shared memory)\n";
   }
   if (out) {
     out->os().flush();

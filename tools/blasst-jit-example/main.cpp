@@ -16,13 +16,13 @@ int main(int argc, char **argv) {
       lookupPreset(argc > 1 ? argv[1] : "mha-hd64-prefill");
   if (!spec)
     return llvm::errs() << "unknown preset\n", 1;
-  if (std::string why = jit::supports(*spec, ws::Target::sm_90a); !why.empty())
+  if (std::string why = jit::supports(*spec, Target::SM90a); !why.empty())
     return llvm::errs() << "unsupported: " << why << "\n", 1;
 
   jit::CompileOptions opts;
   opts.verbose = true; // progress and timings on stderr
   llvm::Expected<jit::CompiledKernel> ck =
-      jit::compile(*spec, ws::Target::sm_90a, opts);
+      jit::compile(*spec, Target::SM90a, opts);
   if (!ck)
     return llvm::errs() << llvm::toString(ck.takeError()) << "\n", 1;
   llvm::outs() << "key " << ck->cacheKey << (ck->fromCache ? " (hit)" : "")

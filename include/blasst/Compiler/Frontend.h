@@ -30,8 +30,9 @@ mlir::LogicalResult lowerToWS(mlir::ModuleOp module,
                               const ScheduleOptions &opts,
                               bool insertVote = true);
 
-/// A human-readable summary of a ws.kernel: roles, buffers, pipes and the
-/// CTA's resource use.
+/// A human-readable summary of a ws.kernel: its schedule record (as
+/// formatSchedule spells knobs), roles, buffers, pipes and the CTA's
+/// resource use.
 std::string summarizeKernel(ws::KernelOp kernel);
 
 /// The canonical function name for a spec (used for kernels and caches).

@@ -73,7 +73,9 @@ def ConvertWSToNVVM : Pass<"convert-ws-to-nvvm", "mlir::ModuleOp"> {
     warp-range branches with setmaxnreg, `tma_load` becomes
     cp.async.bulk.tensor, `mma` becomes wgmma.mma_async, and the softmax steps
     become f32 arithmetic on the wgmma accumulator fragments. The result
-    still holds scf/arith ops; `blasst-lower-to-llvm` finishes the job.
+    still holds scf/arith ops: the `blasst-ws-to-llvm` pipeline runs this
+    pass (device-only) and then the NVVM, SCF, arith and cf conversions to
+    the LLVM dialect.
     Kernels for a target the pass cannot lower yet are refused by name.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",

@@ -1,16 +1,15 @@
 //===- JIT.h - Compile attention kernels in-process -------------*- C++ -*-===//
 //
 // The host JIT: AttentionSpec -> attn -> ws -> LLVM dialect -> PTX -> cubin,
-// in this process (the same library calls blasst-compile makes), with an
-// on-disk cache, then loading and launching through the runtime.
+// in this process (compileToCubin, the driver blasst-compile runs too), with
+// an on-disk cache, then loading and launching through the runtime.
 //
 //   using namespace blasst;
 //   AttentionSpec spec = *lookupPreset("llama3-8b-prefill");
-//   std::string why = jit::supports(spec, ws::Target::sm_90a);
+//   std::string why = jit::supports(spec, Target::SM90a);
 //   if (!why.empty())
 //     ...;                                      // the reason, verbatim
-//   llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec,
-//                                                        ws::Target::sm_90a);
+//   llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, Target::SM90a);
 //   if (!ck) ... llvm::toString(ck.takeError());
 //   jit::Kernel kernel(std::move(*ck));
 //   rt::Status s = kernel.run(args, stream);    // loads on first use
@@ -32,11 +31,14 @@
 // uses its own MLIRContext, created without a thread pool). A Kernel is not
 // synchronised: call load() once before sharing it between threads.
 //
+// This header includes no MLIR (test/JIT/jit-header.test checks): only the
+// spec, the schedule knobs, the runtime and llvm/Support/Error.h.
+//
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_JIT_JIT_H
 #define BLASST_JIT_JIT_H
 
-#include "blasst/Conversion/AttnToWS/AttnToWS.h"
+#include "blasst/Conversion/AttnToWS/Schedule.h"
 #include "blasst/Runtime/AttentionKernel.h"
 #include "blasst/Runtime/Runtime.h"
 #include "blasst/Spec/AttentionSpec.h"
@@ -55,7 +57,7 @@ const char *compilerVersion();
 
 /// Whether compile() can build `spec` for `target`: "" when it can, else the
 /// reason (checkSupported's, or that the sm_100a lowering is not built yet).
-std::string supports(const AttentionSpec &spec, ws::Target target);
+std::string supports(const AttentionSpec &spec, Target target);
 
 struct CompileOptions {
   /// Cache directory. Empty: the default set by setDefaultCacheDir(), else
@@ -97,7 +99,7 @@ struct CompileTimings {
 struct CompiledKernel {
   rt::KernelInfo info;
   AttentionSpec spec;
-  ws::Target target = ws::Target::sm_90a;
+  Target target = Target::SM90a;
   /// The schedule knobs actually used (defaults resolved).
   ScheduleOptions schedule;
   std::vector<char> cubin;
@@ -122,14 +124,14 @@ struct CompiledKernel {
 /// The cache key compile() would use: hex SHA-256 of spec.toString(), the
 /// target, compilerVersion(), ptxasVersion(), the resolved schedule knobs and
 /// rt::kKernelABIVersion.
-std::string cacheKey(const AttentionSpec &spec, ws::Target target,
+std::string cacheKey(const AttentionSpec &spec, Target target,
                      const ScheduleOptions &schedule = {});
 
 /// Compiles `spec` for `target` (or finds it in the cache). Errors: the
 /// spec/target is unsupported (supports()'s reason), an MLIR diagnostic
 /// (with its location), LLVM/ptxas failures (with ptxas' output).
 llvm::Expected<CompiledKernel> compile(const AttentionSpec &spec,
-                                       ws::Target target,
+                                       Target target,
                                        const CompileOptions &opts = {});
 
 /// A compiled kernel plus, once loaded, its module in a CUDA context.

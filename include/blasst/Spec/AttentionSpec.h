@@ -17,7 +17,13 @@ namespace blasst {
 
 enum class DType { BF16, F16 };
 enum class Phase { Prefill, Decode };
+/// The GPU targets, as the spec, the runtime, the JIT and the tools name
+/// them (toString: "sm_90a", "sm_100a"). The ws dialect has its own enum for
+/// the ws.kernel attribute; toWSTarget (Conversion/AttnToWS/AttnToWS.h) is
+/// the one conversion to it.
 enum class Target { SM90a, SM100a };
+/// Every target, in enum order.
+inline constexpr Target kAllTargets[] = {Target::SM90a, Target::SM100a};
 
 /// BLASST dynamic block sparsity. With `ScaleFactor`, lambda = a / L_kv is
 /// computed per sequence in the kernel; with `LnLambda`, ln(lambda) is fixed.
@@ -115,6 +121,8 @@ const char *toString(Target t);
 std::optional<DType> parseDType(const std::string &s);
 std::optional<Phase> parsePhase(const std::string &s);
 std::optional<Target> parseTarget(const std::string &s);
+/// "sm_90a or sm_100a": what an unknown target's message lists.
+std::string targetChoices();
 int dtypeBytes(DType d);
 
 /// Whether the compiler can build this (valid) spec for `target`. Returns an

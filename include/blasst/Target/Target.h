@@ -7,9 +7,10 @@
 #ifndef BLASST_TARGET_TARGET_H
 #define BLASST_TARGET_TARGET_H
 
-#include "blasst/Dialect/WS/IR/WS.h"
+#include "blasst/Spec/AttentionSpec.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 #include <vector>
@@ -18,21 +19,24 @@ namespace blasst {
 
 /// ws → llvm dialect: convert-ws-to-nvvm{device-only}, then NVVM, scf, arith
 /// and cf to LLVM.
-void buildWSToLLVMPipeline(mlir::OpPassManager &pm, ws::Target target);
-/// attn → llvm dialect (convert-attn-to-ws with default knobs, then the
-/// above). Registered for blasst-opt as `blasst-attn-to-llvm`.
+void buildWSToLLVMPipeline(mlir::OpPassManager &pm, Target target);
+/// Registers two pipelines for blasst-opt, each with a `target` option (an
+/// unknown target is an error that lists the valid ones):
+/// `blasst-ws-to-llvm` (the above) and `blasst-attn-to-llvm` (attn → llvm
+/// dialect: convert-attn-to-ws with default knobs, the vote, V on demand
+/// where it applies, then the above).
 void registerBLASSTPipelines();
 
 /// The PTX ISA version and the chip LLVM is asked for.
-const char *ptxFeatures(ws::Target target);
-const char *chipName(ws::Target target);
+const char *ptxFeatures(Target target);
+const char *chipName(Target target);
 
 /// Translates an llvm-dialect module to LLVM IR text (after O3).
 mlir::FailureOr<std::string> translateToLLVMIR(mlir::ModuleOp module,
-                                               ws::Target target);
+                                               Target target);
 /// Translates an llvm-dialect module to PTX with LLVM's NVPTX backend.
 mlir::FailureOr<std::string> translateToPTX(mlir::ModuleOp module,
-                                            ws::Target target);
+                                            Target target);
 
 /// The launch metadata convert-ws-to-nvvm records on the kernel it emits
 /// (the blasst.* attributes of the llvm.func): what the .meta file holds.
@@ -57,7 +61,7 @@ struct CubinResult {
 };
 /// Assembles PTX for `target` with ptxas -O3 -v. Errors carry ptxas' output.
 llvm::Expected<CubinResult> assembleCubin(const std::string &ptx,
-                                          ws::Target target);
+                                          Target target);
 
 } // namespace blasst
 

@@ -15,6 +15,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <algorithm>
+
 namespace blasst {
 #define GEN_PASS_DEF_CONVERTATTNTOWS
 #include "blasst/Conversion/Passes.h.inc"
@@ -24,25 +26,19 @@ using namespace mlir;
 using namespace blasst;
 using namespace blasst::ws;
 
-std::string blasst::printScheduleKnob(std::optional<bool> knob) {
-  return knob ? (*knob ? "true" : "false") : "auto";
-}
-
-bool blasst::parseScheduleKnob(StringRef text, std::optional<bool> *knob) {
-  if (text == "true" || text == "1")
-    *knob = true;
-  else if (text == "false" || text == "0")
-    *knob = false;
-  else if (text == "auto")
-    *knob = std::nullopt;
-  else
-    return false;
-  return true;
+ws::Target blasst::toWSTarget(blasst::Target target) {
+  switch (target) {
+  case blasst::Target::SM90a:
+    return ws::Target::sm_90a;
+  case blasst::Target::SM100a:
+    return ws::Target::sm_100a;
+  }
+  llvm_unreachable("unknown target");
 }
 
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
-  bool hopper = o.target == ws::Target::sm_90a;
+  bool hopper = o.target == blasst::Target::SM90a;
   if (!o.blockM)
     o.blockM = hopper ? 128 : 256;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
@@ -448,34 +444,67 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   kb.endRegion(kernel);
 }
 
+/// A knob's name in the schedule record: the pass-option name, '_' for '-'.
+static std::string recordName(StringRef knob) {
+  std::string name = knob.str();
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+namespace {
+/// Writes one knob into the record (sizes always; switches and counts when
+/// they have a value) and reads it back.
+struct RecordKnob {
+  Builder &b;
+  SmallVectorImpl<NamedAttribute> &out;
+  void write(StringRef name, int64_t v) {
+    out.push_back(b.getNamedAttr(recordName(name), b.getI64IntegerAttr(v)));
+  }
+  void write(StringRef name, std::optional<bool> v) {
+    if (v)
+      out.push_back(b.getNamedAttr(recordName(name), b.getBoolAttr(*v)));
+  }
+  void write(StringRef name, std::optional<int64_t> v) {
+    if (v)
+      write(name, *v);
+  }
+};
+
+void readKnob(DictionaryAttr record, StringRef name, int64_t &knob) {
+  if (auto v = record.getAs<IntegerAttr>(recordName(name)))
+    knob = v.getInt();
+}
+void readKnob(DictionaryAttr record, StringRef name,
+              std::optional<bool> &knob) {
+  if (auto v = record.getAs<BoolAttr>(recordName(name)))
+    knob = v.getValue();
+}
+void readKnob(DictionaryAttr record, StringRef name,
+              std::optional<int64_t> &knob) {
+  if (auto v = record.getAs<IntegerAttr>(recordName(name)))
+    knob = v.getInt();
+}
+} // namespace
+
 DictionaryAttr blasst::scheduleAttr(MLIRContext *ctx,
                                     const ScheduleOptions &opts) {
   Builder b(ctx);
   SmallVector<NamedAttribute> knobs;
-  auto add = [&](StringRef name, Attribute value) {
-    knobs.push_back(b.getNamedAttr(name, value));
-  };
-  for (auto [name, v] : {std::make_pair("block_m", opts.blockM),
-                         {"block_n", opts.blockN},
-                         {"stages", opts.stages},
-                         {"producer_regs", opts.producerRegs},
-                         {"consumer_regs", opts.consumerRegs}})
-    add(name, b.getI64IntegerAttr(v));
-  for (auto [name, v] : {std::make_pair("overlap", opts.overlap),
-                         {"pingpong", opts.pingpong},
-                         {"persistent", opts.persistent},
-                         {"p_in_registers", opts.pInRegisters},
-                         {"q_in_registers", opts.qInRegisters},
-                         {"kv_multicast", opts.kvMulticast}})
-    if (v)
-      add(name, b.getBoolAttr(*v));
-  // V on demand is decided by the vote passes after this one (the IR shows
-  // it: ws.await_vote); recorded here when it was asked for.
-  if (opts.vOnDemand)
-    add("v_on_demand", b.getBoolAttr(*opts.vOnDemand));
-  if (opts.vSpeculateAfter)
-    add("v_speculate_after", b.getI64IntegerAttr(*opts.vSpeculateAfter));
+  RecordKnob record{b, knobs};
+  // Every knob of the table. V on demand is decided by the vote passes after
+  // this one (the IR shows it: ws.await_vote); recorded when it has a value.
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  record.write(Name, opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
   return b.getDictionaryAttr(knobs);
+}
+
+ScheduleOptions blasst::scheduleFromAttr(DictionaryAttr record) {
+  ScheduleOptions opts;
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  readKnob(record, Name, opts.Field);
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+  return opts;
 }
 
 KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
@@ -487,7 +516,8 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
   // CTA walks its tiles that way too.
   bool reverseTiles = spec.causal || persistent;
   auto kernel = KernelOp::create(
-      b, loc, b.getStringAttr(name), TargetAttr::get(ctx, opts.target),
+      b, loc, b.getStringAttr(name),
+      TargetAttr::get(ctx, toWSTarget(opts.target)),
       b.getI64IntegerAttr(opts.blockM), b.getI64IntegerAttr(opts.blockN),
       attn::SpecAttr::fromSpec(ctx, spec),
       persistent ? b.getUnitAttr() : UnitAttr(),
@@ -497,7 +527,7 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
                    b.getF32Type()};
-  if (opts.target == ws::Target::sm_90a)
+  if (opts.target == blasst::Target::SM90a)
     buildHopper(kb, kernel, spec, opts, spec.lse);
   else
     buildBlackwell(kb, kernel, spec, opts, spec.lse);
@@ -505,73 +535,72 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
 }
 
 namespace {
+/// A size knob's pass option: a number, 0 for the default.
+template <typename Option>
+LogicalResult readKnob(ModuleOp module, StringRef name, const Option &option,
+                       int64_t &knob) {
+  knob = option;
+  if (knob >= 0)
+    return success();
+  return module.emitError() << "convert-attn-to-ws: option " << name
+                            << " must not be negative, got " << knob;
+}
+
+/// An on/off knob's pass option: auto, true or false.
+template <typename Option>
+LogicalResult readKnob(ModuleOp module, StringRef name, const Option &option,
+                       std::optional<bool> &knob) {
+  if (parseScheduleKnob(option.getValue(), &knob))
+    return success();
+  return module.emitError()
+         << "convert-attn-to-ws: option " << name
+         << " must be auto, true or false, got '" << option.getValue() << "'";
+}
+
 struct ConvertAttnToWSPass
     : public blasst::impl::ConvertAttnToWSBase<ConvertAttnToWSPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<ws::Target> target = symbolizeTarget(this->target);
+    std::optional<blasst::Target> target = parseTarget(this->target);
     if (!target) {
       module.emitError() << "convert-attn-to-ws: unknown target '"
-                         << this->target << "' (expected sm_90a or sm_100a)";
+                         << this->target << "' (expected " << targetChoices()
+                         << ")";
       return signalPassFailure();
     }
     ScheduleOptions knobs;
     knobs.target = *target;
-    knobs.blockM = blockM;
-    knobs.blockN = blockN;
-    knobs.stages = stages;
-    knobs.producerRegs = producerRegs;
-    knobs.consumerRegs = consumerRegs;
-    for (auto [name, value, knob] :
-         {std::make_tuple("overlap", &overlap, &knobs.overlap),
-          std::make_tuple("pingpong", &pingpong, &knobs.pingpong),
-          std::make_tuple("p-in-registers", &pInRegisters, &knobs.pInRegisters),
-          std::make_tuple("q-in-registers", &qInRegisters, &knobs.qInRegisters),
-          std::make_tuple("persistent", &persistent, &knobs.persistent),
-          std::make_tuple("kv-multicast", &kvMulticast, &knobs.kvMulticast)})
-      if (!parseScheduleKnob(value->getValue(), knob)) {
-        module.emitError() << "convert-attn-to-ws: option " << name
-                           << " must be auto, true or false, got '"
-                           << value->getValue() << "'";
-        return signalPassFailure();
-      }
-    for (auto [name, v] : {std::make_pair("block-m", int64_t(blockM)),
-                           {"block-n", int64_t(blockN)},
-                           {"stages", int64_t(stages)},
-                           {"producer-regs", int64_t(producerRegs)},
-                           {"consumer-regs", int64_t(consumerRegs)}})
-      if (v < 0) {
-        module.emitError() << "convert-attn-to-ws: option " << name
-                           << " must not be negative, got " << v;
-        return signalPassFailure();
-      }
+    // Every convert-attn-to-ws knob of the table, from the option of the
+    // same name (the V-on-demand knobs belong to blasst-v-on-demand).
+#define BLASST_ATTN_TO_WS_KNOB(Kind, Field, Name, Help)                        \
+  if (failed(readKnob(module, Name, Field, knobs.Field)))                      \
+    return signalPassFailure();
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
 
     SymbolTable symbols(module);
     SmallVector<attn::AttentionOp> ops;
     module.walk([&](attn::AttentionOp op) { ops.push_back(op); });
     for (attn::AttentionOp op : ops) {
       AttentionSpec spec = op.getSpec().toSpec();
-      std::string reason = checkSupported(spec, *target == ws::Target::sm_90a
-                                                    ? blasst::Target::SM90a
-                                                    : blasst::Target::SM100a);
+      std::string reason = checkSupported(spec, *target);
       if (!reason.empty()) {
-        op.emitOpError() << "cannot be compiled for "
-                         << stringifyTarget(*target) << ": " << reason;
+        op.emitOpError() << "cannot be compiled for " << toString(*target)
+                         << ": " << reason;
         return signalPassFailure();
       }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
       if ((*opts.overlap || *opts.pingpong || *opts.pInRegisters ||
            *opts.qInRegisters) &&
-          *target != ws::Target::sm_90a) {
+          *target != blasst::Target::SM90a) {
         op.emitOpError() << "overlap, pingpong, p-in-registers and "
                             "q-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
       if (*opts.kvMulticast &&
-          (*target != ws::Target::sm_90a || spec.causal || *opts.persistent ||
-           spec.phase != Phase::Prefill)) {
+          (*target != blasst::Target::SM90a || spec.causal ||
+           *opts.persistent || spec.phase != Phase::Prefill)) {
         op.emitOpError() << "kv-multicast=true is available for sm_90a "
                             "non-causal prefill without persistent CTAs "
                             "(a causal pair visits different numbers of KV "
@@ -606,11 +635,11 @@ struct ConvertAttnToWSPass
       }
       // Above head_dim 128, O alone takes head_dim / 2 registers per
       // thread: S, P and O fit 240 only with blocks of at most 80 keys.
-      if (*opts.overlap && (*target != ws::Target::sm_90a ||
+      if (*opts.overlap && (*target != blasst::Target::SM90a ||
                             (spec.headDim > 128 && opts.blockN > 80))) {
         op.emitOpError()
             << "overlap=true is not available here: "
-            << (*target != ws::Target::sm_90a
+            << (*target != blasst::Target::SM90a
                     ? "it is an sm_90a schedule"
                     : "S, O and P in flight together do not fit the "
                       "consumers' 240 registers at head_dim > 128 with "
@@ -632,7 +661,7 @@ struct ConvertAttnToWSPass
       LogicalResult verified = verify(kernel);
       getContext().printOpOnDiagnostic(printOp);
       if (failed(verified)) {
-        op.emitOpError() << "the " << stringifyTarget(*target)
+        op.emitOpError() << "the " << toString(*target)
                          << " schedule for this spec is invalid (see above)";
         return signalPassFailure();
       }

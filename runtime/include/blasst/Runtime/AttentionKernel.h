@@ -142,9 +142,11 @@ public:
   AttentionKernel &operator=(const AttentionKernel &) = delete;
 
   /// Loads an in-memory cubin. Checks first, without the driver: the info
-  /// (validateKernelInfo), the spec (AttentionSpec::validate and
-  /// checkSupported for info.target), and that the context's GPU can run
-  /// info.target (sm_90a needs compute capability 9.0 exactly, sm_100a 10.0).
+  /// (validateKernelInfo), the spec (AttentionSpec::validate, head_dim_v
+  /// equal to head_dim, and checkSupported for info.target: a spec the
+  /// compiler cannot build describes no cubin), then that the context's GPU
+  /// can run info.target (sm_90a needs compute capability 9.0 exactly,
+  /// sm_100a 10.0).
   /// Then loads the module, looks up info.kernelName, checks `threads`
   /// against the kernel's thread limit and raises its dynamic shared memory
   /// limit to info.smemBytes.
