@@ -60,6 +60,36 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
 
+def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
+  let summary = "Prove every ws.kernel's pipeline deadlock-free and hazard-free";
+  let description = [{
+    For every ws.kernel, an exhaustive exploration of its protocol
+    (ProtocolAnalysis): each role runs its prologue, its kv_loop N times and
+    its epilogue as one thread of control; pipes are mbarrier rings (full
+    and empty per stage, the protocol's arrival counts, stage = b mod D,
+    phase = b / D), TMA copies land at any later point, named barriers
+    (turns) and the V-on-demand vote barriers are modelled, and every
+    keep/skip outcome of a published vote is explored. All interleavings
+    (hashed states, breadth first) for N = 0 .. max depth + 2 (persistent
+    CTAs: two tiles, each with every N). Reported as an error on the kernel
+    or the offending step with a shortest trace as a note: a deadlock, a
+    wait more than one phase from its barrier (parity aliasing), an arrival
+    in another block's phase or beyond the count, pipes unbalanced at exit,
+    a copy into a stage a consumer of the previous round still holds, a
+    consumer passing its full barrier while a copy into the stage is in
+    flight, a vote slot overwritten before it was read. Kernels the model
+    does not cover (sm_100a) get a warning that says why they are not
+    verified. See docs/design.md ("Sync verification") for the bounds.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "also emit a remark with what was proven for each kernel">,
+    Option<"stats", "stats", "bool", /*default=*/"false",
+           "print states explored and time per kernel on stderr">
+  ];
+  let dependentDialects = ["::blasst::ws::WSDialect"];
+}
+
 def WSPrintProtocol : Pass<"ws-print-protocol", "mlir::ModuleOp"> {
   let summary = "Print each ws.kernel's pipeline protocol (for tests)";
   let description = [{

@@ -1,0 +1,62 @@
+//===- SyncCheck.h - Exhaustive check of a ws.kernel's synchronisation -*- C++ -*-===//
+//
+// The sync checker: steps every role of a ws.kernel through its prologue,
+// kv_loop and epilogue as one thread of control, with the pipes as mbarrier
+// rings (ProtocolAnalysis gives depths, arrival counts, blocks and named
+// barrier ids), TMA copies as asynchronous events that land at any later
+// point, named barriers, the V-on-demand vote barriers and every keep/skip
+// outcome of the votes, and explores every interleaving (explicit states,
+// hashed) for each KV trip count within the bounds. It proves, within those
+// bounds, that no reachable state is a deadlock, no wait is more than one
+// phase away from its barrier (parity aliasing), no arrival lands in another
+// block's phase or overflows it, every pipe round that was filled was also
+// emptied at the end (no arrivals left over), no TMA copy writes a stage a
+// consumer still holds from the previous round, and no consumer passes its
+// full barrier while a copy into that stage is still in flight.
+//
+//===----------------------------------------------------------------------===//
+#ifndef BLASST_DIALECT_WS_ANALYSIS_SYNCCHECK_H
+#define BLASST_DIALECT_WS_ANALYSIS_SYNCCHECK_H
+
+#include "blasst/Dialect/WS/Analysis/Protocol.h"
+
+#include <string>
+
+namespace blasst::ws {
+
+struct SyncCheckOptions {
+  /// Trip counts 0 .. maxDepth + extraBlocks are explored (per tile).
+  int64_t extraBlocks = 2;
+  /// Tiles a persistent CTA walks in the model (each with every trip count).
+  int64_t persistentTiles = 2;
+  /// A search that visits more states than this stops and says so.
+  int64_t maxStates = 2000000;
+};
+
+/// What the check found for one kernel.
+struct SyncCheckResult {
+  enum class Status {
+    Verified,    ///< Every bound explored, nothing found.
+    Failed,      ///< A violation (message, trace, op).
+    NotVerified, ///< The model does not cover this kernel (message says why).
+  };
+  Status status = Status::Verified;
+  std::string message;
+  /// The interleaving that reaches the violation: the last steps of each
+  /// role and what each one waits on.
+  std::string trace;
+  /// The step the violation is about (null: the kernel as a whole).
+  mlir::Operation *op = nullptr;
+  /// What was proven: the bounds, in words.
+  std::string bounds;
+  int64_t statesExplored = 0;
+  double seconds = 0;
+};
+
+/// Runs the exhaustive check of `kernel` over its protocol.
+SyncCheckResult checkSync(KernelOp kernel, const ProtocolAnalysis &protocol,
+                          const SyncCheckOptions &options = {});
+
+} // namespace blasst::ws
+
+#endif // BLASST_DIALECT_WS_ANALYSIS_SYNCCHECK_H
