@@ -58,6 +58,8 @@ struct RoleProg {
   int voter = -1;
   /// Whether the vote's outcome changes what the role does.
   bool branchVotes = false;
+  /// Whether a skip region holds a modelled step.
+  bool skipSteps = false;
 };
 
 // Flat state layout.
@@ -362,7 +364,8 @@ std::optional<std::string> Model::build() {
     if (unsupported)
       return *unsupported;
     for (const Instr &in : prog.seg[1])
-      prog.branchVotes |= in.inSkip;
+      prog.skipSteps |= in.inSkip;
+    prog.branchVotes = prog.skipSteps;
     roles.push_back(std::move(prog));
   }
   // A vote matters to the model only when it publishes or decides steps
@@ -701,7 +704,10 @@ void Model::stepRole(const State &s, int r,
   case Instr::Kind::Vote: {
     int64_t n = tripOf(s, r);
     int64_t local = role(s, r, RN) + 1;
-    for (int skip = 0; skip < (prog.branchVotes ? 2 : 1); ++skip) {
+    // The decision on the block past the end is not published; it matters
+    // only where skip regions hold modelled steps.
+    bool branch = prog.branchVotes && (prog.skipSteps || (in.publish && local < n));
+    for (int skip = 0; skip < (branch ? 2 : 1); ++skip) {
       State u = t;
       role(u, r, RSkip) = skip;
       if (in.publish && local < n) {
