@@ -110,6 +110,9 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
       vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
+  // After the last ws transform: every schedule is proven deadlock-free and
+  // hazard-free within the checker's bounds before it is lowered.
+  pm.addPass(ws::createBLASSTVerifySync());
   return pm.run(module);
 }
 

@@ -88,6 +88,7 @@ void blasst::registerBLASSTPipelines() {
       "blasst-ws-to-llvm",
       "Lower ws kernels to the LLVM dialect (NVVM intrinsics), device only",
       [](OpPassManager &pm, const PipelineOptions &, Target target) {
+        pm.addPass(ws::createBLASSTVerifySync());
         buildWSToLLVMPipeline(pm, target);
       });
   registerPipeline(
@@ -101,6 +102,7 @@ void blasst::registerBLASSTPipelines() {
         ws::BLASSTVOnDemandOptions v;
         v.mode = "auto"; // the default: where it applies
         pm.addPass(ws::createBLASSTVOnDemand(v));
+        pm.addPass(ws::createBLASSTVerifySync());
         buildWSToLLVMPipeline(pm, target);
       });
 }

@@ -6,8 +6,8 @@
 // reads and writes (sub-ranges of a buffer's rows and columns, aliases
 // resolved to the buffer that owns the storage), and which values a role's
 // kv_loop carries across its back-edge. The lowering materialises these
-// answers and --ws-print-protocol prints them; the sync checker (not built
-// yet) is to reason over them.
+// answers and --ws-print-protocol prints them; the sync checker
+// (SyncCheck.h, --blasst-verify-sync) reasons over them.
 //
 // Stage and phase of a per-block pipe of depth D at KV block b (counted
 // from the first block the CTA streams, across the tiles of a persistent
