@@ -28,13 +28,13 @@ namespace {
 /// One modelled step of a role.
 struct Instr {
   enum class Kind {
-    PipeWait,    ///< acquire: wait on full (consumer) or empty (producer)
-    PipeArrive,  ///< release: arrive on full (producer) or empty (consumer)
-    TmaIssue,    ///< tma_load: an asynchronous copy into a stage
-    NamedSync,   ///< bar.sync on a named barrier shared with another role
-    NamedArrive, ///< bar.arrive
-    Vote,        ///< ws.vote: keep/skip (and publish to the load role)
-    AwaitVote,   ///< ws.await_vote
+    PipeWait,      ///< acquire: wait on full (consumer) or empty (producer)
+    PipeArrive,    ///< release: arrive on full (producer) or empty (consumer)
+    TmaIssue,      ///< tma_load: an asynchronous copy into a stage
+    NamedSync,     ///< bar.sync on a named barrier shared with another role
+    NamedArrive,   ///< bar.arrive
+    Vote,          ///< ws.vote: keep/skip (and publish to the load role)
+    AwaitVote,     ///< ws.await_vote
     ReadLastVotes, ///< the load role reads the last block's votes (stats)
   };
   Kind kind;
@@ -63,8 +63,20 @@ struct RoleProg {
 };
 
 // Flat state layout.
-enum RoleField { RSeg, RTile, RN, RIdx, RSub, RSkip, RKnown, RKept, RRun,
-                 RWaitGen, RPrevKept, kRoleFields };
+enum RoleField {
+  RSeg,
+  RTile,
+  RN,
+  RIdx,
+  RSub,
+  RSkip,
+  RKnown,
+  RKept,
+  RRun,
+  RWaitGen,
+  RPrevKept,
+  kRoleFields
+};
 enum MbarField { MCompleted, MPending, MTx, kMbarFields };
 enum NamedField { NArrived, NGen, NMask, kNamedFields };
 constexpr int kCopyFields = 4; // pipe, stage, round, bytes
@@ -194,7 +206,8 @@ private:
   std::string mbarName(int m) const;
   std::string describe(const Label &l) const;
   /// Expands role `r`; a blocked role adds nothing and sets `why`.
-  void stepRole(const State &s, int r, SmallVectorImpl<std::pair<State, Label>> &out,
+  void stepRole(const State &s, int r,
+                SmallVectorImpl<std::pair<State, Label>> &out,
                 std::string &why);
   /// Waits until `m` completed `need` phases; checks the parity window.
   bool waitOn(const State &s, int m, int64_t need, Operation *op,
@@ -202,7 +215,8 @@ private:
   bool readVotes(State &s, int64_t block, Operation *op, std::string &why,
                  bool &allSkip);
   std::optional<Violation> checkEnd(const State &s) const;
-  std::string trace(int node, const State *last, ArrayRef<std::string> why) const;
+  std::string trace(int node, const State *last,
+                    ArrayRef<std::string> why) const;
   std::string configName() const;
 };
 
@@ -294,7 +308,8 @@ std::optional<std::string> Model::build() {
         if (!in.producer && protocol.isMulticast(pipes[in.pipe]))
           in.arrivals += role.getNumWarps();
         for (auto load : op->getBlock()->getOps<TmaLoadOp>())
-          in.onDemand |= load.getOnDemand() && load.getPipeAttr() == rel.getPipeAttr();
+          in.onDemand |=
+              load.getOnDemand() && load.getPipeAttr() == rel.getPipeAttr();
         out.push_back(in);
         return;
       }
@@ -333,9 +348,9 @@ std::optional<std::string> Model::build() {
         if (e.barrier != BarrierEvent::Barrier::Named ||
             e.named.id == protocol.roleBarrier(role).id)
           continue;
-        Instr in = base(e.kind == BarrierEvent::Kind::Sync
-                            ? Instr::Kind::NamedSync
-                            : Instr::Kind::NamedArrive);
+        Instr in =
+            base(e.kind == BarrierEvent::Kind::Sync ? Instr::Kind::NamedSync
+                                                    : Instr::Kind::NamedArrive);
         in.named = namedIndex(e.named);
         in.threads = e.named.threads;
         in.arrivals = e.arrivals;
@@ -491,14 +506,14 @@ bool Model::waitOn(const State &s, int m, int64_t need, Operation *op,
   // the waited phase or the one after it.
   if (done < need - 1 || done > need) {
     if (!violation)
-      violation = Violation{
-          (llvm::Twine("parity aliasing: a wait for phase ") +
-           llvm::Twine(need - 1) + " of " + mbarName(m) +
-           " while the barrier has completed " + llvm::Twine(done) +
-           " phases (more than one phase apart, the parity test " +
-           (done > need ? "blocks forever" : "passes early") + ")")
-              .str(),
-          op};
+      violation =
+          Violation{(llvm::Twine("parity aliasing: a wait for phase ") +
+                     llvm::Twine(need - 1) + " of " + mbarName(m) +
+                     " while the barrier has completed " + llvm::Twine(done) +
+                     " phases (more than one phase apart, the parity test " +
+                     (done > need ? "blocks forever" : "passes early") + ")")
+                        .str(),
+                    op};
     return false;
   }
   if (done >= need)
@@ -586,9 +601,10 @@ void Model::stepRole(const State &s, int r,
       for (int i = offCopies; i < int(s.size()); i += kCopyFields)
         if (s[i] == p && s[i + 1] == b.stage)
           return fail(llvm::Twine("read before write: @") +
-                      pipes[p].getSymName() + " stage " +
-                      llvm::Twine(b.stage) + " passes its full barrier for block " +
-                      llvm::Twine(b.abs) + " while a copy into it is in flight");
+                      pipes[p].getSymName() + " stage " + llvm::Twine(b.stage) +
+                      " passes its full barrier for block " +
+                      llvm::Twine(b.abs) +
+                      " while a copy into it is in flight");
       int c = prog.consumerIdx[p];
       if (c >= 0)
         held(t, p, int(b.stage), c) = int32_t(b.round);
@@ -635,7 +651,8 @@ void Model::stepRole(const State &s, int r,
           int32_t h = held(t, p, int(b.stage), int(ci));
           if (h >= 0 && h < b.round)
             who = ("while @" + cast<FlatSymbolRefAttr>(c).getValue() +
-                   " still holds it").str();
+                   " still holds it")
+                      .str();
         }
         return fail(llvm::Twine("stage-reuse hazard: the copy of block ") +
                     llvm::Twine(b.abs) + " writes stage " +
@@ -645,9 +662,8 @@ void Model::stepRole(const State &s, int r,
       }
       State tail(t.begin() + offCopies, t.end());
       t.resize(offCopies);
-      tail.insert(tail.end(),
-                  {int32_t(p), int32_t(b.stage), int32_t(b.round),
-                   int32_t(in.bytes)});
+      tail.insert(tail.end(), {int32_t(p), int32_t(b.stage), int32_t(b.round),
+                               int32_t(in.bytes)});
       // Copies in flight form a multiset: keep them sorted.
       SmallVector<std::array<int32_t, 4>> copies;
       for (size_t i = 0; i < tail.size(); i += kCopyFields)
@@ -670,10 +686,11 @@ void Model::stepRole(const State &s, int r,
         out.push_back({std::move(t), label});
         return;
       }
-      why = (llvm::Twine("waits on named barrier ") +
-             llvm::Twine(named[in.named].id) + " (" + llvm::Twine(nb[NArrived]) +
-             " of " + llvm::Twine(in.threads) + " threads arrived)")
-                .str();
+      why =
+          (llvm::Twine("waits on named barrier ") +
+           llvm::Twine(named[in.named].id) + " (" + llvm::Twine(nb[NArrived]) +
+           " of " + llvm::Twine(in.threads) + " threads arrived)")
+              .str();
       return;
     }
     if (nb[NMask] & (1 << r))
@@ -684,9 +701,9 @@ void Model::stepRole(const State &s, int r,
     nb[NMask] |= 1 << r;
     if (nb[NArrived] > in.threads)
       return fail(llvm::Twine("named barrier ") +
-                  llvm::Twine(named[in.named].id) + " overflows: " +
-                  llvm::Twine(nb[NArrived]) + " of " + llvm::Twine(in.threads) +
-                  " threads");
+                  llvm::Twine(named[in.named].id) +
+                  " overflows: " + llvm::Twine(nb[NArrived]) + " of " +
+                  llvm::Twine(in.threads) + " threads");
     bool completes = nb[NArrived] == in.threads;
     if (completes) {
       ++nb[NGen];
@@ -706,7 +723,8 @@ void Model::stepRole(const State &s, int r,
     int64_t local = role(s, r, RN) + 1;
     // The decision on the block past the end is not published; it matters
     // only where skip regions hold modelled steps.
-    bool branch = prog.branchVotes && (prog.skipSteps || (in.publish && local < n));
+    bool branch =
+        prog.branchVotes && (prog.skipSteps || (in.publish && local < n));
     for (int skip = 0; skip < (branch ? 2 : 1); ++skip) {
       State u = t;
       role(u, r, RSkip) = skip;
@@ -716,7 +734,8 @@ void Model::stepRole(const State &s, int r,
         if (sl >= 0)
           return fail(llvm::Twine("vote slot overwritten: the decision on "
                                   "block ") +
-                      llvm::Twine(local) + " replaces the unread one on block " +
+                      llvm::Twine(local) +
+                      " replaces the unread one on block " +
                       llvm::Twine(sl / 2));
         sl = int32_t(local * 2 + skip);
         int m = voteBase + parity;
@@ -817,22 +836,22 @@ std::optional<Model::Violation> Model::checkEnd(const State &s) const {
       int32_t filled = mbar(s, fullBase[i] + int(st))[MCompleted];
       int32_t emptied = mbar(s, emptyBase[i] + int(st))[MCompleted];
       if (filled != emptied)
-        return Violation{(llvm::Twine("unbalanced at exit: stage ") +
-                          llvm::Twine(st) + " of @" + p.getSymName() +
-                          " was filled " + llvm::Twine(filled) +
-                          " times and emptied " + llvm::Twine(emptied) +
-                          " times")
-                             .str(),
-                         p};
+        return Violation{
+            (llvm::Twine("unbalanced at exit: stage ") + llvm::Twine(st) +
+             " of @" + p.getSymName() + " was filled " + llvm::Twine(filled) +
+             " times and emptied " + llvm::Twine(emptied) + " times")
+                .str(),
+            p};
     }
   for (auto [i, nb] : llvm::enumerate(named))
     if (s[offNamed + int(i) * kNamedFields + NArrived])
-      return Violation{(llvm::Twine("unbalanced at exit: named barrier ") +
-                        llvm::Twine(nb.id) + " has " +
-                        llvm::Twine(s[offNamed + int(i) * kNamedFields + NArrived]) +
-                        " arrivals nobody waits for")
-                           .str(),
-                       nullptr};
+      return Violation{
+          (llvm::Twine("unbalanced at exit: named barrier ") +
+           llvm::Twine(nb.id) + " has " +
+           llvm::Twine(s[offNamed + int(i) * kNamedFields + NArrived]) +
+           " arrivals nobody waits for")
+              .str(),
+          nullptr};
   return std::nullopt;
 }
 
@@ -964,10 +983,10 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
     for (size_t cur = 0; cur < nodes.size(); ++cur) {
       if (int64_t(nodes.size()) + result.statesExplored > options.maxStates) {
         result.status = SyncCheckResult::Status::NotVerified;
-        result.message = (llvm::Twine("not verified: the search exceeded ") +
-                          llvm::Twine(options.maxStates) + " states with " +
-                          configName())
-                             .str();
+        result.message =
+            (llvm::Twine("not verified: the search exceeded ") +
+             llvm::Twine(options.maxStates) + " states with " + configName())
+                .str();
         return result;
       }
       SmallVector<std::pair<State, Label>> succ;
@@ -991,7 +1010,8 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
             violation = Violation{
                 (llvm::Twine("the copy of a block in phase ") +
                  llvm::Twine(s[i + 2]) + " lands while " + mbarName(m) +
-                 " is in phase " + llvm::Twine(bar[MCompleted])).str(),
+                 " is in phase " + llvm::Twine(bar[MCompleted]))
+                    .str(),
                 pipes[p]};
             break;
           }
@@ -1043,9 +1063,9 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
     if (result.status == SyncCheckResult::Status::Failed)
       break;
   }
-  result.seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return result;
 }
 

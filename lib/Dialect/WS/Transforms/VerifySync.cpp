@@ -1,4 +1,5 @@
-//===- VerifySync.cpp - Prove each kernel's synchronisation ----------------===//
+//===- VerifySync.cpp - Prove each kernel's synchronisation
+//----------------===//
 //
 // --blasst-verify-sync: runs the sync checker (Analysis/SyncCheck.h) on every
 // ws.kernel and turns its answer into diagnostics: an error with the trace
@@ -50,10 +51,9 @@ struct BLASSTVerifySyncPass
             << "'ws.kernel' op @" << kernel.getSymName() << " " << r.message;
         break;
       case ws::SyncCheckResult::Status::Failed: {
-        InFlightDiagnostic diag =
-            r.op && r.op != kernel.getOperation()
-                ? r.op->emitOpError()
-                : kernel.emitOpError();
+        InFlightDiagnostic diag = r.op && r.op != kernel.getOperation()
+                                      ? r.op->emitOpError()
+                                      : kernel.emitOpError();
         diag << "fails sync verification: " << r.message;
         diag.attachNote(kernel.getLoc()) << r.trace;
         failed = true;

@@ -1,4 +1,5 @@
-//===- SyncCheck.h - Exhaustive check of a ws.kernel's synchronisation -*- C++ -*-===//
+//===- SyncCheck.h - Exhaustive check of a ws.kernel's synchronisation -*- C++
+//-*-===//
 //
 // The sync checker: steps every role of a ws.kernel through its prologue,
 // kv_loop and epilogue as one thread of control, with the pipes as mbarrier
