@@ -15,6 +15,7 @@
 #include "blasst/Compiler/Frontend.h"
 #include "blasst/Runtime/AttentionKernel.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -203,6 +204,14 @@ int main(int argc, char **argv) {
   registerAllBLASSTDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  // Errors go to stderr by default; warnings (a kernel blasst-verify-sync
+  // cannot verify, with the reason) would be dropped without this.
+  ScopedDiagnosticHandler warnings(&ctx, [](Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Warning)
+      return failure();
+    llvm::errs() << "blasst-compile: warning: " << d << "\n";
+    return success();
+  });
 
   for (const std::string &t : targets) {
     std::optional<Target> target = parseTarget(t);
