@@ -931,8 +931,19 @@ std::string Model::trace(int node, const State *last,
       os << "(no step)";
     if (last && role(*last, int(r), RSeg) == kDone)
       os << "; finished";
-    else if (r < why.size() && !why[r].empty())
-      os << "; " << why[r];
+    else if (r < why.size() && !why[r].empty()) {
+      // The step it is blocked at, with its block (or tile).
+      Label at;
+      at.actor = int(r);
+      at.instr = current(*last, int(r));
+      Blk b = blockOf(*at.instr, *last, int(r));
+      at.block = b.local;
+      if (at.instr->pipe >= 0 && !perBlock(at.instr->pipe))
+        at.variant = 5;
+      else if (at.instr->pipe >= 0 && !b.exists)
+        at.variant = 4;
+      os << "; blocked at " << describe(at) << ": " << why[r];
+    }
   }
   return out;
 }

@@ -114,7 +114,7 @@ ws.kernel @consumer_release_removed target = sm_90a, block_m = 128, block_n = 17
 // The producer's release of K removed: no copy completes a full phase, the
 // consumers wait forever.
 // expected-error @+2 {{fails sync verification: deadlock: no role can step and @consumer0, @consumer1 wait forever}}
-// expected-note @+1 {{@consumer0: ws.acquire @q_pipe (tile 0); waits on @k_pipe.full[0] for phase 0 (0 completed)}}
+// expected-note @+1 {{@consumer0: ws.acquire @q_pipe (tile 0); blocked at ws.acquire @k_pipe (block 0): waits on @k_pipe.full[0] for phase 0 (0 completed)}}
 ws.kernel @producer_release_removed target = sm_90a, block_m = 128, block_n = 176, spec = <head_dim = 128, q_heads = 32, kv_heads = 8, causal = true> {
   ws.buffer @q smem [128, 128] bf16 stages 1
   ws.buffer @k smem [176, 128] bf16 stages 2
@@ -196,7 +196,7 @@ ws.kernel @producer_release_removed target = sm_90a, block_m = 128, block_n = 17
 // Ping-pong with consumer0's turn_pass after the loop removed: consumer1's
 // last turn_wait never completes.
 // expected-error @+2 {{fails sync verification: deadlock: no role can step and @consumer1 waits forever}}
-// expected-note @+1 {{ws.turn_wait @gemm_turn; waits on named barrier 2 (128 of 256 threads arrived)}}
+// expected-note @+1 {{blocked at ws.turn_wait @gemm_turn: waits on named barrier 2 (128 of 256 threads arrived)}}
 ws.kernel @turn_pass_removed target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 128, q_heads = 32, kv_heads = 8, causal = true> {
   ws.buffer @q smem [128, 128] bf16 stages 1
   ws.buffer @k smem [128, 128] bf16 stages 2
@@ -360,6 +360,70 @@ ws.kernel @producer_acquire_removed target = sm_90a, block_m = 128, block_n = 17
       ws.pack_p @s -> @p
     }
     ws.release @q_pipe
+    ws.epilogue @o
+  }
+}
+
+// -----
+
+// Persistent CTAs with consumer1's release of Q removed: the producer's
+// acquire of Q for the second tile waits forever (even with no KV block).
+// expected-error @+2 {{fails sync verification: deadlock: no role can step and @producer, @consumer0, @consumer1 wait forever}}
+// expected-note @+1 {{@producer: ws.acquire @q_pipe (tile 0), ws.tma_load q (tile 0), ws.release @q_pipe (tile 0); blocked at ws.acquire @q_pipe (tile 1): waits on @q_pipe.empty[0] for phase 0 (0 completed)}}
+ws.kernel @persistent_q_release_removed target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 128, q_heads = 32, kv_heads = 8, causal = true> persistent {
+  ws.buffer @q smem [128, 128] bf16 stages 1
+  ws.buffer @k smem [128, 128] bf16 stages 2
+  ws.buffer @v smem [128, 128] bf16 stages 2
+  ws.buffer @s regs [64, 128] f32 stages 1
+  ws.buffer @p smem [128, 128] bf16 stages 1
+  ws.buffer @o regs [64, 128] f32 stages 1
+  ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0, @consumer1] buffers [@q] tx_bytes 32768
+  ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 32768
+  ws.pipe @v_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@v] tx_bytes 32768
+  ws.role @producer load warps [0, 4) regs 24 {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe
+      ws.release @v_pipe
+    }
+  }
+  ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+    ws.acquire @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @k -> @s
+      ws.release @k_pipe
+      ws.row_max @s
+      ws.softmax_update @s
+      ws.exp2_store_p @s -> @p
+      ws.correct @o
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
+  }
+  ws.role @consumer1 compute warps [8, 12) regs 240 rows [64, 128) {
+    ws.acquire @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.mma qk @q, @k -> @s
+      ws.release @k_pipe
+      ws.row_max @s
+      ws.softmax_update @s
+      ws.exp2_store_p @s -> @p
+      ws.correct @o
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
     ws.epilogue @o
   }
 }
