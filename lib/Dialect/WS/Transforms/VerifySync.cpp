@@ -51,10 +51,12 @@ struct BLASSTVerifySyncPass
             << "'ws.kernel' op @" << kernel.getSymName() << " " << r.message;
         break;
       case ws::SyncCheckResult::Status::Failed: {
-        InFlightDiagnostic diag = r.op && r.op != kernel.getOperation()
-                                      ? r.op->emitOpError()
-                                      : kernel.emitOpError();
-        diag << "fails sync verification: " << r.message;
+        // By location, as emitOpError would print the whole kernel under
+        // the message and bury the trace.
+        Operation *at = r.op ? r.op : kernel.getOperation();
+        InFlightDiagnostic diag = mlir::emitError(at->getLoc());
+        diag << "'" << at->getName() << "' op fails sync verification: "
+             << r.message;
         diag.attachNote(kernel.getLoc()) << r.trace;
         failed = true;
         break;
