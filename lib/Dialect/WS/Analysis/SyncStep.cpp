@@ -1,0 +1,482 @@
+//===- SyncStep.cpp - What each modelled step does, and the traces ------===//
+//
+// The semantics the sync checker gives each step (mbarrier waits with the
+// parity window, arrivals, copies landing later, named barriers, vote
+// slots), the checks at exit, and the text of a violation's trace.
+//
+//===----------------------------------------------------------------------===//
+#include "SyncModel.h"
+
+#include <chrono>
+#include <deque>
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+using namespace blasst::ws::sync;
+
+std::string Model::mbarName(int m) const {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (voteBase >= 0 && m >= voteBase) {
+    os << "the vote barrier of parity " << (m - voteBase);
+    return out;
+  }
+  for (auto [i, p] : llvm::enumerate(pipes)) {
+    int64_t d = depth(int(i));
+    if (m >= fullBase[i] && m < fullBase[i] + d)
+      os << "@" << p.getSymName() << ".full[" << (m - fullBase[i]) << "]";
+    else if (m >= emptyBase[i] && m < emptyBase[i] + d)
+      os << "@" << p.getSymName() << ".empty[" << (m - emptyBase[i]) << "]";
+  }
+  return out;
+}
+
+bool Model::waitOn(const State &s, int m, int64_t need, Operation *op,
+                   std::string &why) {
+  int64_t done = mbar(s, m)[MCompleted];
+  // try_wait.parity tells only the parity of the phase: the barrier must be
+  // the waited phase or the one after it.
+  if (done < need - 1 || done > need) {
+    if (!violation)
+      violation =
+          Violation{(llvm::Twine("parity aliasing: a wait for phase ") +
+                     llvm::Twine(need - 1) + " of " + mbarName(m) +
+                     " while the barrier has completed " + llvm::Twine(done) +
+                     " phases (more than one phase apart, the parity test " +
+                     (done > need ? "blocks forever" : "passes early") + ")")
+                        .str(),
+                    op};
+    return false;
+  }
+  if (done >= need)
+    return true;
+  why = (llvm::Twine("waits on ") + mbarName(m) + " for phase " +
+         llvm::Twine(need - 1) + " (" + llvm::Twine(done) + " completed)")
+            .str();
+  return false;
+}
+
+bool Model::readVotes(State &s, int64_t block, Operation *op, std::string &why,
+                      bool &allSkip) {
+  int parity = int(block % 2);
+  if (!waitOn(s, voteBase + parity, (block - 1) / 2 + 1, op, why))
+    return false;
+  allSkip = true;
+  for (int v = 0; v < numVoters; ++v) {
+    int32_t value = slot(s, parity, v);
+    if (value < 0 || value / 2 != block) {
+      violation = Violation{(llvm::Twine("the load role reads voter ") +
+                             llvm::Twine(v) + "'s decision on block " +
+                             llvm::Twine(block) + " but the slot holds " +
+                             (value < 0 ? llvm::Twine("none")
+                                        : "block " + llvm::Twine(value / 2)))
+                                .str(),
+                            op};
+      return false;
+    }
+    allSkip &= value % 2 == 1;
+    slot(s, parity, v) = -1;
+  }
+  return true;
+}
+
+void Model::stepRole(const State &s, int r,
+                     SmallVectorImpl<std::pair<State, Label>> &out,
+                     std::string &why) {
+  const Instr *inp = current(s, r);
+  if (!inp)
+    return;
+  const Instr &in = *inp;
+  const RoleProg &prog = roles[r];
+  State t = s;
+  Label label{r, &in, 0, 0};
+  auto fail = [&](const llvm::Twine &msg) {
+    if (!violation)
+      violation = Violation{msg.str(), in.op};
+  };
+  // A skipped block's region runs nothing.
+  if (in.inSkip && role(s, r, RSkip)) {
+    advance(t, r);
+    label.variant = 2;
+    out.push_back({std::move(t), label});
+    return;
+  }
+  Blk b = blockOf(in, s, r);
+  label.block = b.local;
+  if (in.pipe >= 0 && !perBlock(in.pipe))
+    label.variant = 5;
+  else if (in.pipe >= 0 && !b.exists)
+    label.variant = 3;
+  switch (in.kind) {
+  case Instr::Kind::PipeWait: {
+    int p = in.pipe;
+    if (!b.exists) {
+      // A consumer's look-ahead past the end waits for the stage's
+      // previous phase, which has completed; other steps on a block that
+      // does not exist do not run.
+      if (!in.producer && role(s, r, RSeg) == 1 && in.block.ahead == 1) {
+        int m = fullBase[p] + int(b.stage);
+        if (!waitOn(s, m, b.round, in.op, why))
+          return;
+        label.variant = 4;
+      }
+      advance(t, r);
+      out.push_back({std::move(t), label});
+      return;
+    }
+    if (in.producer) {
+      if (!waitOn(s, emptyBase[p] + int(b.stage), b.round, in.op, why))
+        return;
+    } else {
+      if (!waitOn(s, fullBase[p] + int(b.stage), b.round + 1, in.op, why))
+        return;
+      for (int i = offCopies; i < int(s.size()); i += kCopyFields)
+        if (s[i] == p && s[i + 1] == b.stage)
+          return fail(llvm::Twine("read before write: @") +
+                      pipes[p].getSymName() + " stage " + llvm::Twine(b.stage) +
+                      " passes its full barrier for block " +
+                      llvm::Twine(b.abs) +
+                      " while a copy into it is in flight");
+      int c = prog.consumerIdx[p];
+      if (c >= 0)
+        held(t, p, int(b.stage), c) = int32_t(b.round);
+    }
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::PipeArrive: {
+    int p = in.pipe;
+    if (b.exists) {
+      int m = (in.producer ? fullBase[p] : emptyBase[p]) + int(b.stage);
+      int32_t *bar = mbar(t, m);
+      if (bar[MCompleted] != b.round)
+        return fail(llvm::Twine("arrives on ") + mbarName(m) + " for block " +
+                    llvm::Twine(b.abs) + " (phase " + llvm::Twine(b.round) +
+                    ") while the barrier is in phase " +
+                    llvm::Twine(bar[MCompleted]) +
+                    ": its arrivals count toward another block");
+      if (in.arrivals > bar[MPending])
+        return fail(llvm::Twine("arrival overflow on ") + mbarName(m) + ": " +
+                    llvm::Twine(in.arrivals) + " arrivals with " +
+                    llvm::Twine(bar[MPending]) + " pending");
+      bar[MPending] -= int32_t(in.arrivals);
+      bool noBytes = in.onDemand && role(s, r, RSkip);
+      bar[MTx] += int32_t(noBytes ? 0 : in.tx);
+      completeIfDone(t, m);
+      int c = prog.consumerIdx[p];
+      if (!in.producer && c >= 0 && held(t, p, int(b.stage), c) == b.round)
+        held(t, p, int(b.stage), c) = -1;
+    }
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::TmaIssue: {
+    int p = in.pipe;
+    if (b.exists && !(in.onDemand && role(s, r, RSkip))) {
+      // The stage is free once every consumer released its previous round
+      // (the empty barrier completed that phase).
+      if (mbar(t, emptyBase[p] + int(b.stage))[MCompleted] < b.round) {
+        std::string who = "before every consumer released it";
+        for (auto [ci, c] : llvm::enumerate(pipes[p].getConsumers())) {
+          int32_t h = held(t, p, int(b.stage), int(ci));
+          if (h >= 0 && h < b.round)
+            who = ("while @" + cast<FlatSymbolRefAttr>(c).getValue() +
+                   " still holds it")
+                      .str();
+        }
+        return fail(llvm::Twine("stage-reuse hazard: the copy of block ") +
+                    llvm::Twine(b.abs) + " writes stage " +
+                    llvm::Twine(b.stage) + " of @" + pipes[p].getSymName() +
+                    " (block " + llvm::Twine(b.abs - depth(p)) + " there) " +
+                    who);
+      }
+      State tail(t.begin() + offCopies, t.end());
+      t.resize(offCopies);
+      tail.insert(tail.end(), {int32_t(p), int32_t(b.stage), int32_t(b.round),
+                               int32_t(in.bytes)});
+      // Copies in flight form a multiset: keep them sorted.
+      SmallVector<std::array<int32_t, 4>> copies;
+      for (size_t i = 0; i < tail.size(); i += kCopyFields)
+        copies.push_back({tail[i], tail[i + 1], tail[i + 2], tail[i + 3]});
+      llvm::sort(copies);
+      for (auto &c : copies)
+        t.insert(t.end(), c.begin(), c.end());
+    }
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::NamedSync:
+  case Instr::Kind::NamedArrive: {
+    int32_t *nb = nbar(t, in.named);
+    bool sync = in.kind == Instr::Kind::NamedSync;
+    if (sync && role(s, r, RSub) == 1) {
+      if (nb[NGen] > role(s, r, RWaitGen)) {
+        advance(t, r);
+        out.push_back({std::move(t), label});
+        return;
+      }
+      why =
+          (llvm::Twine("waits on named barrier ") +
+           llvm::Twine(named[in.named].id) + " (" + llvm::Twine(nb[NArrived]) +
+           " of " + llvm::Twine(in.threads) + " threads arrived)")
+              .str();
+      return;
+    }
+    if (nb[NMask] & (1 << r))
+      return fail(llvm::Twine("arrives twice on named barrier ") +
+                  llvm::Twine(named[in.named].id) +
+                  " before it completed (a turn passed twice)");
+    nb[NArrived] += int32_t(in.arrivals);
+    nb[NMask] |= 1 << r;
+    if (nb[NArrived] > in.threads)
+      return fail(llvm::Twine("named barrier ") +
+                  llvm::Twine(named[in.named].id) +
+                  " overflows: " + llvm::Twine(nb[NArrived]) + " of " +
+                  llvm::Twine(in.threads) + " threads");
+    bool completes = nb[NArrived] == in.threads;
+    if (completes) {
+      ++nb[NGen];
+      nb[NArrived] = nb[NMask] = 0;
+    }
+    if (sync && !completes) {
+      role(t, r, RSub) = 1;
+      role(t, r, RWaitGen) = nb[NGen];
+    } else {
+      advance(t, r);
+    }
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::Vote: {
+    int64_t n = tripOf(s, r);
+    int64_t local = role(s, r, RN) + 1;
+    // The decision on the block past the end is not published; it matters
+    // only where skip regions hold modelled steps.
+    bool branch =
+        prog.branchVotes && (prog.skipSteps || (in.publish && local < n));
+    for (int skip = 0; skip < (branch ? 2 : 1); ++skip) {
+      State u = t;
+      role(u, r, RSkip) = skip;
+      if (in.publish && local < n) {
+        int parity = int(local % 2);
+        int32_t &sl = slot(u, parity, prog.voter);
+        if (sl >= 0)
+          return fail(llvm::Twine("vote slot overwritten: the decision on "
+                                  "block ") +
+                      llvm::Twine(local) +
+                      " replaces the unread one on block " +
+                      llvm::Twine(sl / 2));
+        sl = int32_t(local * 2 + skip);
+        int m = voteBase + parity;
+        int32_t *bar = mbar(u, m);
+        if (bar[MCompleted] != (local - 1) / 2)
+          return fail(llvm::Twine("the vote on block ") + llvm::Twine(local) +
+                      " arrives in phase " + llvm::Twine(bar[MCompleted]) +
+                      " of " + mbarName(m) + ", not " +
+                      llvm::Twine((local - 1) / 2));
+        bar[MPending] -= 1;
+        completeIfDone(u, m);
+      }
+      advance(u, r);
+      Label l = label;
+      l.block = local;
+      l.variant = skip;
+      out.push_back({std::move(u), l});
+    }
+    return;
+  }
+  case Instr::Kind::AwaitVote: {
+    int64_t n = role(s, r, RN);
+    int64_t k = in.speculate;
+    bool allSkip = false;
+    if (n == 0) {
+      role(t, r, RSkip) = 0;
+      role(t, r, RKnown) = role(t, r, RKept) = 1;
+      role(t, r, RRun) = int32_t(std::max<int64_t>(k - 1, 0));
+      advance(t, r);
+      out.push_back({std::move(t), label});
+      return;
+    }
+    if (k == 0) {
+      if (!readVotes(t, n, in.op, why, allSkip))
+        return;
+      role(t, r, RSkip) = allSkip;
+      advance(t, r);
+      out.push_back({std::move(t), label});
+      return;
+    }
+    if (role(s, r, RSub) == 0) {
+      // Whether block n - 1 was kept: known, or read from its votes now.
+      bool prevKept = role(s, r, RKept);
+      if (!role(s, r, RKnown)) {
+        if (!readVotes(t, n - 1, in.op, why, allSkip))
+          return;
+        prevKept = !allSkip;
+      }
+      role(t, r, RRun) =
+          prevKept ? int32_t(std::min<int64_t>(role(s, r, RRun) + 1, k)) : 0;
+      role(t, r, RSub) = 1;
+      out.push_back({std::move(t), label});
+      return;
+    }
+    if (role(s, r, RRun) >= k) {
+      // Speculate: copy V without its votes (read at block n + 1).
+      role(t, r, RSkip) = 0;
+      role(t, r, RKnown) = 0;
+      role(t, r, RKept) = 1;
+    } else {
+      if (!readVotes(t, n, in.op, why, allSkip))
+        return;
+      role(t, r, RSkip) = allSkip;
+      role(t, r, RKnown) = 1;
+      role(t, r, RKept) = !allSkip;
+    }
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::ReadLastVotes: {
+    bool allSkip;
+    int64_t n = tripOf(s, r);
+    if (!role(s, r, RKnown) && n > 0)
+      if (!readVotes(t, n - 1, in.op, why, allSkip))
+        return;
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  }
+}
+
+std::optional<Model::Violation> Model::checkEnd(const State &s) const {
+  for (int m = 0; m < numMbar; ++m) {
+    const int32_t *bar = mbar(s, m);
+    if (bar[MPending] != mbarCount[m] || bar[MTx] != 0)
+      return Violation{(llvm::Twine("unbalanced at exit: ") + mbarName(m) +
+                        " has " + llvm::Twine(mbarCount[m] - bar[MPending]) +
+                        " of " + llvm::Twine(mbarCount[m]) +
+                        " arrivals of an unfinished phase" +
+                        (bar[MTx] ? " and transaction bytes pending" : ""))
+                           .str(),
+                       nullptr};
+  }
+  for (auto [i, p] : llvm::enumerate(pipes))
+    for (int64_t st = 0; st < depth(int(i)); ++st) {
+      int32_t filled = mbar(s, fullBase[i] + int(st))[MCompleted];
+      int32_t emptied = mbar(s, emptyBase[i] + int(st))[MCompleted];
+      if (filled != emptied)
+        return Violation{
+            (llvm::Twine("unbalanced at exit: stage ") + llvm::Twine(st) +
+             " of @" + p.getSymName() + " was filled " + llvm::Twine(filled) +
+             " times and emptied " + llvm::Twine(emptied) + " times")
+                .str(),
+            p};
+    }
+  for (auto [i, nb] : llvm::enumerate(named))
+    if (s[offNamed + int(i) * kNamedFields + NArrived])
+      return Violation{
+          (llvm::Twine("unbalanced at exit: named barrier ") +
+           llvm::Twine(nb.id) + " has " +
+           llvm::Twine(s[offNamed + int(i) * kNamedFields + NArrived]) +
+           " arrivals nobody waits for")
+              .str(),
+          nullptr};
+  return std::nullopt;
+}
+
+std::string Model::describe(const Label &l) const {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (l.actor < 0) {
+    os << "the copy into @" << pipes[l.copyPipe].getSymName() << " stage "
+       << l.copyStage << " lands";
+    return out;
+  }
+  os << l.instr->op->getName().getStringRef();
+  if (auto a = dyn_cast<AcquireOp>(l.instr->op))
+    os << " @" << a.getPipe();
+  else if (auto r = dyn_cast<ReleaseOp>(l.instr->op))
+    os << " @" << r.getPipe();
+  else if (auto t = dyn_cast<TmaLoadOp>(l.instr->op))
+    os << " " << stringifyTensor(t.getTensor());
+  else if (auto t = dyn_cast<TurnWaitOp>(l.instr->op))
+    os << " @" << t.getOrder();
+  else if (auto t = dyn_cast<TurnPassOp>(l.instr->op))
+    os << " @" << t.getOrder();
+  bool named = l.instr->kind == Instr::Kind::NamedSync ||
+               l.instr->kind == Instr::Kind::NamedArrive;
+  if (l.variant == 5)
+    os << " (tile " << l.block << ")";
+  else if (l.variant == 3)
+    os << " (no block " << l.block << ": not run)";
+  else if (l.variant == 4)
+    os << " (block " << l.block << ": past the end)";
+  else if (!named && l.instr->kind != Instr::Kind::ReadLastVotes)
+    os << " (block " << l.block << ")";
+  if (l.instr->kind == Instr::Kind::Vote)
+    os << (l.variant == 1 ? " skip" : " keep");
+  if (l.variant == 2)
+    os << " [skipped block]";
+  return out;
+}
+
+std::string Model::configName() const {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (trips.size() == 1) {
+    os << trips[0] << " KV block" << (trips[0] == 1 ? "" : "s");
+  } else {
+    os << "tiles of";
+    for (int64_t n : trips)
+      os << " " << n;
+    os << " KV blocks";
+  }
+  return out;
+}
+
+std::string Model::trace(int node, const State *last,
+                         ArrayRef<std::string> why) const {
+  SmallVector<const Node *> path;
+  for (int i = node; i >= 0; i = nodes[i].parent)
+    if (nodes[i].parent >= 0)
+      path.push_back(&nodes[i]);
+  std::reverse(path.begin(), path.end());
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "with " << configName() << ", after " << path.size() << " steps:";
+  constexpr size_t kLast = 4;
+  for (auto [r, prog] : llvm::enumerate(roles)) {
+    SmallVector<std::string> steps;
+    for (const Node *n : path)
+      if (n->label.actor == int(r))
+        steps.push_back(describe(n->label));
+    os << "\n  @" << prog.role.getSymName() << ": ";
+    if (steps.size() > kLast)
+      os << "... ";
+    for (size_t i = steps.size() > kLast ? steps.size() - kLast : 0;
+         i < steps.size(); ++i)
+      os << steps[i] << (i + 1 < steps.size() ? ", " : "");
+    if (steps.empty())
+      os << "(no step)";
+    if (last && role(*last, int(r), RSeg) == kDone)
+      os << "; finished";
+    else if (r < why.size() && !why[r].empty()) {
+      // The step it is blocked at, with its block (or tile).
+      Label at;
+      at.actor = int(r);
+      at.instr = current(*last, int(r));
+      Blk b = blockOf(*at.instr, *last, int(r));
+      at.block = b.local;
+      if (at.instr->pipe >= 0 && !perBlock(at.instr->pipe))
+        at.variant = 5;
+      else if (at.instr->pipe >= 0 && !b.exists)
+        at.variant = 4;
+      os << "; blocked at " << describe(at) << ": " << why[r];
+    }
+  }
+  return out;
+}
