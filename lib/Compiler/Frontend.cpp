@@ -30,6 +30,10 @@ void blasst::registerAllBLASSTDialects(DialectRegistry &registry) {
 std::string blasst::kernelBaseName(const AttentionSpec &spec) {
   if (!spec.name.empty()) {
     std::string n;
+    // A PTX identifier starts with a letter or '_': "8b-prefill" becomes
+    // "_8b_prefill" (ptxas rejects a leading digit with a syntax error).
+    if (std::isdigit(static_cast<unsigned char>(spec.name[0])))
+      n += '_';
     for (char c : spec.name)
       n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     return n;

@@ -17,10 +17,14 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <sstream>
 
 using namespace blasst;
+
+/// log2(e): the kernels take scale and ln(lambda) in the log2 domain.
+static constexpr double kLog2E = 1.4426950408889634074;
 
 namespace {
 
@@ -84,16 +88,35 @@ bool parseInt(const std::string &s, int &out) {
 /// Strict floating-point parse; rejects trailing junk and values that
 /// overflow or underflow (strtod reports both as ERANGE). "inf" and "nan" are
 /// accepted here and rejected by validate(), which explains why.
-bool parseDouble(const std::string &s, double &out) {
+/// Parses a double; `outOfRange` (when given) tells a number beyond a
+/// double's normal range (1e-320, 1e400) from text that is no number.
+bool parseDouble(const std::string &s, double &out,
+                 bool *outOfRange = nullptr) {
+  if (outOfRange)
+    *outOfRange = false;
   if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])))
     return false;
   errno = 0;
   char *end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (errno == ERANGE || *end != '\0' || end == s.c_str())
+  if (*end != '\0' || end == s.c_str())
     return false;
+  if (errno == ERANGE) {
+    if (outOfRange)
+      *outOfRange = true;
+    return false;
+  }
   out = v;
   return true;
+}
+
+/// The message for a number that did not parse.
+std::string badNumber(const std::string &value, const std::string &what,
+                      bool outOfRange) {
+  if (outOfRange)
+    return "number '" + value + "' for " + what +
+           " is out of range (beyond a double's normal range)";
+  return "invalid number '" + value + "' for " + what;
 }
 
 std::optional<bool> parseBool(const std::string &s) {
@@ -133,6 +156,11 @@ std::string checkSparsityValue(const SparsityPolicy &p) {
       return "sparsity ln_lambda must be < 0 (the log of a threshold below "
              "1), got " +
              formatShortestDouble(p.value);
+    // The kernel takes ln_lambda * log2(e) as a float32.
+    if (p.value * kLog2E < -double(std::numeric_limits<float>::max()))
+      return "sparsity ln_lambda = " + formatShortestDouble(p.value) +
+             " is out of range: the kernel takes ln_lambda * log2(e) as a "
+             "float32 (at least -3.4e38)";
     if (p.value > std::log(p.lambdaMax))
       return "sparsity ln_lambda = " + formatShortestDouble(p.value) +
              " is above the cap ln(lambda_max) = " +
@@ -350,15 +378,17 @@ SpecOrError parseSpecImpl(const std::string &text,
           spec.softmaxScale.reset();
         } else {
           double d = 0;
-          if (!parseDouble(value, d))
-            return fail("invalid number '" + value +
-                        "' for softmax_scale (expected a float or 'default')");
+          bool range = false;
+          if (!parseDouble(value, d, &range))
+            return fail(badNumber(value, "softmax_scale", range) +
+                        (range ? "" : " (expected a float or 'default')"));
           spec.softmaxScale = d;
         }
       } else if (key == "lambda_max") {
         double d = 0;
-        if (!parseDouble(value, d))
-          return fail("invalid number '" + value + "' for lambda_max");
+        bool range = false;
+        if (!parseDouble(value, d, &range))
+          return fail(badNumber(value, "lambda_max", range));
         lambdaMax = d;
       } else if (key == "sparsity") {
         std::string err;
@@ -501,8 +531,9 @@ std::optional<SparsityPolicy> blasst::parseSparsity(const std::string &text,
     error = "missing value for blasst " + param;
     return std::nullopt;
   }
-  if (!parseDouble(value, p.value)) {
-    error = "invalid number '" + value + "' for blasst " + param;
+  bool range = false;
+  if (!parseDouble(value, p.value, &range)) {
+    error = badNumber(value, "blasst " + param, range);
     return std::nullopt;
   }
   std::string reason = checkSparsityValue(p);
@@ -560,6 +591,17 @@ std::string AttentionSpec::validate() const {
   if (softmaxScale && !(std::isfinite(*softmaxScale) && *softmaxScale > 0))
     return "softmax_scale must be finite and > 0, got " +
            formatShortestDouble(*softmaxScale);
+  // The kernel takes scale * log2(e) as a float32: it must be a finite,
+  // normal float (a subnormal or infinite scale turns every score into 0,
+  // inf or NaN).
+  if (softmaxScale) {
+    double s = *softmaxScale * kLog2E;
+    if (!(s <= double(std::numeric_limits<float>::max()) &&
+          s >= double(std::numeric_limits<float>::min())))
+      return "softmax_scale " + formatShortestDouble(*softmaxScale) +
+             " is out of range: the kernel takes softmax_scale * log2(e) as "
+             "a float32, which must lie in [1.2e-38, 3.4e38]";
+  }
   if (!(r = checkSparsityValue(sparsity)).empty())
     return r;
   // The counters count skipped blocks; a dense kernel skips none, and its

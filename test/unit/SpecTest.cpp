@@ -441,7 +441,7 @@ TEST(SpecErrors, BadFloats) {
   EXPECT_CONTAINS(parseError("softmax_scale=0.1x"),
                   "test.spec:1: invalid number '0.1x' for softmax_scale");
   EXPECT_CONTAINS(parseError("softmax_scale=1e999"),
-                  "invalid number '1e999' for softmax_scale");
+                  "number '1e999' for softmax_scale is out of range");
   EXPECT_CONTAINS(parseError("softmax_scale=Default"),
                   "invalid number 'Default' for softmax_scale");
 }
@@ -577,6 +577,9 @@ TEST(SpecSparsity, RoundTripManyValues) {
     SCOPED_TRACE(v);
     for (SparsityKind kind :
          {SparsityKind::ScaleFactor, SparsityKind::LnLambda}) {
+      // ln_lambda * log2(e) must fit the kernel's float32 (KernelArgumentRanges).
+      if (kind == SparsityKind::LnLambda && v > 1e38)
+        continue;
       SparsityPolicy in{kind, kind == SparsityKind::LnLambda ? -v : v};
       std::optional<SparsityPolicy> out =
           parseSparsity(sparsityToString(in), err);
@@ -649,6 +652,28 @@ TEST(SpecSparsity, LambdaMax) {
   EXPECT_DOUBLE_EQ(plain.spec->sparsity.log2Threshold(256), 0.0);
   EXPECT_DOUBLE_EQ(plain.spec->sparsity.log2Threshold(2048), -2.0);
   EXPECT_DOUBLE_EQ(r.spec->sparsity.log2Threshold(256), -2.0);
+}
+
+// Values the kernel's float32 arguments cannot represent are refused with
+// the reason; numbers beyond a double's range say so (not "invalid").
+TEST(SpecValidate, KernelArgumentRanges) {
+  EXPECT_CONTAINS(parseError("softmax_scale=1e300"),
+                  "softmax_scale 1e+300 is out of range: the kernel takes "
+                  "softmax_scale * log2(e) as a float32");
+  EXPECT_CONTAINS(parseError("softmax_scale=1e-39"),
+                  "softmax_scale 1e-39 is out of range");
+  EXPECT_TRUE(parseSpec("softmax_scale=1e-30"));
+  EXPECT_TRUE(parseSpec("softmax_scale=1e30"));
+  EXPECT_CONTAINS(parseError("sparsity=blasst:ln_lambda=-1e308"),
+                  "sparsity ln_lambda = -1e+308 is out of range: the kernel "
+                  "takes ln_lambda * log2(e) as a float32");
+  EXPECT_TRUE(parseSpec("sparsity=blasst:ln_lambda=-1e30"));
+  EXPECT_CONTAINS(parseError("softmax_scale=1e-320"),
+                  "number '1e-320' for softmax_scale is out of range");
+  EXPECT_CONTAINS(parseError("sparsity=blasst:a=1e400"),
+                  "number '1e400' for blasst a is out of range");
+  EXPECT_CONTAINS(parseError("lambda_max=1e-320 sparsity=blasst:a=1"),
+                  "number '1e-320' for lambda_max is out of range");
 }
 
 TEST(SpecSparsity, LambdaMaxErrors) {
