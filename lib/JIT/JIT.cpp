@@ -14,8 +14,6 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/BinaryFormat/ELF.h"
-#include "llvm/Object/ELF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -214,35 +212,6 @@ std::string jit::cacheKey(const AttentionSpec &spec, Target target,
 // Cache entries
 //===----------------------------------------------------------------------===//
 
-/// "" if `bytes` is a complete 64-bit CUDA ELF that mentions `kernelName`,
-/// else what is wrong (a truncated or overwritten file fails here).
-static std::string checkCubin(const std::vector<char> &bytes,
-                              const std::string &kernelName) {
-  using ELFT = llvm::object::ELF64LE;
-  llvm::StringRef data(bytes.data(), bytes.size());
-  auto file = llvm::object::ELFFile<ELFT>::create(data);
-  if (!file)
-    return "not an ELF file: " + llvm::toString(file.takeError());
-  if (file->getHeader().e_machine != llvm::ELF::EM_CUDA)
-    return "not a CUDA ELF (e_machine " +
-           std::to_string(file->getHeader().e_machine) + ")";
-  auto sections = file->sections();
-  if (!sections)
-    return "bad section table: " + llvm::toString(sections.takeError());
-  for (const auto &sec : *sections) {
-    if (sec.sh_type == llvm::ELF::SHT_NOBITS)
-      continue;
-    if (sec.sh_offset > bytes.size() ||
-        sec.sh_size > bytes.size() - sec.sh_offset)
-      return "a section extends past the end of the file (" +
-             std::to_string(bytes.size()) + " bytes): truncated?";
-  }
-  if (std::search(bytes.begin(), bytes.end(), kernelName.begin(),
-                  kernelName.end()) == bytes.end())
-    return "does not contain the kernel '" + kernelName + "'";
-  return "";
-}
-
 namespace {
 enum class Lookup { Miss, Hit, Corrupt };
 }
@@ -284,7 +253,9 @@ static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
     return Lookup::Corrupt;
   }
   std::vector<char> cubin((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-  if (std::string bad = checkCubin(cubin, info.kernelName); !bad.empty()) {
+  if (std::string bad =
+          rt::checkCubinImage(cubin.data(), cubin.size(), info.kernelName);
+      !bad.empty()) {
     why = "bad .cubin (" + std::to_string(cubin.size()) + " bytes): " + bad;
     return Lookup::Corrupt;
   }

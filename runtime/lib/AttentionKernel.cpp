@@ -10,6 +10,7 @@
 
 #include "Driver.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -426,6 +427,44 @@ Status blasst::rt::validateArgsForKernel(const AttentionArgs &args,
   return Status::success();
 }
 
+std::string blasst::rt::checkCubinImage(const void *data, size_t size,
+                                        const std::string &kernelName) {
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  // Little-endian fields of the ELF64 header and section headers.
+  auto u16 = [&](size_t at) {
+    return uint64_t(bytes[at]) | uint64_t(bytes[at + 1]) << 8;
+  };
+  auto u32 = [&](size_t at) { return u16(at) | u16(at + 2) << 16; };
+  auto u64 = [&](size_t at) { return u32(at) | u32(at + 4) << 32; };
+  constexpr size_t kHeader = 64, kSection = 64;
+  constexpr uint64_t kEMCuda = 190, kShtNobits = 8;
+  static const unsigned char kMagic[4] = {0x7f, 'E', 'L', 'F'};
+  if (size < kHeader || std::memcmp(bytes, kMagic, 4) != 0)
+    return "not an ELF file (" + std::to_string(size) + " bytes)";
+  if (bytes[4] != 2 || bytes[5] != 1)
+    return "not a 64-bit little-endian ELF file";
+  if (u16(18) != kEMCuda)
+    return "not a CUDA ELF (e_machine " + std::to_string(u16(18)) + ")";
+  uint64_t shoff = u64(40), shentsize = u16(58), shnum = u16(60);
+  if (shnum && (shentsize != kSection || shoff > size ||
+                shnum > (size - shoff) / kSection))
+    return "the section table extends past the end of the file (" +
+           std::to_string(size) + " bytes): truncated?";
+  for (uint64_t i = 0; i < shnum; ++i) {
+    size_t at = size_t(shoff + i * kSection);
+    if (u32(at + 4) == kShtNobits)
+      continue;
+    uint64_t offset = u64(at + 24), length = u64(at + 32);
+    if (offset > size || length > size - offset)
+      return "a section extends past the end of the file (" +
+             std::to_string(size) + " bytes): truncated?";
+  }
+  if (std::search(bytes, bytes + size, kernelName.begin(),
+                  kernelName.end()) == bytes + size)
+    return "does not contain the kernel '" + kernelName + "'";
+  return "";
+}
+
 float blasst::rt::log2ThresholdForSpec(const AttentionSpec &spec) {
   switch (spec.sparsity.kind) {
   case SparsityKind::None:
@@ -499,6 +538,11 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
   if (!context.valid())
     return Status::error(doing + "the Context is not initialised (create it "
                                  "with Context::create)");
+  // A truncated, empty or foreign image gets a reason, not a driver error.
+  if (std::string bad = checkCubinImage(cubin, size, info.kernelName);
+      !bad.empty())
+    return Status::error(doing + "bad cubin (" + std::to_string(size) +
+                         " bytes): " + bad);
   int major = 0, minor = 0;
   requiredCapability(target, &major, &minor);
   const DeviceInfo &dev = context.info();

@@ -77,6 +77,60 @@ void writeFile(const std::string &path, const std::string &text) {
 // Metadata
 //===----------------------------------------------------------------------===//
 
+// A minimal 64-bit CUDA ELF: the header, one section header, the section's
+// bytes (the kernel's name), laid out as a real cubin is.
+static std::string tinyCubin(const std::string &name) {
+  std::string elf(64, '\0');
+  auto put = [&](std::string &b, size_t at, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i)
+      b[at + i] = char((v >> (8 * i)) & 0xff);
+  };
+  elf[0] = 0x7f, elf[1] = 'E', elf[2] = 'L', elf[3] = 'F';
+  elf[4] = 2, elf[5] = 1;            // 64-bit, little-endian
+  put(elf, 18, 190, 2);              // e_machine = EM_CUDA
+  put(elf, 40, 64 + name.size(), 8); // e_shoff: after the name
+  put(elf, 58, 64, 2);               // e_shentsize
+  put(elf, 60, 1, 2);                // e_shnum
+  elf += name;
+  std::string sh(64, '\0');
+  put(sh, 4, 1, 4);            // SHT_PROGBITS
+  put(sh, 24, 64, 8);          // sh_offset: the name
+  put(sh, 32, name.size(), 8); // sh_size
+  return elf + sh;
+}
+
+// Corrupt, empty and foreign cubins are caught without a driver.
+TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
+  std::string good = tinyCubin("my_kernel");
+  EXPECT_EQ(rt::checkCubinImage(good.data(), good.size(), "my_kernel"), "");
+  EXPECT_NE(rt::checkCubinImage(good.data(), good.size(), "other")
+                .find("does not contain the kernel 'other'"),
+            std::string::npos);
+  EXPECT_NE(rt::checkCubinImage(good.data(), good.size() - 10, "my_kernel")
+                .find("truncated?"),
+            std::string::npos);
+  EXPECT_NE(rt::checkCubinImage(good.data(), 0, "my_kernel")
+                .find("not an ELF file (0 bytes)"),
+            std::string::npos);
+  std::string random(4096, '\x5a');
+  EXPECT_NE(rt::checkCubinImage(random.data(), random.size(), "my_kernel")
+                .find("not an ELF file"),
+            std::string::npos);
+  std::string x86 = good;
+  x86[18] = 62, x86[19] = 0; // EM_X86_64
+  EXPECT_NE(rt::checkCubinImage(x86.data(), x86.size(), "my_kernel")
+                .find("not a CUDA ELF (e_machine 62)"),
+            std::string::npos);
+  // A section that runs past the end (its size overwritten).
+  std::string longSection = good;
+  longSection[good.size() - 64 + 32] = char(0xff);
+  longSection[good.size() - 64 + 33] = char(0xff);
+  EXPECT_NE(
+      rt::checkCubinImage(longSection.data(), longSection.size(), "my_kernel")
+          .find("a section extends past the end"),
+      std::string::npos);
+}
+
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
@@ -424,10 +478,10 @@ TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
   AttentionSpec decode = sampleSpec();
   decode.phase = Phase::Decode;
   decode.sparsity = {SparsityKind::LnLambda, -8.0};
-  EXPECT_TRUE(failsWith(
-      AttentionKernel::load(none, image, sizeof(image), sampleInfo(), decode,
-                            &kernel),
-      "BLASST decode (skipping V loads) is not implemented yet"));
+  EXPECT_TRUE(
+      failsWith(AttentionKernel::load(none, image, sizeof(image), sampleInfo(),
+                                      decode, &kernel),
+                "BLASST decode (skipping V loads) is not implemented yet"));
   KernelInfo blackwell = sampleInfo();
   blackwell.target = "sm_100a";
   AttentionSpec hd256 = sampleSpec();

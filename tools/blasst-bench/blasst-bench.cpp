@@ -54,7 +54,8 @@ constexpr int kVotingGroups = 2;
 const char *kUsage =
     R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
 
-Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile),
+Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile;
+--kernel STEM.cubin means STEM), checks the files before looking for a GPU,
 checks each kernel against a double-precision CPU reference and times it.
 
 shape:
@@ -217,8 +218,18 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       std::fputs(kUsage, stdout);
       std::exit(kExitPass);
     } else if (arg == "--kernel") {
-      if ((err = need(&v)).empty())
+      // k.cubin, k.meta and k.spec mean the stem k (as blasst-compile -o k
+      // writes them).
+      if ((err = need(&v)).empty()) {
+        for (const char *ext : {".cubin", ".meta", ".spec"}) {
+          size_t n = std::strlen(ext);
+          if (v.size() > n && v.compare(v.size() - n, n, ext) == 0) {
+            v.resize(v.size() - n);
+            break;
+          }
+        }
         o->kernels.push_back(v);
+      }
     } else if (arg == "--batch") {
       err = intArg(&o->batch, 1);
     } else if (arg == "--seq") {
@@ -1450,8 +1461,18 @@ int main(int argc, char **argv) {
     } else if (SpecOrError spec = parseSpecFile(stem + ".spec"); !spec) {
       results[i].error = spec.error;
     } else if (std::FILE *f = std::fopen((stem + ".cubin").c_str(), "rb")) {
+      // A truncated, empty or foreign cubin fails here, not as a skip.
+      std::string bytes;
+      char buf[1 << 16];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+        bytes.append(buf, n);
       std::fclose(f);
-      continue;
+      std::string bad =
+          checkCubinImage(bytes.data(), bytes.size(), info.kernelName);
+      if (bad.empty())
+        continue;
+      results[i].error = "bad cubin '" + stem + ".cubin' (" +
+                         std::to_string(bytes.size()) + " bytes): " + bad;
     } else {
       results[i].error =
           "cannot open cubin '" + stem + ".cubin': " + std::strerror(errno);

@@ -191,6 +191,14 @@ private:
   int numSMs = 0;          // the device's, for persistent grids
 };
 
+/// "" when `data` is a complete 64-bit little-endian CUDA ELF (e_machine
+/// EM_CUDA) whose section table and sections lie inside its `size` bytes and
+/// that names `kernelName`; else what is wrong ("truncated?", "not an ELF
+/// file", ...). Needs no driver: a corrupt, empty or foreign file is caught
+/// before any GPU is looked for.
+std::string checkCubinImage(const void *data, size_t size,
+                            const std::string &kernelName);
+
 } // namespace blasst::rt
 
 #endif // BLASST_RUNTIME_ATTENTIONKERNEL_H
