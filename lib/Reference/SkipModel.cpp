@@ -13,7 +13,6 @@ using namespace blasst::ref;
 
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -45,7 +44,7 @@ double blasst::ref::kernelLog2Threshold(const SparsityPolicy &policy,
                                         double param, int64_t seqKV) {
   // The kernel's threshold, capped at log2(lambda_max) as the kernel caps
   // it (lambda <= lambda_max <= 1).
-  const double cap = std::log2(policy.lambdaMax);
+  const double cap = policy.log2Cap();
   switch (policy.kind) {
   case SparsityKind::None:
     return -kInf;

@@ -23,9 +23,6 @@
 
 using namespace blasst;
 
-/// log2(e): the kernels take scale and ln(lambda) in the log2 domain.
-static constexpr double kLog2E = 1.4426950408889634074;
-
 namespace {
 
 // Limits shared by validate() and the error messages. 1024 is far above any
@@ -544,10 +541,12 @@ std::optional<SparsityPolicy> blasst::parseSparsity(const std::string &text,
   return p;
 }
 
+double SparsityPolicy::log2Cap() const { return std::log2(lambdaMax); }
+
 double SparsityPolicy::log2Threshold(double lkv) const {
   double t = kind == SparsityKind::ScaleFactor ? std::log2(value) - std::log2(lkv)
-                                               : value / std::log(2.0);
-  return std::min(t, std::log2(lambdaMax));
+                                               : value * kLog2E;
+  return std::min(t, log2Cap());
 }
 
 std::string blasst::sparsityToString(const SparsityPolicy &p) {

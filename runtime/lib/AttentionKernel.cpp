@@ -29,8 +29,6 @@ using namespace blasst::rt;
 
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634074;
-
 std::string quoted(const std::string &s) { return "'" + s + "'"; }
 
 std::string trim(const std::string &s) {

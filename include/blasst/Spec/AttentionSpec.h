@@ -27,6 +27,10 @@ inline constexpr Target kAllTargets[] = {Target::SM90a, Target::SM100a};
 
 /// BLASST dynamic block sparsity. With `ScaleFactor`, lambda = a / L_kv is
 /// computed per sequence in the kernel; with `LnLambda`, ln(lambda) is fixed.
+/// log2(e): the kernels take the softmax scale and ln(lambda) in the log2
+/// domain.
+inline constexpr double kLog2E = 1.4426950408889634074;
+
 enum class SparsityKind { None, ScaleFactor, LnLambda };
 
 struct SparsityPolicy {
@@ -41,6 +45,8 @@ struct SparsityPolicy {
   double lambdaMax = 1.0;
 
   bool isDense() const { return kind == SparsityKind::None; }
+  /// log2(lambda_max): the kernel's threshold is at most this (<= 0).
+  double log2Cap() const;
   /// log2 of the effective threshold for a KV length `lkv` (the value the
   /// kernel compares m_block - m_running with, in the log2 domain).
   double log2Threshold(double lkv) const;

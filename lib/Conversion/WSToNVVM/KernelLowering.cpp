@@ -225,7 +225,7 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
       // would be skipped (a / L_kv with L_kv < a, or a threshold passed at
       // run time). Applied to this sequence's threshold.
       st.threshold = arith::MinNumFOp::create(
-          b, loc, st.threshold, cf(float(std::log2(spec.sparsity.lambdaMax))));
+          b, loc, st.threshold, cf(float(spec.sparsity.log2Cap())));
     }
   }
   if (!kernel.getPersistent())
@@ -351,7 +351,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
     st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   }
   size_t numP = compute ? st.pRegs.size() : 0;
-  bool carryVote = !compute && st.speculateAfter > 0;
+  bool carryVote = carried.voteState;
   if (carryVote) {
     // Before block 0 (whose await yields its own state): any values.
     st.voteKnown = st.voteKept =
