@@ -182,7 +182,7 @@ struct KernelBuilder {
     if (readScores)
       ReadScoresOp::create(b, loc, sym(s));
     RowMaxOp::create(b, loc, sym(s), IntegerAttr());
-    SoftmaxUpdateOp::create(b, loc, sym(s));
+    SoftmaxUpdateOp::create(b, loc, sym(s), FlatSymbolRefAttr());
     Exp2StoreOp::create(b, loc, sym(s), sym(p));
   }
 };
@@ -253,7 +253,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       if (*o.pingpong)
         kb.turnPass("gemm_turn");
       kb.softmax("s", "p", /*readScores=*/false);
-      CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr());
       if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.acquire("v_pipe");
@@ -287,7 +287,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       kb.mmaWait(1);
       kb.release("k_pipe", /*ahead=*/1);
       RowMaxOp::create(kb.b, kb.loc, kb.sym("s"), kb.aheadAttr(1));
-      SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym("s"));
+      SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym("s"), FlatSymbolRefAttr());
       // P in registers: block n+1's exponentials stay f32 in S while P V(n)
       // reads block n's P; they are packed into P after the wait that
       // retires P V(n) (FA3's order: ptxas may give the new P the old P's
@@ -305,7 +305,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       kb.release("v_pipe");
       // O now holds blocks <= n at block n's max: rescale it to block
       // n+1's (no register of an in-flight wgmma is written).
-      CorrectOp::create(kb.b, kb.loc, kb.sym("o"));
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr());
       if (*o.pInRegisters)
         PackPOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
       if (*o.pingpong)
@@ -317,13 +317,26 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
     }
     kb.release("q_pipe");
     EpilogueOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(),
+                       FlatSymbolRefAttr(),
                        lse ? kb.b.getUnitAttr() : UnitAttr());
     kb.endRegion(kernel);
   }
 }
 
-/// sm_100a: load warp, MMA warp, two softmax warpgroups of 128 rows, a
-/// correction warpgroup and an epilogue warp; S/P/O in tensor memory.
+/// sm_100a: load warp, MMA warp, two softmax warpgroups of 128 rows (one Q
+/// tile each), a correction warpgroup and an epilogue warp; S/P/O in tensor
+/// memory. Per tile t and KV block n:
+///   MMA:        S_t = Q_t K_nᵀ (commit: S_t full); after P_t(n) is stored
+///               and O_t rescaled for block n: O_t += P_t V_n, then, in
+///               issue order behind it (P_t lies over S_t), S_t = Q_t K_n+1ᵀ
+///   softmax_t:  S_t → row max → factor_t(n) to smem (correction) → P_t
+///               over S_t (MMA) → S_t read
+///   correction: waits for factor_t(n) and O_t after P_t V_n-1, rescales O_t,
+///               hands it to the MMA; after the loop, once the last P V is
+///               done, normalises O_t by the row sums softmax_t handed over
+///               and writes it to smem for the epilogue's TMA store.
+/// While softmax_1 works on block n the tensor cores run P_0 V_n and
+/// Q_0 K_n+1ᵀ, and the other way round.
 static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
                            const AttentionSpec &spec, const ScheduleOptions &o,
                            bool lse) {
@@ -333,7 +346,17 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   kb.buffer("q1", MemorySpace::smem, tile, d, kb.et, 1);
   kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
   kb.buffer("v", MemorySpace::smem, o.blockN, dv, kb.et, o.stages);
-  kb.buffer("o_stage", MemorySpace::smem, tile, dv, kb.et, 1, "q0");
+  // The output tiles for the TMA store, over the Q tiles (read by the
+  // last Q Kᵀ, done before the last P V the correction role waits for).
+  kb.buffer("o_stage0", MemorySpace::smem, tile, dv, kb.et, 1, "q0");
+  kb.buffer("o_stage1", MemorySpace::smem, tile, dv, kb.et, 1, "q1");
+  // Per row of each tile: the factor of block n (then the row sum) and the
+  // running max, from softmax_t to the correction role.
+  kb.buffer("f0", MemorySpace::smem, tile, 2, kb.f32, 1);
+  kb.buffer("f1", MemorySpace::smem, tile, 2, kb.f32, 1);
+  // After the loop: the row sums and the final max of each row.
+  kb.buffer("l0", MemorySpace::smem, tile, 2, kb.f32, 1);
+  kb.buffer("l1", MemorySpace::smem, tile, 2, kb.f32, 1);
   kb.buffer("s0", MemorySpace::tmem, tile, o.blockN, kb.f32, 1);
   kb.buffer("s1", MemorySpace::tmem, tile, o.blockN, kb.f32, 1);
   kb.buffer("p0", MemorySpace::tmem, tile, o.blockN, kb.et, 1, "s0");
@@ -344,17 +367,29 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   kb.pipe("q_pipe", 1, "load", {"mma"}, {"q0", "q1"}, 2 * tile * d * bytes);
   kb.pipe("k_pipe", o.stages, "load", {"mma"}, {"k"}, o.blockN * d * bytes);
   kb.pipe("v_pipe", o.stages, "load", {"mma"}, {"v"}, o.blockN * dv * bytes);
-  // S_i full: the MMA warp's commit after Q_i Kᵀ; emptied by softmax_i.
+  // S_t full: the MMA warp's commit after Q_t Kᵀ; emptied once softmax_t
+  // has read it and stored P_t over it.
   kb.pipe("s0_pipe", 1, "mma", {"softmax0"}, {"s0"}, std::nullopt);
   kb.pipe("s1_pipe", 1, "mma", {"softmax1"}, {"s1"}, std::nullopt);
-  // P_i full: softmax_i stored P_i (over S_i); emptied by the MMA's commit.
-  kb.pipe("p0_pipe", 1, "softmax0", {"mma"}, {}, std::nullopt);
-  kb.pipe("p1_pipe", 1, "softmax1", {"mma"}, {}, std::nullopt);
-  // O_i ready for correction after P_i V; correction hands it back.
-  kb.pipe("o0_pipe", 1, "mma", {"correction"}, {"o0"}, std::nullopt);
-  kb.pipe("o1_pipe", 1, "mma", {"correction"}, {"o1"}, std::nullopt);
-  // The normalised output tile in smem, for the epilogue's TMA store.
-  kb.pipe("epi_pipe", 1, "correction", {"epilogue"}, {"o_stage"}, std::nullopt);
+  // P_t full: softmax_t stored P_t; emptied by the commit after P_t V.
+  kb.pipe("p0_pipe", 1, "softmax0", {"mma"}, {"p0"}, std::nullopt);
+  kb.pipe("p1_pipe", 1, "softmax1", {"mma"}, {"p1"}, std::nullopt);
+  // factor_t(n) (then the row sums) from softmax_t to the correction role.
+  kb.pipe("f0_pipe", 1, "softmax0", {"correction"}, {"f0"}, std::nullopt);
+  kb.pipe("f1_pipe", 1, "softmax1", {"correction"}, {"f1"}, std::nullopt);
+  kb.pipe("l0_pipe", 1, "softmax0", {"correction"}, {"l0"}, std::nullopt);
+  kb.pipe("l1_pipe", 1, "softmax1", {"correction"}, {"l1"}, std::nullopt);
+  // O_t rescaled for block n (correction → MMA); emptied by the commit
+  // after P_t V_n.
+  kb.pipe("o0_pipe", 1, "correction", {"mma"}, {"o0"}, std::nullopt);
+  kb.pipe("o1_pipe", 1, "correction", {"mma"}, {"o1"}, std::nullopt);
+  // Every product of the tile done (the MMA warp's last commit).
+  kb.pipe("done_pipe", 1, "mma", {"correction"}, {}, std::nullopt);
+  // The normalised output tiles in smem, for the epilogue's TMA stores.
+  kb.pipe("epi0_pipe", 1, "correction", {"epilogue"}, {"o_stage0"},
+          std::nullopt);
+  kb.pipe("epi1_pipe", 1, "correction", {"epilogue"}, {"o_stage1"},
+          std::nullopt);
 
   int64_t miscRegs = o.producerRegs;
   int64_t correctionRegs = std::min<int64_t>(
@@ -365,18 +400,33 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   StringRef softmaxRoles[] = {"softmax0", "softmax1"};
   StringRef sBufs[] = {"s0", "s1"}, pBufs[] = {"p0", "p1"};
   StringRef oBufs[] = {"o0", "o1"}, qBufs[] = {"q0", "q1"};
+  StringRef fBufs[] = {"f0", "f1"}, lBufs[] = {"l0", "l1"};
+  StringRef stageBufs[] = {"o_stage0", "o_stage1"},
+            epiPipes[] = {"epi0_pipe", "epi1_pipe"};
   StringRef sPipes[] = {"s0_pipe", "s1_pipe"},
             pPipes[] = {"p0_pipe", "p1_pipe"};
-  StringRef oPipes[] = {"o0_pipe", "o1_pipe"};
+  StringRef oPipes[] = {"o0_pipe", "o1_pipe"},
+            fPipes[] = {"f0_pipe", "f1_pipe"},
+            lPipes[] = {"l0_pipe", "l1_pipe"};
   for (int i = 0; i < 2; ++i) {
     kb.role(softmaxRoles[i], RoleKind::softmax, 4 * i, 4 * i + 4,
             o.consumerRegs, std::make_pair(i * tile, (i + 1) * tile));
     kb.kvLoop();
     kb.acquire(sPipes[i]);
+    ReadScoresOp::create(kb.b, kb.loc, kb.sym(sBufs[i]));
+    RowMaxOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), IntegerAttr());
+    kb.acquire(fPipes[i]);
+    SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym(sBufs[i]),
+                            kb.sym(fBufs[i]));
+    kb.release(fPipes[i]);
     kb.acquire(pPipes[i]);
-    kb.softmax(sBufs[i], pBufs[i], /*readScores=*/true);
+    Exp2StoreOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), kb.sym(pBufs[i]));
     kb.release(pPipes[i]);
     kb.release(sPipes[i]);
+    kb.afterLoop();
+    kb.acquire(lPipes[i]);
+    StoreRowSumsOp::create(kb.b, kb.loc, kb.sym(lBufs[i]));
+    kb.release(lPipes[i]);
     kb.endRegion(kernel);
   }
 
@@ -384,22 +434,29 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
           std::nullopt);
   kb.kvLoop();
   for (int i = 0; i < 2; ++i) {
+    kb.acquire(fPipes[i]);
     kb.acquire(oPipes[i]);
-    CorrectOp::create(kb.b, kb.loc, kb.sym(oBufs[i]));
+    CorrectOp::create(kb.b, kb.loc, kb.sym(oBufs[i]), kb.sym(fBufs[i]));
     kb.release(oPipes[i]);
+    kb.release(fPipes[i]);
   }
   kb.afterLoop();
+  kb.acquire("done_pipe");
   for (int i = 0; i < 2; ++i) {
-    kb.acquire("epi_pipe");
-    EpilogueOp::create(kb.b, kb.loc, kb.sym(oBufs[i]), kb.sym("o_stage"),
+    kb.acquire(lPipes[i]);
+    kb.acquire(epiPipes[i]);
+    EpilogueOp::create(kb.b, kb.loc, kb.sym(oBufs[i]), kb.sym(stageBufs[i]),
+                       kb.sym(lBufs[i]),
                        lse ? kb.b.getUnitAttr() : UnitAttr());
-    kb.release("epi_pipe");
+    kb.release(epiPipes[i]);
+    kb.release(lPipes[i]);
   }
+  kb.release("done_pipe");
   kb.endRegion(kernel);
 
   kb.role("mma", RoleKind::mma, 12, 13, miscRegs, std::nullopt);
   kb.acquire("q_pipe");
-  kb.kvLoop();
+  // Block 0's scores for both tiles.
   kb.acquire("k_pipe");
   for (int i = 0; i < 2; ++i) {
     kb.acquire(sPipes[i]);
@@ -407,16 +464,27 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
     kb.release(sPipes[i]);
   }
   kb.release("k_pipe");
+  kb.kvLoop();
   kb.acquire("v_pipe");
+  kb.acquire("k_pipe", /*ahead=*/1);
   for (int i = 0; i < 2; ++i) {
     kb.acquire(pPipes[i]);
     kb.acquire(oPipes[i]);
     kb.mma(MmaKind::pv, pBufs[i], "v", oBufs[i]);
     kb.release(oPipes[i]);
     kb.release(pPipes[i]);
+    // Behind P_t V_n in issue order: the tensor cores read P_t before the
+    // next scores overwrite it.
+    kb.acquire(sPipes[i], /*ahead=*/1);
+    kb.mma(MmaKind::qk, qBufs[i], "k", sBufs[i], /*async=*/false,
+           /*ahead=*/1);
+    kb.release(sPipes[i], /*ahead=*/1);
   }
+  kb.release("k_pipe", /*ahead=*/1);
   kb.release("v_pipe");
   kb.afterLoop();
+  kb.acquire("done_pipe");
+  kb.release("done_pipe");
   kb.release("q_pipe");
   kb.endRegion(kernel);
 
@@ -436,10 +504,10 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
 
   kb.role("epilogue", RoleKind::epilogue, 14, 15, miscRegs, std::nullopt);
   for (int i = 0; i < 2; ++i) {
-    kb.acquire("epi_pipe");
-    TmaStoreOp::create(kb.b, kb.loc, kb.sym("o_stage"),
+    kb.acquire(epiPipes[i]);
+    TmaStoreOp::create(kb.b, kb.loc, kb.sym(stageBufs[i]),
                        TensorAttr::get(kb.b.getContext(), Tensor::o));
-    kb.release("epi_pipe");
+    kb.release(epiPipes[i]);
   }
   kb.endRegion(kernel);
 }

@@ -44,25 +44,43 @@
 // B200-DAG: ws.buffer @s0 tmem [128, 128] f32 stages 1
 // B200-DAG: ws.buffer @p0 tmem [128, 128] bf16 stages 1 aliases @s0
 // B200-DAG: ws.buffer @o0 tmem [128, 128] f32 stages 1
-// B200-DAG: ws.buffer @o_stage smem [128, 128] bf16 stages 1 aliases @q0
+// B200-DAG: ws.buffer @o_stage0 smem [128, 128] bf16 stages 1 aliases @q0
+// B200-DAG: ws.buffer @o_stage1 smem [128, 128] bf16 stages 1 aliases @q1
+// B200-DAG: ws.buffer @f0 smem [128, 2] f32 stages 1
+// B200-DAG: ws.buffer @l0 smem [128, 2] f32 stages 1
 // B200-DAG: ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 65536
 // B200-DAG: ws.pipe @s0_pipe depth 1 producer @mma consumers [@softmax0] buffers [@s0]
-// B200-DAG: ws.pipe @p1_pipe depth 1 producer @softmax1 consumers [@mma]
-// B200-DAG: ws.pipe @epi_pipe depth 1 producer @correction consumers [@epilogue] buffers [@o_stage]
+// B200-DAG: ws.pipe @p1_pipe depth 1 producer @softmax1 consumers [@mma] buffers [@p1]
+// B200-DAG: ws.pipe @f0_pipe depth 1 producer @softmax0 consumers [@correction] buffers [@f0]
+// B200-DAG: ws.pipe @l1_pipe depth 1 producer @softmax1 consumers [@correction] buffers [@l1]
+// B200-DAG: ws.pipe @o0_pipe depth 1 producer @correction consumers [@mma] buffers [@o0]
+// B200-DAG: ws.pipe @done_pipe depth 1 producer @mma consumers [@correction]
+// B200-DAG: ws.pipe @epi0_pipe depth 1 producer @correction consumers [@epilogue] buffers [@o_stage0]
 // B200: ws.role @softmax0 softmax warps [0, 4) regs 192 rows [0, 128) {
 // B200: ws.read_scores @s0
+// B200: ws.softmax_update @s0 -> @f0
 // B200: ws.exp2_store_p @s0 -> @p0
+// B200: ws.store_row_sums -> @l0
 // B200: ws.role @softmax1 softmax warps [4, 8) regs 192 rows [128, 256) {
 // B200: ws.role @correction correction warps [8, 12) regs 80 {
-// B200: ws.correct @o0
-// B200: ws.epilogue @o0 -> @o_stage
+// B200: ws.acquire @f0_pipe
+// B200-NEXT: ws.acquire @o0_pipe
+// B200-NEXT: ws.correct @o0 by @f0
+// B200-NEXT: ws.release @o0_pipe
+// B200: ws.acquire @done_pipe
+// B200: ws.epilogue @o0 -> @o_stage0 sums @l0
 // B200: ws.role @mma mma warps [12, 13) regs 48 {
 // B200: ws.mma qk @q0, @k -> @s0
 // B200: ws.mma qk @q1, @k -> @s1
+// B200: ws.kv_loop {
 // B200: ws.mma pv @p0, @v -> @o0
+// B200: ws.mma qk @q0, @k -> @s0 {ahead = 1 : i64}
+// B200: ws.mma pv @p1, @v -> @o1
+// B200: ws.mma qk @q1, @k -> @s1 {ahead = 1 : i64}
 // B200: ws.role @load load warps [13, 14) regs 48 {
 // B200: ws.role @epilogue epilogue warps [14, 15) regs 48 {
-// B200: ws.tma_store @o_stage -> o
+// B200: ws.tma_store @o_stage0 -> o
+// B200: ws.tma_store @o_stage1 -> o
 
 // KNOBS-LABEL: ws.kernel @llama_kernel target = sm_90a, block_m = 128, block_n = 64
 // KNOBS-DAG: ws.buffer @k smem [64, 128] bf16 stages 3
@@ -83,7 +101,7 @@ func.func @llama(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: me
 // H100: ws.epilogue @o {lse}
 // B200-LABEL: ws.kernel @hd64_lse_kernel target = sm_100a
 // B200-DAG: ws.buffer @o0 tmem [128, 64] f32 stages 1
-// B200: ws.epilogue @o0 -> @o_stage {lse}
+// B200: ws.epilogue @o0 -> @o_stage0 sums @l0 {lse}
 func.func @hd64_lse(%q: memref<?x?x16x64xf16>, %k: memref<?x?x16x64xf16>, %v: memref<?x?x16x64xf16>, %o: memref<?x?x16x64xf16>, %lse: memref<?x16x?xf32>) {
   attn.attention %q, %k, %v -> %o lse(%lse : memref<?x16x?xf32>) spec(<dtype = f16, head_dim = 64, q_heads = 16, kv_heads = 16, lse = true>) : memref<?x?x16x64xf16>, memref<?x?x16x64xf16>, memref<?x?x16x64xf16>, memref<?x?x16x64xf16>
   return

@@ -305,3 +305,17 @@ ws.kernel @frag_in_loop target = sm_90a, block_m = 128, block_n = 128, spec = <h
     }
   }
 }
+
+// -----
+
+// The sm_100a hand-over of the softmax state does not exist on sm_90a.
+ws.kernel @handover target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @f smem [64, 2] f32 stages 1
+  ws.role @r compute warps [0, 4) rows [0, 64) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.softmax_update' op hands the softmax state to another role through shared memory; on sm_90a the compute role keeps it in registers}}
+      ws.softmax_update @s -> @f
+    }
+  }
+}

@@ -1257,3 +1257,55 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
     }
   }
 }
+
+// -----
+
+// Steps: the correction factors handed to another role are an f32 smem
+// buffer of the scores' rows and two columns.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  ws.buffer @f smem [128, 1] f32 stages 1
+  ws.role @r softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.softmax_update' op factors @f must be an f32 smem buffer of 128 rows and 2 columns (per row: value, running max)}}
+      ws.softmax_update @s -> @f
+    }
+  }
+}
+
+// -----
+
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @o tmem [128, 64] f32 stages 1
+  ws.buffer @f tmem [128, 2] f32 stages 1
+  ws.role @r correction warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.correct' op factors @f must be an f32 smem buffer of 128 rows and 2 columns}}
+      ws.correct @o by @f
+    }
+  }
+}
+
+// -----
+
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @o tmem [128, 64] f32 stages 1
+  ws.buffer @l smem [64, 2] f32 stages 1
+  ws.role @r correction warps [0, 4) {
+    // expected-error @below {{'ws.epilogue' op row sums @l must be an f32 smem buffer of 128 rows and 2 columns}}
+    ws.epilogue @o sums @l
+  }
+}
+
+// -----
+
+// Steps: the final row sums are handed over after the loop.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @l smem [128, 2] f32 stages 1
+  ws.role @r softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      // expected-error @below {{'ws.store_row_sums' op hands over the final row sums: it must follow the ws.kv_loop}}
+      ws.store_row_sums -> @l
+    }
+  }
+}

@@ -256,3 +256,31 @@ func.func @launch(%q: memref<?x?x8x64xf16>, %k: memref<?x?x8x64xf16>, %v: memref
   ws.launch @tiny(%q, %k, %v, %o) : memref<?x?x8x64xf16>, memref<?x?x8x64xf16>, memref<?x?x8x64xf16>, memref<?x?x8x64xf16>
   return
 }
+
+// -----
+
+// The sm_100a hand-over of the softmax state to a correction role.
+// CHECK-LABEL: ws.kernel @handover
+// CHECK: ws.softmax_update @s -> @f
+// CHECK: ws.store_row_sums -> @l
+// CHECK: ws.correct @o by @f
+// CHECK: ws.epilogue @o -> @st sums @l {lse}
+ws.kernel @handover target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  ws.buffer @o tmem [128, 64] f32 stages 1
+  ws.buffer @f smem [128, 2] f32 stages 1
+  ws.buffer @l smem [128, 2] f32 stages 1
+  ws.buffer @st smem [128, 64] bf16 stages 1
+  ws.role @sm softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      ws.softmax_update @s -> @f
+    }
+    ws.store_row_sums -> @l
+  }
+  ws.role @c correction warps [4, 8) {
+    ws.kv_loop {
+      ws.correct @o by @f
+    }
+    ws.epilogue @o -> @st sums @l {lse}
+  }
+}

@@ -38,6 +38,19 @@ LogicalResult SM90Lowering::checkPlacement(Operation *op, RoleState &st) {
     return op->emitOpError()
            << "runs in a '" << stringifyRoleKind(st.role.getKind())
            << "' role; on sm_90a it is lowered in compute roles only";
+  // One compute role runs the softmax, the correction and the epilogue:
+  // nothing to hand over through shared memory.
+  bool handOver = false;
+  if (auto u = dyn_cast<SoftmaxUpdateOp>(op))
+    handOver = u.getFactorsAttr() != nullptr;
+  else if (auto c = dyn_cast<CorrectOp>(op))
+    handOver = c.getFactorsAttr() != nullptr;
+  else if (auto e = dyn_cast<EpilogueOp>(op))
+    handOver = e.getSumsAttr() != nullptr;
+  if (handOver)
+    return op->emitOpError()
+           << "hands the softmax state to another role through shared "
+              "memory; on sm_90a the compute role keeps it in registers";
   if (compute && isa<TmaLoadOp, AwaitVoteOp>(op))
     return op->emitOpError()
            << "runs in a compute role; on sm_90a TMA loads are issued by a "

@@ -19,11 +19,6 @@ using namespace blasst::ws;
 using namespace blasst::ws::sync;
 
 std::optional<std::string> Model::build() {
-  if (kernel.getTarget() != ws::Target::sm_90a)
-    return std::string("sm_100a roles (mma, softmax, correction, epilogue) "
-                       "and tensor-memory buffers have no lowering yet, so "
-                       "the model has no semantics for their asynchronous "
-                       "tcgen05 steps");
   persistent = kernel.getPersistent();
   for (PipeOp p : kernel.getBody().getOps<PipeOp>()) {
     pipes.push_back(p);
@@ -58,7 +53,16 @@ std::optional<std::string> Model::build() {
   }
 
   int voter = 0;
+  bool blackwell = kernel.getTarget() == ws::Target::sm_100a;
   for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {
+    // sm_100a: one thread of the MMA warp issues tcgen05.mma; the tensor
+    // cores run the products in issue order, and its releases are commits.
+    bool asyncMma = blackwell && role.getKind() == RoleKind::mma;
+    if (asyncMma) {
+      if (mmaRole >= 0)
+        return std::string("two MMA roles");
+      mmaRole = int(roles.size());
+    }
     RoleProg prog;
     prog.role = role;
     for (PipeOp p : pipes) {
@@ -75,7 +79,7 @@ std::optional<std::string> Model::build() {
       const StepInfo *info = protocol.step(op);
       if (!info)
         return;
-      SmallVector<Instr> &out = prog.seg[seg];
+      std::vector<Instr> &out = prog.seg[seg];
       auto base = [&](Instr::Kind k) {
         Instr in;
         in.kind = k;
@@ -93,6 +97,7 @@ std::optional<std::string> Model::build() {
       }
       if (auto rel = dyn_cast<ReleaseOp>(op)) {
         Instr in = base(Instr::Kind::PipeArrive);
+        in.commit = asyncMma;
         in.pipe = pipeIndex(rel.getPipeAttr());
         in.producer = pipes[in.pipe].getProducer() == role.getSymName();
         for (const BarrierEvent &e : info->events) {
@@ -117,8 +122,23 @@ std::optional<std::string> Model::build() {
         auto dst = cast<BufferOp>(
             SymbolTable::lookupSymbolIn(kernel, load.getDstAttr().getAttr()));
         in.bytes = dst.getStageBytes();
+        effectsOf(op, role, in);
         out.push_back(in);
         return;
+      }
+      if (isa<MmaOp>(op) && asyncMma) {
+        Instr in = base(Instr::Kind::MmaIssue);
+        effectsOf(op, role, in);
+        out.push_back(in);
+        return;
+      }
+      // Reads and writes of storage (kept only where another agent touches
+      // the same cells, see buildCells).
+      {
+        Instr in = base(Instr::Kind::Access);
+        effectsOf(op, role, in);
+        if (!in.effects.empty())
+          out.push_back(in);
       }
       if (auto vote = dyn_cast<VoteOp>(op)) {
         Instr in = base(Instr::Kind::Vote);
@@ -158,6 +178,7 @@ std::optional<std::string> Model::build() {
         if (seg != 0)
           return std::string("a role with two kv_loops");
         seg = 1;
+        prog.hasLoop = true;
         loop.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
           add(op, op->getParentOfType<UnlessSkippedOp>() != nullptr);
         });
@@ -185,16 +206,25 @@ std::optional<std::string> Model::build() {
     for (const Instr &in : p.seg[1])
       if (in.kind == Instr::Kind::Vote && in.publish)
         p.branchVotes = true;
-    for (SmallVector<Instr> &seg : p.seg)
+    for (std::vector<Instr> &seg : p.seg)
       llvm::erase_if(seg, [&](const Instr &in) {
         return in.kind == Instr::Kind::Vote && !p.branchVotes;
       });
   }
+  buildCells();
+  for (RoleProg &p : roles)
+    for (std::vector<Instr> &seg : p.seg)
+      for (Instr &in : seg) {
+        in.id = int(instrs.size());
+        instrs.push_back(&in);
+      }
   offMbar = int(roles.size()) * kRoleFields;
   offNamed = offMbar + numMbar * kMbarFields;
   offHeld = offNamed + int(named.size()) * kNamedFields;
   offSlots = offHeld + stages * std::max(numConsumersMax, 1);
-  offCopies = offSlots + 2 * numVoters;
+  offCells = offSlots + 2 * numVoters;
+  offQueue = offCells + numCells;
+  offCopies = offQueue + (mmaRole >= 0 ? 1 + kQueueCapacity * kQueueFields : 0);
   return std::nullopt;
 }
 
@@ -204,7 +234,7 @@ State Model::initial() const {
     mbar(s, m)[MPending] = int32_t(mbarCount[m]);
   for (int i = offHeld; i < offSlots; ++i)
     s[i] = -1;
-  for (int i = offSlots; i < offCopies; ++i)
+  for (int i = offSlots; i < offCells; ++i)
     s[i] = -1;
   for (int r = 0; r < int(roles.size()); ++r)
     normalize(s, r);
@@ -249,9 +279,12 @@ void Model::normalize(State &s, int r) const {
 }
 
 Model::Blk Model::blockOf(const Instr &in, const State &s, int r) const {
+  return blockAt(in, role(s, r, RTile), role(s, r, RN));
+}
+
+Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
   Blk b;
-  int64_t tile = role(s, r, RTile);
-  int64_t n = tripOf(s, r);
+  int64_t n = trips[std::min<size_t>(tile, trips.size() - 1)];
   if (in.pipe >= 0 && !perBlock(in.pipe)) {
     // Once per tile: stage 0, the tile's phase.
     b.local = b.abs = b.round = tile;
@@ -263,7 +296,7 @@ Model::Blk Model::blockOf(const Instr &in, const State &s, int r) const {
     b.local = 0;
     break;
   case BlockRef::Kind::Current:
-    b.local = role(s, r, RN) + in.block.ahead;
+    b.local = loopN + in.block.ahead;
     break;
   case BlockRef::Kind::Last:
     b.local = n - 1;
@@ -314,6 +347,8 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
     nodes.clear();
     seen.clear();
     violation.reset();
+    violationSteps.clear();
+    violationActor = -1;
     auto key = [](const State &s) {
       return std::string(reinterpret_cast<const char *>(s.data()),
                          s.size() * sizeof(int32_t));
@@ -356,6 +391,20 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
                 pipes[p]};
             break;
           }
+          // The copy's data is there before its bytes complete the phase.
+          const Instr &copy = *instrs[s[i + 4]];
+          Blk cb;
+          int64_t copyTile = s[i + 2];
+          if (perBlock(p)) {
+            cb.abs = int64_t(s[i + 2]) * depth(p) + st;
+            copyTile = 0;
+            while (copyTile + 1 < int64_t(trips.size()) &&
+                   base[copyTile + 1] <= cb.abs)
+              ++copyTile;
+            cb.local = cb.abs - base[copyTile];
+          }
+          if (!applyEffects(t, copy, cb, copyTile, trips[copyTile], -1))
+            break;
           bar[MTx] -= s[i + 3];
           completeIfDone(t, m);
           t.erase(t.begin() + i, t.begin() + i + kCopyFields);
@@ -364,6 +413,13 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
           l.copyStage = st;
           succ.push_back({std::move(t), l});
         }
+      if (!violation)
+        stepTensorCores(s, succ);
+      if (modelBound) {
+        result.status = SyncCheckResult::Status::NotVerified;
+        result.message = "not verified: " + *modelBound;
+        return result;
+      }
       if (violation) {
         result.status = SyncCheckResult::Status::Failed;
         result.message = violation->message;
@@ -420,5 +476,20 @@ SyncCheckResult blasst::ws::checkSync(KernelOp kernel,
     r.message = "not verified: " + *reason;
     return r;
   }
-  return model.run(options);
+  return model.runAll(options);
+}
+
+SyncCheckResult Model::runAll(const SyncCheckOptions &options) {
+  for (const RoleProg &p : roles)
+    if (std::optional<Violation> v = checkRoleLocal(p)) {
+      RoleOp role = p.role;
+      SyncCheckResult r;
+      r.status = SyncCheckResult::Status::Failed;
+      r.message = v->message;
+      r.op = v->op;
+      r.trace = "in program order of @" + role.getSymName().str() +
+                " (no interleaving needed)";
+      return r;
+    }
+  return run(options);
 }

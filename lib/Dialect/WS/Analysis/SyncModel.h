@@ -15,11 +15,52 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
 namespace blasst::ws::sync {
 using namespace mlir;
+
+/// What a buffer region holds: the value the attention algorithm put there.
+enum class VKind : int32_t {
+  None, ///< nothing written yet
+  Q,    ///< Q of the tile
+  K,    ///< K of a block
+  V,    ///< V of a block
+  S,    ///< the scores Q Kᵀ of a block
+  P,    ///< P of a block
+  F,    ///< the correction factors of a block
+  L,    ///< the final row sums of the tile
+  A,    ///< O accumulated through a block
+  C,    ///< O rescaled for a block (before its P V)
+  E,    ///< the normalised output tile (the j-th epilogue)
+};
+constexpr int32_t kTagBits = 20;
+inline int32_t makeValue(VKind k, int64_t tag) {
+  return (int32_t(k) << kTagBits) | int32_t(tag & ((1 << kTagBits) - 1));
+}
+
+/// One read or write of shared storage by a step.
+struct Effect {
+  enum class Tag {
+    Tile,      ///< the tile (Q, row sums)
+    Block,     ///< the step's block
+    PrevBlock, ///< the block before (anything for block 0)
+    LastBlock, ///< the tile's last block (anything with no block)
+    Ordinal,   ///< the j-th epilogue / store of the role in the tile
+  };
+  bool write = false;
+  VKind kind = VKind::None;
+  Tag tag = Tag::Block;
+  int ordinal = 0;
+  BufferOp buffer;
+  /// The storage it touches (aliases resolved).
+  BufferRegion region;
+  /// The cells of stage 0; stage s adds s * stageStride.
+  SmallVector<int, 4> cells;
+  int stages = 1, stageStride = 0;
+};
 
 /// One modelled step of a role.
 struct Instr {
@@ -32,8 +73,18 @@ struct Instr {
     Vote,          ///< ws.vote: keep/skip (and publish to the load role)
     AwaitVote,     ///< ws.await_vote
     ReadLastVotes, ///< the load role reads the last block's votes (stats)
+    Access,        ///< reads / writes shared storage (its effects)
+    MmaIssue,      ///< tcgen05.mma: queued for the tensor cores
   };
   Kind kind;
+  /// Index into Model::instrs.
+  int id = -1;
+  /// Reads checked and writes done by the step (a copy or a queued MMA:
+  /// when it completes).
+  std::vector<Effect> effects;
+  /// A release by an MMA warp (sm_100a): tcgen05.commit, which arrives
+  /// once every product issued before it is done.
+  bool commit = false;
   Operation *op = nullptr;
   int pipe = -1;
   bool producer = false;
@@ -48,7 +99,7 @@ struct Instr {
 struct RoleProg {
   RoleOp role;
   /// Prologue, kv_loop body, epilogue.
-  SmallVector<Instr> seg[3];
+  std::vector<Instr> seg[3];
   /// For each pipe: this role's index among its consumers (-1: none).
   SmallVector<int> consumerIdx;
   int voter = -1;
@@ -56,6 +107,9 @@ struct RoleProg {
   bool branchVotes = false;
   /// Whether a skip region holds a modelled step.
   bool skipSteps = false;
+  /// Whether the role has a kv_loop (a prologue step on block 0 runs only
+  /// when there is a block; a role without a loop runs every step).
+  bool hasLoop = false;
 };
 
 // Flat state layout.
@@ -75,18 +129,23 @@ enum RoleField {
 };
 enum MbarField { MCompleted, MPending, MTx, kMbarFields };
 enum NamedField { NArrived, NGen, NMask, kNamedFields };
-constexpr int kCopyFields = 4; // pipe, stage, round, bytes
+constexpr int kCopyFields = 5; // pipe, stage, round, bytes, instr
+constexpr int kQueueFields = 3; // instr, loop counter, tile
+constexpr int kQueueCapacity = 16;
 constexpr int kDone = 3;
 
 using State = std::vector<int32_t>;
 
 struct Label {
-  int actor = -1; ///< role index, or -1: a copy lands
+  int actor = -1; ///< role index, -1: a copy lands, -2: the tensor cores
   const Instr *instr = nullptr;
   int64_t block = 0;
   int variant = 0; ///< vote: 1 = skip; 2: skipped region; 3: no such
                    ///< block (not run); 4: past the end; 5: once per tile
   int copyPipe = -1, copyStage = 0;
+  /// Steps of the same role run with this one as one atomic step (see
+  /// Model::stepRole): their own labels.
+  std::shared_ptr<std::vector<Label>> then;
 };
 
 struct Node {
@@ -103,6 +162,8 @@ public:
   /// Builds the programs; a reason when the model cannot cover the kernel.
   std::optional<std::string> build();
   SyncCheckResult run(const SyncCheckOptions &options);
+  /// The role-local checks, then the search.
+  SyncCheckResult runAll(const SyncCheckOptions &options);
 
 private:
   KernelOp kernel;
@@ -114,11 +175,29 @@ private:
   SmallVector<int64_t> mbarCount;
   SmallVector<NamedBarrier> named;
   mutable std::vector<RoleProg> roles;
+  /// Every modelled step, by Instr::id.
+  std::vector<const Instr *> instrs;
+  /// The storage cells of each buffer that owns storage: its stages, each
+  /// cut into rows x columns where some access begins or ends.
+  struct Cells {
+    int base = 0, stages = 1;
+    SmallVector<int64_t> rowCuts, colCuts;
+    int perStage() const {
+      return int((rowCuts.size() - 1) * (colCuts.size() - 1));
+    }
+  };
+  llvm::DenseMap<Operation *, Cells> cells;
+  int numCells = 0;
+  /// The role whose products the tensor cores run asynchronously (sm_100a).
+  int mmaRole = -1;
+  /// Set when a bound of the model itself is exceeded.
+  std::optional<std::string> modelBound;
   bool persistent = false;
   int64_t maxDepth = 1;
 
   // Offsets into a state.
-  int offMbar = 0, offNamed = 0, offHeld = 0, offSlots = 0, offCopies = 0;
+  int offMbar = 0, offNamed = 0, offHeld = 0, offSlots = 0, offCells = 0,
+      offQueue = 0, offCopies = 0;
 
   // The configuration being explored.
   SmallVector<int64_t> trips, base;
@@ -133,6 +212,9 @@ private:
     Operation *op = nullptr;
   };
   std::optional<Violation> violation;
+  /// The steps a role ran in the atomic block that hit the violation.
+  std::vector<Label> violationSteps;
+  int violationActor = -1;
 
   int pipeIndex(FlatSymbolRefAttr ref) const {
     for (auto [i, p] : llvm::enumerate(pipes))
@@ -202,7 +284,11 @@ private:
   std::string mbarName(int m) const;
   std::string describe(const Label &l) const;
   /// Expands role `r`; a blocked role adds nothing and sets `why`.
+  /// One step of role `r` and the steps that may run with it atomically.
   void stepRole(const State &s, int r,
+                SmallVectorImpl<std::pair<State, Label>> &out,
+                std::string &why);
+  void stepOnce(const State &s, int r,
                 SmallVectorImpl<std::pair<State, Label>> &out,
                 std::string &why);
   /// Waits until `m` completed `need` phases; checks the parity window.
@@ -211,6 +297,32 @@ private:
   bool readVotes(State &s, int64_t block, Operation *op, std::string &why,
                  bool &allSkip);
   std::optional<Violation> checkEnd(const State &s) const;
+
+  // Data flow (SyncData.cpp).
+  /// Cuts every owner buffer into cells and gives each step its effects;
+  /// drops effects on storage only one agent touches.
+  void buildCells();
+  void effectsOf(Operation *op, RoleOp role, Instr &in);
+  /// Checks the reads and does the writes of `in` for block `b` of `tile`.
+  bool applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
+                    int64_t trip, int actor);
+  std::string valueName(int32_t v) const;
+  /// The block of `in` for a given tile and loop counter.
+  Blk blockAt(const Instr &in, int64_t tile, int64_t n) const;
+  /// Queues a product or a commit of the MMA role.
+  bool enqueue(State &t, const Instr &in, const Blk &b, int64_t tile,
+               int64_t loopN);
+  /// Does the commits at the head of the queue.
+  bool drainCommits(State &t);
+  /// The tensor cores finish the product at the head of the queue.
+  void stepTensorCores(const State &s,
+                       SmallVectorImpl<std::pair<State, Label>> &out);
+  /// Barrier arithmetic of an arrival (a release, or a commit done).
+  bool arrive(State &t, const Instr &in, const Blk &b, bool noBytes,
+              int consumer);
+  /// Role-local checks in program order: async wgmma groups, values a role
+  /// must compute itself.
+  std::optional<Violation> checkRoleLocal(const RoleProg &prog);
   std::string trace(int node, const State *last,
                     ArrayRef<std::string> why) const;
   std::string configName() const;

@@ -57,6 +57,35 @@ bool Model::waitOn(const State &s, int m, int64_t need, Operation *op,
   return false;
 }
 
+bool Model::arrive(State &t, const Instr &in, const Blk &b, bool noBytes,
+                   int consumer) {
+  int p = in.pipe;
+  auto fail = [&](const llvm::Twine &msg) {
+    if (!violation)
+      violation = Violation{msg.str(), in.op};
+    return false;
+  };
+  int m = (in.producer ? fullBase[p] : emptyBase[p]) + int(b.stage);
+  int32_t *bar = mbar(t, m);
+  if (bar[MCompleted] != b.round)
+    return fail(llvm::Twine("arrives on ") + mbarName(m) + " for block " +
+                llvm::Twine(b.abs) + " (phase " + llvm::Twine(b.round) +
+                ") while the barrier is in phase " +
+                llvm::Twine(bar[MCompleted]) +
+                ": its arrivals count toward another block");
+  if (in.arrivals > bar[MPending])
+    return fail(llvm::Twine("arrival overflow on ") + mbarName(m) + ": " +
+                llvm::Twine(in.arrivals) + " arrivals with " +
+                llvm::Twine(bar[MPending]) + " pending");
+  bar[MPending] -= int32_t(in.arrivals);
+  bar[MTx] += int32_t(noBytes ? 0 : in.tx);
+  completeIfDone(t, m);
+  if (!in.producer && consumer >= 0 &&
+      held(t, p, int(b.stage), consumer) == b.round)
+    held(t, p, int(b.stage), consumer) = -1;
+  return true;
+}
+
 bool Model::readVotes(State &s, int64_t block, Operation *op, std::string &why,
                       bool &allSkip) {
   int parity = int(block % 2);
@@ -81,7 +110,76 @@ bool Model::readVotes(State &s, int64_t block, Operation *op, std::string &why,
   return true;
 }
 
+/// Steps that block: a block of steps run atomically starts with one.
+static bool isWait(const Instr &in) {
+  switch (in.kind) {
+  case Instr::Kind::PipeWait:
+  case Instr::Kind::NamedSync:
+  case Instr::Kind::AwaitVote:
+  case Instr::Kind::ReadLastVotes:
+  case Instr::Kind::Vote:
+    return true;
+  default:
+    return false;
+  }
+}
+/// Steps that enable another agent (an arrival, a copy or a product
+/// issued): only such steps may follow one in an atomic block.
+static bool isRelease(const Instr &in) {
+  switch (in.kind) {
+  case Instr::Kind::PipeArrive:
+  case Instr::Kind::NamedArrive:
+  case Instr::Kind::TmaIssue:
+  case Instr::Kind::MmaIssue:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// Partial-order reduction (Lipton's movers): a role's step is run together
+// with the steps after it up to the next wait, as long as no storage access
+// follows an arrival. Waits only read barrier state, storage accesses enable
+// nobody, arrivals only enable others; so every behaviour of the
+// step-by-step model -- a deadlock, a wrong value read, a barrier misuse --
+// has an equivalent interleaving of the blocks.
 void Model::stepRole(const State &s, int r,
+                     SmallVectorImpl<std::pair<State, Label>> &out,
+                     std::string &why) {
+  SmallVector<std::pair<State, Label>> first;
+  stepOnce(s, r, first, why);
+  for (auto &[t, l] : first) {
+    if (violation || modelBound)
+      return;
+    bool released = l.instr && isRelease(*l.instr);
+    std::vector<Label> chain;
+    while (true) {
+      const Instr *next = current(t, r);
+      if (!next || isWait(*next) || (released && !isRelease(*next)))
+        break;
+      SmallVector<std::pair<State, Label>> one;
+      std::string ignored;
+      stepOnce(t, r, one, ignored);
+      if (violation || modelBound) {
+        // The trace shows the steps of the block before the violation.
+        violationSteps.assign(1, l);
+        llvm::append_range(violationSteps, chain);
+        violationActor = r;
+        return;
+      }
+      if (one.size() != 1)
+        break;
+      t = std::move(one[0].first);
+      chain.push_back(one[0].second);
+      released |= isRelease(*next);
+    }
+    if (!chain.empty())
+      l.then = std::make_shared<std::vector<Label>>(std::move(chain));
+    out.push_back({std::move(t), std::move(l)});
+  }
+}
+
+void Model::stepOnce(const State &s, int r,
                      SmallVectorImpl<std::pair<State, Label>> &out,
                      std::string &why) {
   const Instr *inp = current(s, r);
@@ -147,28 +245,37 @@ void Model::stepRole(const State &s, int r,
     return;
   }
   case Instr::Kind::PipeArrive: {
-    int p = in.pipe;
     if (b.exists) {
-      int m = (in.producer ? fullBase[p] : emptyBase[p]) + int(b.stage);
-      int32_t *bar = mbar(t, m);
-      if (bar[MCompleted] != b.round)
-        return fail(llvm::Twine("arrives on ") + mbarName(m) + " for block " +
-                    llvm::Twine(b.abs) + " (phase " + llvm::Twine(b.round) +
-                    ") while the barrier is in phase " +
-                    llvm::Twine(bar[MCompleted]) +
-                    ": its arrivals count toward another block");
-      if (in.arrivals > bar[MPending])
-        return fail(llvm::Twine("arrival overflow on ") + mbarName(m) + ": " +
-                    llvm::Twine(in.arrivals) + " arrivals with " +
-                    llvm::Twine(bar[MPending]) + " pending");
-      bar[MPending] -= int32_t(in.arrivals);
-      bool noBytes = in.onDemand && role(s, r, RSkip);
-      bar[MTx] += int32_t(noBytes ? 0 : in.tx);
-      completeIfDone(t, m);
-      int c = prog.consumerIdx[p];
-      if (!in.producer && c >= 0 && held(t, p, int(b.stage), c) == b.round)
-        held(t, p, int(b.stage), c) = -1;
+      if (in.commit) {
+        if (!enqueue(t, in, b, role(s, r, RTile), role(s, r, RN)))
+          return;
+      } else if (!arrive(t, in, b, in.onDemand && role(s, r, RSkip),
+                         prog.consumerIdx[in.pipe])) {
+        return;
+      }
     }
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::MmaIssue: {
+    if (!b.exists)
+      label.variant = 3;
+    else if (!enqueue(t, in, b, role(s, r, RTile), role(s, r, RN)))
+      return;
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::Access: {
+    // A prologue step on block 0 or a look-ahead past the end does not run;
+    // an epilogue runs with or without blocks.
+    bool runs = b.exists || in.block.kind == BlockRef::Kind::Last ||
+                in.block.kind == BlockRef::Kind::Once || !prog.hasLoop;
+    if (!runs)
+      label.variant = 3;
+    else if (!applyEffects(t, in, b, role(s, r, RTile), tripOf(s, r), r))
+      return;
     advance(t, r);
     out.push_back({std::move(t), label});
     return;
@@ -196,11 +303,12 @@ void Model::stepRole(const State &s, int r,
       State tail(t.begin() + offCopies, t.end());
       t.resize(offCopies);
       tail.insert(tail.end(), {int32_t(p), int32_t(b.stage), int32_t(b.round),
-                               int32_t(in.bytes)});
+                               int32_t(in.bytes), int32_t(in.id)});
       // Copies in flight form a multiset: keep them sorted.
-      SmallVector<std::array<int32_t, 4>> copies;
+      SmallVector<std::array<int32_t, kCopyFields>> copies;
       for (size_t i = 0; i < tail.size(); i += kCopyFields)
-        copies.push_back({tail[i], tail[i + 1], tail[i + 2], tail[i + 3]});
+        copies.push_back(
+            {tail[i], tail[i + 1], tail[i + 2], tail[i + 3], tail[i + 4]});
       llvm::sort(copies);
       for (auto &c : copies)
         t.insert(t.end(), c.begin(), c.end());
@@ -391,12 +499,27 @@ std::optional<Model::Violation> Model::checkEnd(const State &s) const {
 std::string Model::describe(const Label &l) const {
   std::string out;
   llvm::raw_string_ostream os(out);
-  if (l.actor < 0) {
+  if (l.actor == -1) {
     os << "the copy into @" << pipes[l.copyPipe].getSymName() << " stage "
        << l.copyStage << " lands";
     return out;
   }
+  if (l.actor == -2) {
+    auto mma = cast<MmaOp>(l.instr->op);
+    os << (mma.getKind() == MmaKind::qk ? "Q Kᵀ" : "P V") << " -> @"
+       << mma.getD() << " (block " << l.block << ") completes";
+    return out;
+  }
   os << l.instr->op->getName().getStringRef();
+  if (l.instr->kind == Instr::Kind::Access ||
+      l.instr->kind == Instr::Kind::MmaIssue) {
+    SmallVector<BufferAccess> acc;
+    cast<StepOpInterface>(l.instr->op).getBufferAccesses(acc);
+    for (auto [i, a] : llvm::enumerate(acc))
+      os << (i ? ", " : " ") << (a.write ? "->" : "") << a.buffer;
+  }
+  if (l.instr->commit)
+    os << " (commit)";
   if (auto a = dyn_cast<AcquireOp>(l.instr->op))
     os << " @" << a.getPipe();
   else if (auto r = dyn_cast<ReleaseOp>(l.instr->op))
@@ -413,6 +536,8 @@ std::string Model::describe(const Label &l) const {
     os << " (tile " << l.block << ")";
   else if (l.variant == 3)
     os << " (no block " << l.block << ": not run)";
+  else if (l.block < 0 && !named)
+    os << " (no KV block)";
   else if (l.variant == 4)
     os << " (block " << l.block << ": past the end)";
   else if (!named && l.instr->kind != Instr::Kind::ReadLastVotes)
@@ -452,8 +577,15 @@ std::string Model::trace(int node, const State *last,
   for (auto [r, prog] : llvm::enumerate(roles)) {
     SmallVector<std::string> steps;
     for (const Node *n : path)
-      if (n->label.actor == int(r))
+      if (n->label.actor == int(r)) {
         steps.push_back(describe(n->label));
+        if (n->label.then)
+          for (const Label &l : *n->label.then)
+            steps.push_back(describe(l));
+      }
+    if (violationActor == int(r))
+      for (const Label &l : violationSteps)
+        steps.push_back(describe(l));
     os << "\n  @" << prog.role.getSymName() << ": ";
     if (steps.size() > kLast)
       os << "... ";

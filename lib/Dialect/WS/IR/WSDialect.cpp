@@ -611,8 +611,45 @@ LogicalResult RowMaxOp::verify() {
                             "or of the next)";
   return verifyScores(*this, getScoresAttr());
 }
+/// Per-row factors handed between roles: smem, f32, two columns (the
+/// factor or row sum, and the running max) for each of `rows` rows.
+static LogicalResult verifyRowFactors(Operation *op, FlatSymbolRefAttr name,
+                                      StringRef what, int64_t rows) {
+  FailureOr<BufferOp> f = lookupBuffer(op, name, what);
+  if (failed(f))
+    return failure();
+  if (f->getSpace() != MemorySpace::smem || !f->getElementType().isF32() ||
+      f->getShape()[1] != 2 || (rows && f->getShape()[0] != rows))
+    return op->emitOpError()
+           << what << " " << name << " must be an f32 smem buffer of "
+           << (rows ? std::to_string(rows) : std::string("the role's"))
+           << " rows and 2 columns (per row: value, running max)";
+  return success();
+}
+
+/// The rows of a buffer named by `name` (0 when it cannot be looked up).
+static int64_t bufferRows(Operation *op, FlatSymbolRefAttr name) {
+  auto kernel = op->getParentOfType<KernelOp>();
+  auto buf = kernel ? SymbolTable::lookupNearestSymbolFrom<BufferOp>(
+                          kernel, name.getAttr())
+                    : BufferOp();
+  return buf ? buf.getShape()[0] : 0;
+}
+
 LogicalResult SoftmaxUpdateOp::verify() {
-  return verifyScores(*this, getScoresAttr());
+  if (failed(verifyScores(*this, getScoresAttr())))
+    return failure();
+  if (FlatSymbolRefAttr f = getFactorsAttr())
+    return verifyRowFactors(*this, f, "factors",
+                            bufferRows(*this, getScoresAttr()));
+  return success();
+}
+
+LogicalResult StoreRowSumsOp::verify() {
+  if ((*this)->getParentOfType<KVLoopOp>())
+    return emitOpError() << "hands over the final row sums: it must follow "
+                            "the ws.kv_loop";
+  return verifyRowFactors(*this, getDstAttr(), "destination", 0);
 }
 
 LogicalResult Exp2StoreOp::verify() {
@@ -687,7 +724,12 @@ static LogicalResult verifyAccumulator(Operation *op, FlatSymbolRefAttr name) {
 }
 
 LogicalResult CorrectOp::verify() {
-  return verifyAccumulator(*this, getAccAttr());
+  if (failed(verifyAccumulator(*this, getAccAttr())))
+    return failure();
+  if (FlatSymbolRefAttr f = getFactorsAttr())
+    return verifyRowFactors(*this, f, "factors",
+                            bufferRows(*this, getAccAttr()));
+  return success();
 }
 
 LogicalResult EpilogueOp::verify() {
@@ -701,6 +743,9 @@ LogicalResult EpilogueOp::verify() {
       return emitOpError() << "staging buffer " << staging
                            << " must be in smem";
   }
+  if (FlatSymbolRefAttr f = getSumsAttr())
+    return verifyRowFactors(*this, f, "row sums",
+                            bufferRows(*this, getAccAttr()));
   return success();
 }
 
@@ -892,8 +937,13 @@ void blasst::ws::getStepBufferAccesses(
         read(o.getSrcAttr());
         write(o.getDstAttr());
       })
-      .Case<ReadScoresOp, RowMaxOp, SoftmaxUpdateOp, VoteOp>(
+      .Case<ReadScoresOp, RowMaxOp, VoteOp>(
           [&](auto o) { read(o.getScoresAttr()); })
+      .Case([&](SoftmaxUpdateOp o) {
+        read(o.getScoresAttr());
+        write(o.getFactorsAttr());
+      })
+      .Case([&](StoreRowSumsOp o) { write(o.getDstAttr()); })
       .Case([&](Exp2StoreOp o) {
         read(o.getScoresAttr());
         write(o.getPAttr());
@@ -907,11 +957,13 @@ void blasst::ws::getStepBufferAccesses(
         write(o.getPAttr());
       })
       .Case([&](CorrectOp o) {
+        read(o.getFactorsAttr());
         read(o.getAccAttr());
         write(o.getAccAttr());
       })
       .Case([&](EpilogueOp o) {
         read(o.getAccAttr());
+        read(o.getSumsAttr());
         write(o.getStagingAttr());
       })
       .Default([](Operation *) {});

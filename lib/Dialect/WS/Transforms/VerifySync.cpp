@@ -41,7 +41,8 @@ struct BLASSTVerifySyncPass
           mlir::emitRemark(kernel.getLoc())
               << "synchronisation verified (" << r.statesExplored
               << " states): deadlock-free, no parity aliasing, pipes balanced, "
-                 "no stage reused while read, for "
+                 "no stage reused while read, every read of shared storage "
+                 "sees the value attention needs, for "
               << r.bounds;
         break;
       case ws::SyncCheckResult::Status::NotVerified:

@@ -512,8 +512,10 @@ ws.kernel @depth_one target = sm_90a, block_m = 128, block_n = 176, spec = <head
 
 // -----
 
-// sm_100a: the model has no semantics for tcgen05 yet; it says so.
-// expected-warning @+1 {{not verified: sm_100a roles}}
+// The first sm_100a schedule (before issue 17): the correction role gets
+// nothing from the softmax roles, neither the factor of each block nor the
+// row sums. Rejected by the data flow, in program order.
+// expected-note @+1 {{in program order of @correction}}
 ws.kernel @blackwell target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 128, q_heads = 32, kv_heads = 8, causal = true> {
   ws.buffer @q0 smem [128, 128] bf16 stages 1
   ws.buffer @q1 smem [128, 128] bf16 stages 1
@@ -563,6 +565,7 @@ ws.kernel @blackwell target = sm_100a, block_m = 256, block_n = 128, spec = <hea
   ws.role @correction correction warps [8, 12) regs 80 {
     ws.kv_loop {
       ws.acquire @o0_pipe
+      // expected-error @+1 {{'ws.correct' op fails sync verification: data flow: ws.correct rescales @o0 by each block's correction factor, but @correction computes none (no ws.softmax_update of its own) and no `by` buffer brings it from a softmax role}}
       ws.correct @o0
       ws.release @o0_pipe
       ws.acquire @o1_pipe
@@ -623,5 +626,252 @@ ws.kernel @blackwell target = sm_100a, block_m = 256, block_n = 128, spec = <hea
     ws.acquire @epi_pipe
     ws.tma_store @o_stage -> o
     ws.release @epi_pipe
+  }
+}
+
+// -----
+
+// The overlap schedule without the wait that retires Q Kᵀ of block n + 1:
+// K's stage is released while the wgmma still reads it.
+// expected-note @+1 {{in program order of @consumer0}}
+ws.kernel @qk_not_waited target = sm_90a, block_m = 128, block_n = 176, spec = <dtype = bf16, head_dim = 128, head_dim_v = 128, q_heads = 32, kv_heads = 8, causal = true, phase = prefill, softmax_scale = default, sparsity = none, lse = false, stats = false> reverse_tiles schedule {block_m = 128 : i64, block_n = 176 : i64, consumer_regs = 240 : i64, kv_multicast = false, overlap = true, p_in_registers = true, persistent = false, pingpong = false, producer_regs = 24 : i64, q_in_registers = false, stages = 2 : i64, v_on_demand = false} {
+  ws.buffer @q smem [128, 128] bf16 stages 1
+  ws.buffer @k smem [176, 128] bf16 stages 2
+  ws.buffer @v smem [176, 128] bf16 stages 2
+  ws.buffer @s regs [64, 176] f32 stages 1
+  ws.buffer @p regs [64, 176] bf16 stages 1
+  ws.buffer @o regs [64, 128] f32 stages 1
+  ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0, @consumer1] buffers [@q] tx_bytes 32768
+  ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 45056
+  ws.pipe @v_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@v] tx_bytes 45056
+  ws.role @producer load warps [0, 4) regs 24 {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe
+      ws.release @v_pipe
+    }
+  }
+  ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      // expected-error @+1 {{async hazard: releases @k_pipe while the async product reading @k is in flight}}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
+  }
+  ws.role @consumer1 compute warps [8, 12) regs 240 rows [64, 128) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
+  }
+}
+
+// -----
+
+// V released before the wait for P V.
+// expected-note @+1 {{in program order of @consumer0}}
+ws.kernel @pv_wait_after_release target = sm_90a, block_m = 128, block_n = 176, spec = <dtype = bf16, head_dim = 128, head_dim_v = 128, q_heads = 32, kv_heads = 8, causal = true, phase = prefill, softmax_scale = default, sparsity = none, lse = false, stats = false> reverse_tiles schedule {block_m = 128 : i64, block_n = 176 : i64, consumer_regs = 240 : i64, kv_multicast = false, overlap = true, p_in_registers = true, persistent = false, pingpong = false, producer_regs = 24 : i64, q_in_registers = false, stages = 2 : i64, v_on_demand = false} {
+  ws.buffer @q smem [128, 128] bf16 stages 1
+  ws.buffer @k smem [176, 128] bf16 stages 2
+  ws.buffer @v smem [176, 128] bf16 stages 2
+  ws.buffer @s regs [64, 176] f32 stages 1
+  ws.buffer @p regs [64, 176] bf16 stages 1
+  ws.buffer @o regs [64, 128] f32 stages 1
+  ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0, @consumer1] buffers [@q] tx_bytes 32768
+  ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 45056
+  ws.pipe @v_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@v] tx_bytes 45056
+  ws.role @producer load warps [0, 4) regs 24 {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe
+      ws.release @v_pipe
+    }
+  }
+  ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      // expected-error @+1 {{async hazard: releases @v_pipe while the async product reading @v is in flight}}
+      ws.release @v_pipe
+      ws.mma_wait
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
+  }
+  ws.role @consumer1 compute warps [8, 12) regs 240 rows [64, 128) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
+  }
+}
+
+// -----
+
+// A second asynchronous P V into O while the first is in flight.
+// expected-note @+1 {{in program order of @consumer0}}
+ws.kernel @two_products_into_o target = sm_90a, block_m = 128, block_n = 176, spec = <dtype = bf16, head_dim = 128, head_dim_v = 128, q_heads = 32, kv_heads = 8, causal = true, phase = prefill, softmax_scale = default, sparsity = none, lse = false, stats = false> reverse_tiles schedule {block_m = 128 : i64, block_n = 176 : i64, consumer_regs = 240 : i64, kv_multicast = false, overlap = true, p_in_registers = true, persistent = false, pingpong = false, producer_regs = 24 : i64, q_in_registers = false, stages = 2 : i64, v_on_demand = false} {
+  ws.buffer @q smem [128, 128] bf16 stages 1
+  ws.buffer @k smem [176, 128] bf16 stages 2
+  ws.buffer @v smem [176, 128] bf16 stages 2
+  ws.buffer @s regs [64, 176] f32 stages 1
+  ws.buffer @p regs [64, 176] bf16 stages 1
+  ws.buffer @o regs [64, 128] f32 stages 1
+  ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0, @consumer1] buffers [@q] tx_bytes 32768
+  ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@k] tx_bytes 45056
+  ws.pipe @v_pipe depth 2 producer @producer consumers [@consumer0, @consumer1] buffers [@v] tx_bytes 45056
+  ws.role @producer load warps [0, 4) regs 24 {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe
+      ws.release @v_pipe
+    }
+  }
+  ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      // expected-error @+1 {{async hazard: two products into @o without a ws.mma_wait between them}}
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
+  }
+  ws.role @consumer1 compute warps [8, 12) regs 240 rows [64, 128) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o
   }
 }

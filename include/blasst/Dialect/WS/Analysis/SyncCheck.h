@@ -13,7 +13,10 @@
 // block's phase or overflows it, every pipe round that was filled was also
 // emptied at the end (no arrivals left over), no TMA copy writes a stage a
 // consumer still holds from the previous round, and no consumer passes its
-// full barrier while a copy into that stage is still in flight.
+// full barrier while a copy into that stage is still in flight, and that
+// every read of shared storage sees the value attention needs (data flow,
+// SyncData.cpp). sm_100a's tcgen05 products run in issue order on the
+// tensor cores and the MMA warp's releases are commits.
 //
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_DIALECT_WS_ANALYSIS_SYNCCHECK_H

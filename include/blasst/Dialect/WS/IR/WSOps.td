@@ -368,8 +368,33 @@ def WS_RowMaxOp : WS_StepOp<"row_max"> {
   let assemblyFormat = "$scores attr-dict";
   let hasVerifier = 1;
 }
-def WS_SoftmaxUpdateOp : WS_ScoreStepOp<"softmax_update",
-    "Update the running max; compute the correction factor of O and l">;
+def WS_SoftmaxUpdateOp : WS_StepOp<"softmax_update"> {
+  let summary = "Update the running max; compute the correction factor of O and l";
+  let description = [{
+    Without `factors` the correction factor stays in the role's registers
+    for its own `ws.correct` (sm_90a). With `-> @f` the role writes it, per
+    row, to the shared-memory buffer `@f` (f32, two columns per row: the
+    factor and the running max) for a correction role's
+    `ws.correct ... by @f` (sm_100a).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$scores,
+                       OptionalAttr<FlatSymbolRefAttr>:$factors);
+  let assemblyFormat = "$scores (`->` $factors^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_StoreRowSumsOp : WS_StepOp<"store_row_sums"> {
+  let summary = "Write the final row sums and running max for another role";
+  let description = [{
+    After the kv_loop, a softmax role that does not write O itself hands its
+    loop-carried row sums and running max (per row: sum, max) to the
+    correction role's `ws.epilogue ... sums @f` through the shared-memory
+    buffer `@f`.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$dst);
+  let assemblyFormat = "`->` $dst attr-dict";
+  let hasVerifier = 1;
+}
 
 def WS_Exp2StoreOp : WS_StepOp<"exp2_store_p"> {
   let summary = "P = exp2(S · scale · log2 e − m), row sums, store P";
@@ -414,8 +439,14 @@ def WS_PackPOp : WS_StepOp<"pack_p"> {
 
 def WS_CorrectOp : WS_StepOp<"correct"> {
   let summary = "Rescale the output accumulator by the correction factor";
-  let arguments = (ins FlatSymbolRefAttr:$acc);
-  let assemblyFormat = "$acc attr-dict";
+  let description = [{
+    Without `by` the factor is the one the role's own `ws.softmax_update`
+    computed for this block; `by @f` reads it from the buffer a softmax
+    role's `ws.softmax_update ... -> @f` wrote (sm_100a's correction role).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$acc,
+                       OptionalAttr<FlatSymbolRefAttr>:$factors);
+  let assemblyFormat = "$acc (`by` $factors^)? attr-dict";
   let hasVerifier = 1;
 }
 
@@ -424,11 +455,15 @@ def WS_EpilogueOp : WS_StepOp<"epilogue"> {
   let description = [{
     Without `staging` the role writes O to global memory itself; with it, the
     normalised tile goes to the given smem buffer for a `ws.tma_store`.
+    Without `sums` the row sums and the running max are the role's own;
+    `sums @f` reads them from the buffer a softmax role's
+    `ws.store_row_sums` wrote.
   }];
   let arguments = (ins FlatSymbolRefAttr:$acc,
                        OptionalAttr<FlatSymbolRefAttr>:$staging,
+                       OptionalAttr<FlatSymbolRefAttr>:$sums,
                        UnitAttr:$lse);
-  let assemblyFormat = "$acc (`->` $staging^)? attr-dict";
+  let assemblyFormat = "$acc (`->` $staging^)? (`sums` $sums^)? attr-dict";
   let hasVerifier = 1;
 }
 

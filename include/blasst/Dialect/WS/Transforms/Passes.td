@@ -63,23 +63,30 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
 def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
   let summary = "Prove every ws.kernel's pipeline deadlock-free and hazard-free";
   let description = [{
-    For every ws.kernel, an exhaustive exploration of its protocol
-    (ProtocolAnalysis): each role runs its prologue, its kv_loop N times and
-    its epilogue as one thread of control; pipes are mbarrier rings (full
-    and empty per stage, the protocol's arrival counts, stage = b mod D,
-    phase = b / D), TMA copies land at any later point, named barriers
-    (turns) and the V-on-demand vote barriers are modelled, and every
-    keep/skip outcome of a published vote is explored. All interleavings
-    (hashed states, breadth first) for N = 0 .. max depth + 2 (persistent
-    CTAs: two tiles, each with every N). Reported as an error on the kernel
-    or the offending step with a shortest trace as a note: a deadlock, a
-    wait more than one phase from its barrier (parity aliasing), an arrival
-    in another block's phase or beyond the count, pipes unbalanced at exit,
-    a copy into a stage a consumer of the previous round still holds, a
-    consumer passing its full barrier while a copy into the stage is in
-    flight, a vote slot overwritten before it was read. Kernels the model
-    does not cover (sm_100a) get a warning that says why they are not
-    verified. See docs/design.md ("Sync verification") for the bounds.
+    For every ws.kernel (sm_90a and sm_100a), an exhaustive exploration of
+    its protocol (ProtocolAnalysis): each role runs its prologue, its
+    kv_loop N times and its epilogue as one thread of control; pipes are
+    mbarrier rings (full and empty per stage, the protocol's arrival counts,
+    stage = b mod D, phase = b / D), TMA copies land at any later point,
+    sm_100a's tcgen05.mma products complete in issue order at any later
+    point and the MMA warp's releases are commits that arrive after them,
+    named barriers (turns) and the V-on-demand vote barriers are modelled,
+    and every keep/skip outcome of a published vote is explored. Shared
+    storage (smem, tmem, aliases resolved) holds symbolic values (K of block
+    b, P of block b, O rescaled for block b, ...) and every read must see
+    the one attention needs. All interleavings (hashed states, breadth
+    first, steps up to the next wait run as one) for N = 0 .. max depth + 2
+    (persistent CTAs: two tiles, each with every N). Reported as an error on
+    the kernel or the offending step with a shortest trace as a note: a
+    deadlock, a wait more than one phase from its barrier (parity aliasing),
+    an arrival in another block's phase or beyond the count, pipes
+    unbalanced at exit, a copy into a stage a consumer of the previous round
+    still holds, a consumer passing its full barrier while a copy into the
+    stage is in flight, a vote slot overwritten before it was read, a read
+    before its value was written or after it was overwritten; in program
+    order: async wgmma hazards (a release, read or second product before
+    the wait that retires a product) and values a role needs but never gets.
+    See docs/design.md ("Sync verification") for the bounds.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
