@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds every schedule of a target's test matrix to ws IR (blasst-compile
+# runs blasst-verify-sync on it and fails on a violation), then prints the
+# largest search (states) as a deterministic stand-in for the time bound.
+# Usage: verify-matrix.sh BLASST_COMPILE BLASST_OPT OUTDIR TARGET [flags...]
+set -euo pipefail
+compile="$1"; opt="$2"; out="$3"; target="$4"; shift 4; extra=("$@")
+mkdir -p "$out"
+n=0; max=0; maxname=
+hds="64 128 256"; [[ $target == sm_100a ]] && hds="64 128"
+for dtype in bf16 f16; do
+  for hd in $hds; do
+    for heads in "16 16" "16 4" "8 1"; do
+      for causal in false true; do
+        read -r qh kvh <<<"$heads"
+        # Three K/V stages do not fit shared memory at head_dim 256.
+        if [[ " ${extra[*]-} " == *" --stages=3 "* && $hd -gt 128 ]]; then
+          continue
+        fi
+        lse=$([[ $(( (n / 2) % 2 )) -eq 0 ]] && echo true || echo false)
+        name="${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"
+        printf 'name=%s\ndtype=%s\nhead_dim=%s\nq_heads=%s\nkv_heads=%s\ncausal=%s\nlse=%s\n' \
+          "$name" "$dtype" "$hd" "$qh" "$kvh" "$causal" "$lse" >"$out/$name.spec"
+        "$compile" --spec "$out/$name.spec" --target "$target" --emit ws \
+          -o "$out/$name.mlir" "${extra[@]}" 2>"$out/$name.log" ||
+          { echo "FAIL $name"; cat "$out/$name.log"; exit 1; }
+        if grep -q "not verified" "$out/$name.log"; then
+          echo "NOT VERIFIED $name"; cat "$out/$name.log"; exit 1
+        fi
+        states=$("$opt" "$out/$name.mlir" --blasst-verify-sync=stats=true \
+                 -o /dev/null 2>&1 | sed -n 's/.*: \([0-9]*\) states.*/\1/p')
+        if ((states > max)); then max=$states; maxname=$name; fi
+        n=$((n + 1))
+      done
+    done
+  done
+done
+echo "verified $n $target kernels"
+echo "largest search: $max states ($maxname)"
