@@ -86,11 +86,10 @@ llvm.func internal @attn_step(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr,
   // Shared memory: a tile is 128 rows x hd x 2 B = hd * 256 B.
   %smem = llvm.mlir.addressof @__blasst_dynamic_smem : !llvm.ptr<3>
   %tile = arith.muli %hd, %c256 : i32
-  %kOff = arith.muli %tile, %c1 : i32
   %vOff = arith.muli %tile, %c2 : i32
   %barOff = arith.muli %tile, %c3 : i32
   %qPtr = llvm.getelementptr %smem[%c0] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
-  %kPtr = llvm.getelementptr %smem[%kOff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+  %kPtr = llvm.getelementptr %smem[%tile] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
   %vPtr = llvm.getelementptr %smem[%vOff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
   %tmaBar = llvm.getelementptr %smem[%barOff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
   %sFull = llvm.getelementptr %tmaBar[8] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
@@ -120,6 +119,7 @@ llvm.func internal @attn_step(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr,
   nvvm.barrier0
   nvvm.tcgen05.fence <after>
   %tmemBase = llvm.load %tmemSlot : !llvm.ptr<3> -> i32
+  // S (and P over it) at column 0, O at column 128.
   %sCol = arith.addi %tmemBase, %c0 : i32
   %oCol = arith.addi %tmemBase, %c128 : i32
 
