@@ -5,6 +5,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -46,6 +47,15 @@ void blasst::buildWSToLLVMPipeline(OpPassManager &pm, Target target) {
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void blasst::buildNVVMInputPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 namespace {
@@ -184,7 +194,36 @@ struct Translated {
 };
 } // namespace
 
+/// NVVM ops that the target's chip lacks (tcgen05 on sm_90a, wgmma on
+/// sm_100a) are an error here: LLVM's NVPTX backend would abort the process
+/// ("Cannot select: intrinsic"), which the JIT must never do. MLIR checks
+/// the ops' RequiresSMInterface only inside a gpu.module with an NVVM target.
+static LogicalResult checkChip(ModuleOp module, Target target) {
+  auto chip =
+      NVVM::NVVMCheckSMVersion::getTargetSMVersionFromStr(chipName(target));
+  WalkResult r = module.walk([&](NVVM::RequiresSMInterface op) {
+    NVVM::NVVMCheckSMVersion need = op.getRequiredMinSMVersion();
+    if (need.isCompatibleWith(chip))
+      return WalkResult::advance();
+    std::string chips;
+    size_t n = need.smVersionList.size();
+    for (size_t i = 0; i < n; ++i)
+      chips += std::string(i == 0       ? ""
+                           : i + 1 == n ? " or "
+                                        : ", ") +
+               "sm_" + std::to_string(need.smVersionList[i]) +
+               (need.archAccelerated ? "a" : " or newer");
+    op->emitOpError() << "needs " << chips << ", but the target is "
+                      << chipName(target)
+                      << " (LLVM's NVPTX backend cannot select it there)";
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
+}
+
 static FailureOr<Translated> translate(ModuleOp module, Target target) {
+  if (failed(checkChip(module, target)))
+    return failure();
   Translated t;
   std::string error;
   t.tm = createTM(target, error);

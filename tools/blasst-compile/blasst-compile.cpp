@@ -3,6 +3,8 @@
 // blasst-compile (--spec FILE | --preset NAME) --target sm_90a|sm_100a
 //                --emit attn|ws|llvm-dialect|llvm|ptx|cubin [-o OUT]
 //                [--summary] [schedule knobs]
+// blasst-compile --nvvm-input FILE --target T --emit llvm-dialect|llvm|ptx
+//                (a hand-written kernel module, for the target tests)
 //
 // Prints progress and timing on stderr. IR and PTX go to -o (default
 // stdout). --emit cubin needs -o STEM[.cubin] and writes STEM.cubin,
@@ -14,14 +16,18 @@
 #include "blasst/Compiler/Compile.h"
 #include "blasst/Compiler/Frontend.h"
 #include "blasst/Runtime/AttentionKernel.h"
+#include "blasst/Target/Target.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -54,6 +60,12 @@ static cl::opt<bool> summary("summary",
                              cl::desc("print a one-screen summary of each "
                                       "kernel on stderr"),
                              cl::cat(cat));
+static cl::opt<std::string> nvvmInput(
+    "nvvm-input",
+    cl::desc("instead of a spec: a module of llvm.func kernels in the NVVM, "
+             "LLVM, arith, scf and vector dialects, lowered and translated as "
+             "the ws lowering's output is (--emit llvm-dialect, llvm or ptx)"),
+    cl::value_desc("file"), cl::cat(cat));
 static cl::opt<bool> listPresets("list-presets", cl::desc("list presets"),
                                  cl::cat(cat));
 static cl::opt<std::string>
@@ -121,6 +133,62 @@ static int fail(const llvm::Twine &msg) {
   return 1;
 }
 
+/// --nvvm-input: a hand-written kernel module through the same back end as
+/// the generated kernels (the sm_100a groundwork tests, test/Target/sm100).
+static int compileNVVMInput(Stage last) {
+  if (last != Stage::LLVMDialect && last != Stage::LLVMIR && last != Stage::PTX)
+    return fail("--nvvm-input emits llvm-dialect, llvm or ptx (got --emit " +
+                emit + ")");
+  if (targets.size() != 1)
+    return fail("--nvvm-input needs exactly one --target");
+  std::optional<Target> target = parseTarget(targets.front());
+  if (!target)
+    return fail("unknown --target '" + targets.front() + "' (expected " +
+                targetChoices() + ")");
+  DialectRegistry registry;
+  registerAllBLASSTDialects(registry);
+  MLIRContext ctx(registry);
+  // Diagnostics point at the file's lines, as blasst-opt's do.
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(nvvmInput, sourceMgr, &ctx);
+  if (!module)
+    return fail("cannot parse " + nvvmInput);
+  PassManager pm(&ctx);
+  buildNVVMInputPipeline(pm);
+  if (failed(pm.run(*module)))
+    return fail("lowering " + nvvmInput + " to the LLVM dialect failed");
+  std::string text;
+  if (last == Stage::LLVMDialect) {
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    os << "\n";
+  } else {
+    FailureOr<std::string> t = last == Stage::LLVMIR
+                                   ? translateToLLVMIR(*module, *target)
+                                   : translateToPTX(*module, *target);
+    if (failed(t))
+      return fail("translating " + nvvmInput + " for " + targets.front() +
+                  " failed");
+    text = std::move(*t);
+  }
+  std::string errorMessage;
+  std::unique_ptr<llvm::ToolOutputFile> out =
+      openOutputFile(output, &errorMessage);
+  if (!out)
+    return fail(errorMessage);
+  out->os() << text;
+  out->os().flush();
+  if (out->os().has_error()) {
+    std::string why = out->os().error().message();
+    out->os().clear_error();
+    return fail("cannot write " + output + ": " + why);
+  }
+  out->keep();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   std::vector<char *> args;
@@ -145,6 +213,15 @@ int main(int argc, char **argv) {
     for (const std::string &n : presetNames())
       llvm::outs() << n << "\n";
     return 0;
+  }
+  if (!nvvmInput.empty()) {
+    if (!specFile.empty() || !presetName.empty())
+      return fail("--nvvm-input takes no --spec or --preset");
+    std::optional<Stage> last = parseStage(emit);
+    if (!last)
+      return fail("unknown --emit '" + emit + "' (expected " + stageChoices() +
+                  ")");
+    return compileNVVMInput(*last);
   }
   if (specFile.empty() == presetName.empty())
     return fail("give exactly one of --spec FILE or --preset NAME");

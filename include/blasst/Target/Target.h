@@ -20,6 +20,12 @@ namespace blasst {
 /// ws → llvm dialect: convert-ws-to-nvvm{device-only}, then NVVM, scf, arith
 /// and cf to LLVM.
 void buildWSToLLVMPipeline(mlir::OpPassManager &pm, Target target);
+/// A hand-written module of llvm.func kernels (NVVM, LLVM, arith, scf and
+/// vector ops) → the LLVM dialect: NVVM, vector, scf, arith and cf to LLVM.
+/// blasst-compile --nvvm-input runs it (the hand-written target tests,
+/// test/Target/sm100).
+void buildNVVMInputPipeline(mlir::OpPassManager &pm);
+
 /// Registers two pipelines for blasst-opt, each with a `target` option (an
 /// unknown target is an error that lists the valid ones):
 /// `blasst-ws-to-llvm` (the above) and `blasst-attn-to-llvm` (attn → llvm
@@ -31,7 +37,9 @@ void registerBLASSTPipelines();
 const char *ptxFeatures(Target target);
 const char *chipName(Target target);
 
-/// Translates an llvm-dialect module to LLVM IR text (after O3).
+/// Translates an llvm-dialect module to LLVM IR text (after O3). Both
+/// translations refuse, with an error on the op, an NVVM op the target's chip
+/// lacks (LLVM's NVPTX backend would abort).
 mlir::FailureOr<std::string> translateToLLVMIR(mlir::ModuleOp module,
                                                Target target);
 /// Translates an llvm-dialect module to PTX with LLVM's NVPTX backend.
