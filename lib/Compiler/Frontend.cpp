@@ -114,6 +114,20 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
       vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
+  // Cross-stage P: by default wherever it applies (the two-tile sm_100a
+  // schedule); --cross-stage-p asks for it (an error where it cannot be
+  // done), --cross-stage-p=false leaves it out.
+  if (opts.crossStagePDepth && opts.crossStageP == false)
+    return module.emitError()
+           << "the cross-stage P handshake depth needs cross-stage P, which is "
+              "off (--cross-stage-p=false)";
+  if (opts.crossStageP.value_or(true)) {
+    ws::BLASSTCrossStagePOptions cOpts;
+    cOpts.mode = opts.crossStageP ? "true" : "auto";
+    if (opts.crossStagePDepth)
+      cOpts.depth = *opts.crossStagePDepth;
+    pm.addPass(ws::createBLASSTCrossStageP(cOpts));
+  }
   // After the last ws transform: every schedule is proven deadlock-free and
   // hazard-free within the checker's bounds before it is lowered.
   pm.addPass(ws::createBLASSTVerifySync());
@@ -135,6 +149,14 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     if (kernel.getReverseTiles())
       os << "  (last query blocks first)";
     os << "\n";
+  }
+  // Cross-stage P, where it did not run: why.
+  if (kernel.getTarget() == ws::Target::sm_90a)
+    os << "  cross-stage P: not applicable (sm_90a keeps S in registers)\n";
+  else if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
+    BoolAttr on = record->getAs<BoolAttr>("cross_stage_p");
+    if (!on || !on.getValue())
+      os << "  cross-stage P: off (each tile's P lies over its own S)\n";
   }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "

@@ -183,7 +183,7 @@ struct KernelBuilder {
       ReadScoresOp::create(b, loc, sym(s));
     RowMaxOp::create(b, loc, sym(s), IntegerAttr());
     SoftmaxUpdateOp::create(b, loc, sym(s), FlatSymbolRefAttr());
-    Exp2StoreOp::create(b, loc, sym(s), sym(p));
+    Exp2StoreOp::create(b, loc, sym(s), sym(p), IntegerAttr());
   }
 };
 } // namespace
@@ -301,7 +301,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
                        spec.headDim >= 128 ? kb.b.getUnitAttr() : UnitAttr());
       kb.mmaWait(0);
       if (!*o.pInRegisters)
-        Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
+        Exp2StoreOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"), IntegerAttr());
       kb.release("v_pipe");
       // O now holds blocks <= n at block n's max: rescale it to block
       // n+1's (no register of an in-flight wgmma is written).
@@ -420,7 +420,8 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
                             kb.sym(fBufs[i]));
     kb.release(fPipes[i]);
     kb.acquire(pPipes[i]);
-    Exp2StoreOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), kb.sym(pBufs[i]));
+    Exp2StoreOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), kb.sym(pBufs[i]),
+                        IntegerAttr());
     kb.release(pPipes[i]);
     kb.release(sPipes[i]);
     kb.afterLoop();

@@ -65,6 +65,8 @@ inline constexpr ScheduleKnob kScheduleKnobs[] = {
   {KnobKind::Kind, Name, "convert-attn-to-ws", Name, Help},
 #define BLASST_V_ON_DEMAND_KNOB(Kind, Field, Name, PassOption, Help)           \
   {KnobKind::Kind, Name, "blasst-v-on-demand", PassOption, Help},
+#define BLASST_CROSS_STAGE_P_KNOB(Kind, Field, Name, PassOption, Help)         \
+  {KnobKind::Kind, Name, "blasst-cross-stage-p", PassOption, Help},
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
 };
 

@@ -69,6 +69,15 @@ void Model::effectsOf(Operation *op, RoleOp role, Instr &in) {
     });
     return found;
   };
+  // Score steps other than ws.read_scores work on the registers it loaded
+  // (tcgen05.ld); only it reads the scores in tensor memory.
+  auto scoresRead = [&](FlatSymbolRefAttr scores) {
+    auto buf = dyn_cast_or_null<BufferOp>(
+        SymbolTable::lookupSymbolIn(kernel, scores.getAttr()));
+    if (buf && buf.getSpace() == MemorySpace::tmem && !isa<ReadScoresOp>(op))
+      return;
+    add(scores, false, VKind::S, Tag::Block);
+  };
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](TmaLoadOp o) {
         switch (o.getTensor()) {
@@ -101,18 +110,14 @@ void Model::effectsOf(Operation *op, RoleOp role, Instr &in) {
         add(o.getDAttr(), true, VKind::A, Tag::Block);
       })
       .Case([&](LoadFragOp o) { add(o.getSrcAttr(), false, VKind::Q, Tag::Tile); })
-      .Case<ReadScoresOp, VoteOp, Exp2Op>([&](auto o) {
-        add(o.getScoresAttr(), false, VKind::S, Tag::Block);
-      })
-      .Case([&](RowMaxOp o) {
-        add(o.getScoresAttr(), false, VKind::S, Tag::Block);
-      })
+      .Case<ReadScoresOp, VoteOp, Exp2Op, RowMaxOp>(
+          [&](auto o) { scoresRead(o.getScoresAttr()); })
       .Case([&](SoftmaxUpdateOp o) {
-        add(o.getScoresAttr(), false, VKind::S, Tag::Block);
+        scoresRead(o.getScoresAttr());
         add(o.getFactorsAttr(), true, VKind::F, Tag::Block);
       })
       .Case([&](Exp2StoreOp o) {
-        add(o.getScoresAttr(), false, VKind::S, Tag::Block);
+        scoresRead(o.getScoresAttr());
         add(o.getPAttr(), true, VKind::P, Tag::Block);
       })
       .Case([&](CorrectOp o) {
@@ -388,6 +393,40 @@ Model::checkRoleLocal(const RoleProg &prog) {
                      "no `sums` buffer brings them from a softmax role")
                         .str(),
                     op};
+  });
+  // Scores in tensor memory: a score step needs the block's ws.read_scores
+  // before it in the loop body (tcgen05.ld into the role's registers).
+  role.walk([&](KVLoopOp loop) {
+    llvm::SmallSet<StringRef, 2> loaded;
+    loop.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (v)
+        return;
+      if (auto r = dyn_cast<ReadScoresOp>(op)) {
+        loaded.insert(r.getScores());
+        return;
+      }
+      FlatSymbolRefAttr scores;
+      if (auto o = dyn_cast<RowMaxOp>(op))
+        scores = o.getScoresAttr();
+      else if (auto o = dyn_cast<SoftmaxUpdateOp>(op))
+        scores = o.getScoresAttr();
+      else if (auto o = dyn_cast<Exp2StoreOp>(op))
+        scores = o.getScoresAttr();
+      else if (auto o = dyn_cast<VoteOp>(op))
+        scores = o.getScoresAttr();
+      if (!scores)
+        return;
+      auto buf = dyn_cast_or_null<BufferOp>(
+          SymbolTable::lookupSymbolIn(kernel, scores.getAttr()));
+      if (buf && buf.getSpace() == MemorySpace::tmem &&
+          !loaded.contains(scores.getValue()))
+        v = Violation{("data flow: " + op->getName().getStringRef() +
+                       " works on the scores of " + scores.getValue() +
+                       " in registers, but no ws.read_scores loaded them "
+                       "from tensor memory earlier in the block")
+                          .str(),
+                      op};
+    });
   });
   if (v)
     return v;

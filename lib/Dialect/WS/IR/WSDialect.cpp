@@ -661,6 +661,9 @@ LogicalResult Exp2StoreOp::verify() {
   if (p->getElementType().isF32())
     return emitOpError() << "P " << getPAttr()
                          << " must be bf16 or f16 (the P·V operand type)";
+  if (getHold() && (*getHold() < 1 || *getHold() > 4))
+    return emitOpError() << "hold must be 1 to 4 quarters of the row, got "
+                         << *getHold();
   return success();
 }
 

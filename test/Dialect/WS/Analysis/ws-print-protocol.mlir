@@ -151,9 +151,14 @@ ws.kernel @multicast target = sm_90a, block_m = 64, block_n = 128, spec = <dtype
 // Regions of aliases: on sm_100a P overwrites its own S (a bf16 P of 128
 // columns is 64 f32 columns of S); placed with `at` into the sibling tile's S
 // (cross-stage P), P of tile 0 is columns [64, 128) of S of tile 1.
-// RUN: blasst-compile --preset llama3-8b-prefill --target sm_100a --emit ws -o %t.b200.mlir 2>/dev/null
+// RUN: blasst-compile --preset llama3-8b-prefill --target sm_100a --cross-stage-p=false --emit ws -o %t.b200.mlir 2>/dev/null
 // RUN: blasst-opt %t.b200.mlir --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=OWN
 // OWN: exp2_store_p block n reads @s0[0:128, 0:128] writes @s0[0:128, 0:64]
 // RUN: sed -e 's/@p0 tmem \[128, 128\] bf16 stages 1 aliases @s0/@p0 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]/' %t.b200.mlir > %t.cross.mlir
 // RUN: blasst-opt %t.cross.mlir --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=CROSS
 // CROSS: exp2_store_p block n reads @s0[0:128, 0:128] writes @s1[0:128, 64:128]
+// What blasst-compile builds by default (blasst-cross-stage-p): P of each
+// tile over the other half of the sibling's S.
+// RUN: blasst-compile --preset llama3-8b-prefill --target sm_100a --emit ws -o - 2>/dev/null | blasst-opt --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT: exp2_store_p block n reads @s0[0:128, 0:128] writes @s1[0:128, 64:128]
+// DEFAULT: exp2_store_p block n reads @s1[0:128, 0:128] writes @s0[0:128, 64:128]

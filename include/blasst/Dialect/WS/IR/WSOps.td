@@ -398,7 +398,13 @@ def WS_StoreRowSumsOp : WS_StepOp<"store_row_sums"> {
 
 def WS_Exp2StoreOp : WS_StepOp<"exp2_store_p"> {
   let summary = "P = exp2(S · scale · log2 e − m), row sums, store P";
-  let arguments = (ins FlatSymbolRefAttr:$scores, FlatSymbolRefAttr:$p);
+  let description = [{
+    `hold = q` (sm_100a, set by blasst-cross-stage-p): the role computes q
+    quarters of its row's exponentials before the first tcgen05.st of P,
+    then stores the rest as it goes (4: one store after all of them).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$scores, FlatSymbolRefAttr:$p,
+                       OptionalAttr<I64Attr>:$hold);
   let assemblyFormat = "$scores `->` $p attr-dict";
   let hasVerifier = 1;
 }

@@ -60,6 +60,54 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
 
+def BLASSTCrossStageP : Pass<"blasst-cross-stage-p", "mlir::ModuleOp"> {
+  let summary = "Cross-stage P: each tile's P over its sibling's S, Q Kᵀ first";
+  let description = [{
+    In the two-tile sm_100a schedule P_t lies over its own S_t, so the next
+    Q Kᵀ of tile t waits behind its exp2, P store and P V: BLASST's skipped
+    exponentials turn into waiting. This pass moves each tile's P into the
+    other half of the sibling's S region (`ws.buffer @p0 ... aliases @s1
+    at [0, 64]`), so S_t is free the moment softmax_t has read it:
+      - softmax_t releases S_t right after `ws.read_scores`, then hands a
+        token to the sibling through a new pipe `@x<t>_pipe` (depth
+        `depth`): "S_t of block n read";
+      - tile 0 stores P_0 of block n over S_1 once S_1 of block n was read;
+        tile 1 stores P_1 of block n over S_0 only once S_0 of block n + 1
+        was read (`acquire @x0_pipe {ahead = 1}`), because the MMA warp
+        issues Q_0 K_n+1ᵀ before P_1 V_n; taking block 0's token with
+        block 1's in view is the one-block head start;
+      - the MMA warp issues each tile's Q Kᵀ of block n + 1 before its
+        P V of block n (Q_0 K_n+1ᵀ, P_0 V_n, Q_1 K_n+1ᵀ, P_1 V_n), each
+        gated only by the S release;
+      - `ws.exp2_store_p {hold}` records the store schedule (quarters of
+        the row's exponentials computed before the first P store).
+    The tokens are pipe traffic outside skip regions, so a skipped block
+    consumes its token too. blasst-verify-sync proves the result (without
+    the head start, P of a block is overwritten by the sibling's next
+    scores; without the S release before a Q Kᵀ, the scores are).
+
+    `mode=auto` (blasst-compile and the JIT) rewrites the kernels it
+    applies to (sm_100a two-tile schedules with P over its own S) and
+    records `cross_stage_p` in each kernel's schedule; `mode=true` (the
+    default) fails with the reason on a kernel it cannot rewrite (sm_90a
+    keeps S in registers); `mode=false` does nothing.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
+           "true: every kernel (an error where it does not apply); auto: the "
+           "kernels where it applies; false: none">,
+    Option<"depth", "depth", "int64_t", /*default=*/"2",
+           "depth of the handshake pipes between the sibling softmax roles "
+           "(2: a softmax role never gets more than two tokens ahead of its "
+           "sibling in this schedule, so more only adds unused slots)">,
+    Option<"holdA", "hold-a", "int64_t", /*default=*/"1",
+           "quarters of tile 0's exponentials before its first P store">,
+    Option<"holdB", "hold-b", "int64_t", /*default=*/"4",
+           "quarters of tile 1's exponentials before its first P store">
+  ];
+  let dependentDialects = ["::blasst::ws::WSDialect"];
+}
+
 def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
   let summary = "Prove every ws.kernel's pipeline deadlock-free and hazard-free";
   let description = [{
