@@ -545,6 +545,8 @@ Status blasst::rt::readKernelFiles(const std::string &stem, KernelFiles *out) {
           files.cubin.data(), files.cubin.size(), files.specText, files.info);
       !bad.empty())
     return Status::error(quoted(stem) + ".{cubin,spec,meta}: " + bad);
+  if (Status s = checkKernelDescription(files.info, files.spec); !s)
+    return Status::error(quoted(stem) + ".{meta,spec}: " + s.message());
   *out = std::move(files);
   return Status::success();
 }
@@ -581,6 +583,26 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
 // AttentionKernel
 //===----------------------------------------------------------------------===//
 
+Status blasst::rt::checkKernelDescription(const KernelInfo &info,
+                                          const AttentionSpec &spec) {
+  if (Status s = validateKernelInfo(info); !s)
+    return Status::error("invalid metadata: " + s.message());
+  if (std::string why = spec.validate(); !why.empty())
+    return Status::error("invalid spec: " + why);
+  if (spec.headDimV != spec.headDim)
+    return Status::error("the spec has head_dim " +
+                         std::to_string(spec.headDim) + " != head_dim_v " +
+                         std::to_string(spec.headDimV) +
+                         ", which the launcher cannot describe");
+  // A .spec that no kernel of this compiler has (say a hand-edited head_dim)
+  // does not describe this cubin: launching it would encode wrong tensor maps.
+  Target target = *parseTarget(info.target); // validated above
+  if (std::string why = checkSupported(spec, target); !why.empty())
+    return Status::error("the spec is not one the compiler builds for " +
+                         info.target + ": " + why);
+  return Status::success();
+}
+
 namespace {
 
 /// The compute capability a target's arch-specific ("a") code runs on.
@@ -603,22 +625,9 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
                 const AttentionSpec &spec, Module *module, Function *function) {
   std::string doing = "cannot load attention kernel " +
                       quoted(info.kernelName) + " from " + moduleName + ": ";
-  if (Status s = validateKernelInfo(info); !s)
-    return Status::error(doing + "invalid metadata: " + s.message());
-  if (std::string why = spec.validate(); !why.empty())
-    return Status::error(doing + "invalid spec: " + why);
-  if (spec.headDimV != spec.headDim)
-    return Status::error(doing + "the spec has head_dim " +
-                         std::to_string(spec.headDim) + " != head_dim_v " +
-                         std::to_string(spec.headDimV) +
-                         ", which the launcher cannot describe");
-  // A .spec that no kernel of this compiler has (say a hand-edited head_dim)
-  // does not describe this cubin: launching it would encode wrong tensor maps.
+  if (Status s = checkKernelDescription(info, spec); !s)
+    return Status::error(doing + s.message());
   Target target = *parseTarget(info.target); // validated above
-  if (std::string why = checkSupported(spec, target); !why.empty())
-    return Status::error(doing + "the spec is not one the compiler builds "
-                                 "for " +
-                         info.target + ": " + why);
   if (!context.valid())
     return Status::error(doing + "the Context is not initialised (create it "
                                  "with Context::create)");

@@ -227,6 +227,13 @@ std::string checkKernelContent(const void *cubin, size_t size,
                                const std::string &specText,
                                const KernelInfo &info);
 
+/// The checks of a kernel's description that need no driver (load() runs
+/// them first): validateKernelInfo, AttentionSpec::validate, head_dim_v
+/// equal to head_dim, and checkSupported for info.target (a spec the
+/// compiler cannot build describes no cubin).
+Status checkKernelDescription(const KernelInfo &info,
+                              const AttentionSpec &spec);
+
 /// A kernel's three files, read and checked without a driver.
 struct KernelFiles {
   KernelInfo info;
@@ -237,8 +244,9 @@ struct KernelFiles {
 
 /// Reads `<stem>.meta`, `<stem>.spec` and `<stem>.cubin` and checks, with no
 /// driver: the metadata and the spec parse, the cubin is a complete CUDA ELF
-/// naming the kernel (checkCubinImage), and the content hash matches when
-/// the .meta records one. Every error names the file.
+/// naming the kernel (checkCubinImage), the content hash matches when the
+/// .meta records one, and checkKernelDescription. Every error names the
+/// file.
 Status readKernelFiles(const std::string &stem, KernelFiles *out);
 
 } // namespace blasst::rt
