@@ -680,7 +680,11 @@ llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
                  stem + ".lock", std::chrono::seconds(600), &waited);
              !e.empty())
       log.note("warning: compiling without the entry's lock: " + e);
-    else if (lookUp()) // filled while we waited, or just before
+    else if (waited)
+      log.progress("waited for " + stem +
+                   ".lock (another compile of this "
+                   "kernel)");
+    if (storeError.empty() && lookUp()) // filled while we waited, or before
       return ck;
   }
   ck.timings.cacheLookupMs = watch.lap();
