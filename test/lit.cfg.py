@@ -24,7 +24,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.blasst_tools_dir, append_path=True)
 
-tools = ["blasst-opt", "blasst-compile"]
+tools = ["blasst-opt", "blasst-compile", "blasst-bench"]
 llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="ignore") for t in tools],
     [config.blasst_tools_dir])
@@ -50,3 +50,11 @@ if os.path.exists(os.path.join(config.cuda_home, "bin", "ptxas")):
     config.available_features.add("ptxas")
     config.substitutions.append(
         ("%ptxas", os.path.join(config.cuda_home, "bin", "ptxas")))
+
+# The runtime's fake libcuda (runtime/test/FakeDriver.cpp: one sm_90 "GPU"
+# that records launches), for what tools do once a GPU is found.
+fake_libcuda = os.path.join(config.blasst_obj_root, "runtime",
+                            "libblasst-fake-cuda.so")
+if os.path.exists(fake_libcuda):
+    config.available_features.add("fake-libcuda")
+    config.substitutions.append(("%fake_libcuda", fake_libcuda))

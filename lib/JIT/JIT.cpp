@@ -13,19 +13,29 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "mlir/IR/Verifier.h"
+
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <dlfcn.h>
+#include <link.h>
 #include <map>
 #include <mutex>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace blasst;
@@ -160,21 +170,113 @@ static std::string cachedPtxasVersion() {
   return v;
 }
 
-/// The compiler's own identity: the version string does not change when the
-/// lowering does, so the key also covers a hash of the running executable
-/// (which links the compiler statically). Computed once per process.
-static std::string compilerBuildId() {
-  static std::string id = [] {
-    auto buf = llvm::MemoryBuffer::getFile("/proc/self/exe", /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
-    if (!buf)
-      return std::string("unknown-build");
+namespace {
+/// What dl_iterate_phdr finds about the object that contains an address.
+struct ObjectLookup {
+  uintptr_t address;
+  bool found = false;
+  std::string path; ///< "" for the main executable
+  std::string buildId;
+};
+
+int findObject(struct dl_phdr_info *info, size_t, void *data) {
+  auto *lookup = static_cast<ObjectLookup *>(data);
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum && !contains; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    contains = ph.p_type == PT_LOAD && lookup->address >= begin &&
+               lookup->address < begin + ph.p_memsz;
+  }
+  if (!contains)
+    return 0;
+  lookup->found = true;
+  lookup->path = info->dlpi_name ? info->dlpi_name : "";
+  // The GNU build-id note (NT_GNU_BUILD_ID = 3, owner "GNU").
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE)
+      continue;
+    const auto *p =
+        reinterpret_cast<const uint8_t *>(info->dlpi_addr + ph.p_vaddr);
+    const uint8_t *end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(p);
+      const uint8_t *name = p + sizeof(ElfW(Nhdr));
+      const uint8_t *desc = name + ((note->n_namesz + 3) & ~3u);
+      if (desc + note->n_descsz > end)
+        break;
+      if (note->n_type == 3 && note->n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0) {
+        lookup->buildId = llvm::toHex(
+            llvm::ArrayRef<uint8_t>(desc, note->n_descsz), /*LowerCase=*/true);
+        return 1;
+      }
+      p = desc + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;
+}
+} // namespace
+
+/// The identity of the loaded object (executable or shared library) that
+/// holds `symbol`: its file name and GNU build-id, or, without a build-id, a
+/// SHA-256 of its file. The compiler's version string does not change when
+/// the lowering does, and the executable links the shared libLLVM and
+/// libMLIR, so each of the three gets its own identity in the key. Computed
+/// once per object and process.
+static std::string objectIdentity(const void *symbol) {
+  static std::mutex mutex;
+  static std::map<const void *, std::string> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(symbol); it != known.end())
+    return it->second;
+  ObjectLookup lookup;
+  lookup.address = reinterpret_cast<uintptr_t>(symbol);
+  dl_iterate_phdr(findObject, &lookup);
+  std::string path = lookup.path.empty() ? "/proc/self/exe" : lookup.path;
+  std::string id;
+  if (!lookup.buildId.empty()) {
+    id = "build-id " + lookup.buildId;
+  } else if (auto buf = llvm::MemoryBuffer::getFile(
+                 path, /*IsText=*/false, /*RequiresNullTerminator=*/false)) {
     std::array<uint8_t, 32> h = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
         reinterpret_cast<const uint8_t *>((*buf)->getBufferStart()),
         (*buf)->getBufferSize()));
-    return llvm::toHex(h, /*LowerCase=*/true);
+    id = "sha256 " + llvm::toHex(h, /*LowerCase=*/true);
+  } else {
+    id = "unknown";
+  }
+  std::string result =
+      llvm::sys::path::filename(lookup.found ? path : "?").str() + " " + id;
+  known[symbol] = result;
+  return result;
+}
+
+std::string jit::toolchainIdentity() {
+  static std::string id = [] {
+    using VerifyFn = LogicalResult (*)(Operation *, bool);
+    const void *blasstCode = reinterpret_cast<const void *>(&jit::compile);
+    const void *llvmCode =
+        reinterpret_cast<const void *>(&llvm::sys::getProcessTriple);
+    const void *mlirCode =
+        reinterpret_cast<const void *>(static_cast<VerifyFn>(&mlir::verify));
+    return std::string("[compiler] ") + jit::compilerVersion() + ", " +
+           objectIdentity(blasstCode) + "\n[llvm] " LLVM_VERSION_STRING ", " +
+           objectIdentity(llvmCode) + "\n[mlir] " + objectIdentity(mlirCode) +
+           "\n";
   }();
   return id;
+}
+
+/// The spec with its threshold value cleared: the value of `a` or ln_lambda
+/// is a launch argument (ABI parameter 12), so specs that differ only in it
+/// are one kernel (one cache entry). The kind of policy (a / L_kv or a fixed
+/// ln_lambda) and lambda_max are compiled in and stay.
+static AttentionSpec withoutThreshold(AttentionSpec spec) {
+  if (!spec.sparsity.isDense())
+    spec.sparsity.value = 0;
+  return spec;
 }
 
 static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
@@ -188,12 +290,12 @@ static std::string keyFor(const AttentionSpec &spec, Target target,
                           const ScheduleOptions &s) {
   std::string material;
   llvm::raw_string_ostream os(material);
-  os << "blasst-jit cache key v2\n"
+  os << "blasst-jit cache key v3\n"
      << "[spec]\n"
-     << spec.toString() << "[target] " << toString(target) << "\n"
-     << "[compiler] " << jit::compilerVersion() << " build "
-     << compilerBuildId() << "\n"
-     << "[ptxas] " << cachedPtxasVersion() << "\n"
+     << withoutThreshold(spec).toString() << "[target] " << toString(target)
+     << "\n"
+     << toolchainIdentity() << "[ptxas] " << cachedPtxasVersion()
+     << "\n"
      // Every knob of the table (ScheduleKnobs.def), resolved.
      << "[schedule] " << formatSchedule(s) << "\n"
      << "[abi] " << rt::kKernelABIVersion << "\n";
@@ -218,15 +320,23 @@ enum class Lookup { Miss, Hit, Corrupt };
 
 /// Reads the entry at `stem` into `ck` (whose spec, target and schedule are
 /// set). A missing .meta is a miss (nothing committed); anything wrong after
-/// that is Corrupt with the reason in `why`.
+/// that is Corrupt with the reason in `why`: the files do not read, their
+/// content hash does not match (a flipped cubin byte, an edited .meta or
+/// .spec), or they describe another kernel. The entry's .spec may have
+/// another threshold than ck.spec (the key leaves it out); ck.spec stays the
+/// caller's.
 static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
                         std::string &why) {
-  std::string meta = stem + ".meta";
-  if (!fs::exists(meta))
+  if (!fs::exists(stem + ".meta"))
     return Lookup::Miss;
-  rt::KernelInfo info;
-  if (rt::Status s = rt::readKernelInfo(meta, &info); !s) {
-    why = "unreadable .meta: " + s.message();
+  rt::KernelFiles files;
+  if (rt::Status s = rt::readKernelFiles(stem, &files); !s) {
+    why = s.message();
+    return Lookup::Corrupt;
+  }
+  const rt::KernelInfo &info = files.info;
+  if (info.contentSha256.empty()) {
+    why = ".meta records no content hash";
     return Lookup::Corrupt;
   }
   if (info.target != toString(ck.target) ||
@@ -237,73 +347,133 @@ static Lookup readEntry(const std::string &stem, CompiledKernel &ck,
           "x" + std::to_string(info.blockN) + ")";
     return Lookup::Corrupt;
   }
-  SpecOrError spec = parseSpecFile(stem + ".spec");
-  if (!spec) {
-    why = "unreadable .spec: " + spec.error;
+  if (withoutThreshold(files.spec) != withoutThreshold(ck.spec)) {
+    why = ".spec is a different spec (" + files.spec.toShortString() + ")";
     return Lookup::Corrupt;
   }
-  if (*spec.spec != ck.spec) {
-    why = ".spec is a different spec (" + spec.spec->toShortString() + ")";
-    return Lookup::Corrupt;
-  }
-  auto buf = llvm::MemoryBuffer::getFile(stem + ".cubin", /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf) {
-    why = "unreadable .cubin: " + buf.getError().message();
-    return Lookup::Corrupt;
-  }
-  std::vector<char> cubin((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-  if (std::string bad =
-          rt::checkCubinImage(cubin.data(), cubin.size(), info.kernelName);
-      !bad.empty()) {
-    why = "bad .cubin (" + std::to_string(cubin.size()) + " bytes): " + bad;
-    return Lookup::Corrupt;
-  }
-  ck.info = std::move(info);
-  ck.cubin = std::move(cubin);
+  ck.info = std::move(files.info);
+  ck.info.contentSha256.clear(); // a property of the files, not the kernel
+  ck.cubin.assign(files.cubin.begin(), files.cubin.end());
   return Lookup::Hit;
 }
 
 /// Writes `data` to a unique temporary file next to `path`, then renames it
-/// over `path` (atomic on POSIX file systems). "" or the error.
+/// over `path` (atomic on POSIX file systems). The temporary file is removed
+/// on SIGTERM/SIGINT too. "" or the error.
 static std::string writeAtomically(const std::string &path,
                                    llvm::StringRef data) {
   llvm::SmallString<256> tmp;
-  int fd;
-  if (std::error_code ec =
-          fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, tmp))
+  int fd = -1;
+  std::error_code ec;
+  for (int attempt = 0; attempt < 128 && fd < 0; ++attempt) {
+    fs::createUniquePath(path + ".tmp-%%%%%%%%", tmp, /*MakeAbsolute=*/false);
+    // Registered before it exists, so no signal can leave it behind.
+    llvm::sys::RemoveFileOnSignal(tmp);
+    ec = fs::openFileForWrite(tmp, fd, fs::CD_CreateNew);
+    if (ec) {
+      fd = -1;
+      llvm::sys::DontRemoveFileOnSignal(tmp);
+      if (ec != std::errc::file_exists)
+        break;
+    }
+  }
+  if (fd < 0)
     return "cannot create a temporary file for " + path + ": " + ec.message();
+  std::string error;
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << data;
     os.close();
     if (os.has_error()) {
-      std::string msg = os.error().message();
+      error = "cannot write " + std::string(tmp) + ": " + os.error().message();
       os.clear_error();
-      fs::remove(tmp);
-      return "cannot write " + std::string(tmp) + ": " + msg;
     }
   }
-  if (std::error_code ec = fs::rename(tmp, path)) {
+  if (error.empty())
+    if (std::error_code ec = fs::rename(tmp, path))
+      error = "cannot rename " + std::string(tmp) + " to " + path + ": " +
+              ec.message();
+  if (!error.empty())
     fs::remove(tmp);
-    return "cannot rename " + std::string(tmp) + " to " + path + ": " +
-           ec.message();
-  }
-  return "";
+  llvm::sys::DontRemoveFileOnSignal(tmp);
+  return error;
 }
 
-/// .cubin, .spec, then .meta (the commit marker). "" or the error.
+/// Temporary files (`*.tmp-XXXXXXXX`) older than an hour in the cache
+/// directory: left by a writer killed with SIGKILL between create and rename
+/// (a store takes milliseconds).
+static void removeStaleTemporaries(const std::string &dir) {
+  auto now = std::chrono::system_clock::now();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    size_t at = name.rfind(".tmp-");
+    if (at == llvm::StringRef::npos || name.size() - at != 13)
+      continue;
+    fs::file_status st;
+    if (!fs::status(it->path(), st) &&
+        now - st.getLastModificationTime() > std::chrono::hours(1))
+      fs::remove(it->path());
+  }
+}
+
+/// .cubin, .spec, then .meta (the commit marker, with the content hash of
+/// all three). "" or the error.
 static std::string storeEntry(const std::string &stem,
                               const CompiledKernel &ck) {
+  std::string specText = ck.spec.toString();
+  rt::KernelInfo info = ck.info;
+  info.contentSha256 =
+      rt::kernelContentHash(ck.cubin.data(), ck.cubin.size(), specText, info);
   if (std::string e = writeAtomically(
           stem + ".cubin", llvm::StringRef(ck.cubin.data(), ck.cubin.size()));
       !e.empty())
     return e;
-  if (std::string e = writeAtomically(stem + ".spec", ck.spec.toString());
-      !e.empty())
+  if (std::string e = writeAtomically(stem + ".spec", specText); !e.empty())
     return e;
-  return writeAtomically(stem + ".meta", rt::formatKernelInfo(ck.info));
+  return writeAtomically(stem + ".meta", rt::formatKernelInfo(info));
 }
+
+namespace {
+/// An flock on `<stem>.lock` while one process (or thread) compiles and
+/// stores an entry: concurrent cold compiles of one kernel compile it once,
+/// the others wait and then read the entry. The lock file stays (empty); the
+/// kernel releases the lock when its owner dies, so a killed compile blocks
+/// no one.
+class EntryLock {
+public:
+  ~EntryLock() {
+    if (fd >= 0)
+      ::close(fd); // releases the lock
+  }
+  /// Waits for the lock, at most `timeout`. Returns "" once held, else why
+  /// not (then the caller compiles without it).
+  std::string acquire(const std::string &path, std::chrono::seconds timeout,
+                      bool *waited) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return "cannot open the lock file " + path + ": " + std::strerror(errno);
+    *waited = false;
+    auto deadline = Clock::now() + timeout;
+    auto pause = std::chrono::milliseconds(5);
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR)
+        return "cannot lock " + path + ": " + std::strerror(errno);
+      if (Clock::now() > deadline)
+        return "gave up waiting for " + path + " after " +
+               std::to_string(timeout.count()) + " s";
+      *waited = true;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(100));
+    }
+    return "";
+  }
+
+private:
+  int fd = -1;
+};
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // The compiler pipeline
@@ -468,25 +638,54 @@ llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
       llvm::SmallString<256> p(dir);
       llvm::sys::path::append(p, ck.cacheKey);
       stem = std::string(p);
-      std::string why;
-      switch (readEntry(stem, ck, why)) {
-      case Lookup::Hit:
-        ck.fromCache = true;
-        ck.cacheStem = stem;
-        ck.timings.cacheLookupMs = watch.lap();
-        ck.timings.totalMs = total.lap();
-        log.progress("cache hit " + stem + " in " + fmtMs(ck.timings.totalMs) +
-                     " ms (" + llvm::Twine(ck.cubin.size()) + " bytes)");
-        return ck;
-      case Lookup::Corrupt:
+    }
+  }
+  // A hit fills ck and returns true; a corrupt entry is noted once.
+  bool notedCorrupt = false, notedMiss = false;
+  auto lookUp = [&]() {
+    std::string why;
+    switch (readEntry(stem, ck, why)) {
+    case Lookup::Hit:
+      ck.fromCache = true;
+      ck.cacheStem = stem;
+      ck.timings.cacheLookupMs += watch.lap();
+      ck.timings.totalMs = total.lap();
+      log.progress("cache hit " + stem + " in " + fmtMs(ck.timings.totalMs) +
+                   " ms (" + llvm::Twine(ck.cubin.size()) + " bytes)");
+      return true;
+    case Lookup::Corrupt:
+      if (!notedCorrupt)
         log.note("cache entry " + stem + " is corrupt (" + why +
                  "); recompiling and overwriting it");
-        break;
-      case Lookup::Miss:
+      notedCorrupt = true;
+      return false;
+    case Lookup::Miss:
+      if (!notedMiss)
         log.progress("cache miss, key " + ck.cacheKey + " in " + dir);
-        break;
-      }
+      notedMiss = true;
+      return false;
     }
+    return false;
+  };
+  EntryLock entryLock;
+  std::string storeError;
+  if (!stem.empty()) {
+    if (lookUp())
+      return ck;
+    // Cold: one process compiles, the others wait for its entry.
+    bool waited = false;
+    if (std::error_code ec = fs::create_directories(dir))
+      storeError = "cannot create " + dir + ": " + ec.message();
+    else if (std::string e = entryLock.acquire(
+                 stem + ".lock", std::chrono::seconds(600), &waited);
+             !e.empty())
+      log.note("warning: compiling without the entry's lock: " + e);
+    else if (waited)
+      log.progress("waited for " + stem +
+                   ".lock (another compile of this "
+                   "kernel)");
+    if (storeError.empty() && lookUp()) // filled while we waited, or before
+      return ck;
   }
   ck.timings.cacheLookupMs = watch.lap();
 
@@ -495,16 +694,14 @@ llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
   watch.lap();
 
   if (!stem.empty()) {
-    std::string error;
-    if (std::error_code ec = fs::create_directories(dir))
-      error = "cannot create " + dir + ": " + ec.message();
-    else
-      error = storeEntry(stem, ck);
-    if (error.empty()) {
+    if (storeError.empty())
+      storeError = storeEntry(stem, ck);
+    if (storeError.empty()) {
       ck.cacheStem = stem;
       log.progress("stored " + stem + ".{cubin,spec,meta}");
+      removeStaleTemporaries(dir);
     } else {
-      log.note("warning: not cached: " + error);
+      log.note("warning: not cached: " + storeError);
     }
     ck.timings.cacheStoreMs = watch.lap();
   }
@@ -524,21 +721,8 @@ Kernel::Kernel(CompiledKernel compiled) : ck(std::move(compiled)) {}
 
 Kernel::~Kernel() = default;
 
-Kernel &Kernel::operator=(Kernel &&other) {
-  if (this != &other) {
-    kernel = rt::AttentionKernel(); // unload before the context goes
-    ownedContext.reset();
-    ck = std::move(other.ck);
-    ownedContext = std::move(other.ownedContext);
-    kernel = std::move(other.kernel);
-  }
-  return *this;
-}
-
 rt::Status Kernel::load(const rt::Context &context) {
   kernel = rt::AttentionKernel();
-  if (&context != ownedContext.get())
-    ownedContext.reset();
   std::string name = ck.info.kernelName.empty() ? "<none>" : ck.info.kernelName;
   if (ck.cubin.empty())
     return rt::Status::error("blasst-jit: cannot load kernel '" + name +
@@ -557,16 +741,10 @@ rt::Status Kernel::run(const rt::AttentionArgs &args, CUstream stream,
   if (!loaded()) {
     std::string name =
         ck.info.kernelName.empty() ? "<none>" : ck.info.kernelName;
-    auto ctx = std::make_unique<rt::Context>();
-    if (rt::Status s = rt::Context::create(0, ctx.get()); !s)
-      return rt::Status::error("blasst-jit: cannot run kernel '" + name +
-                               "': no CUDA context for GPU 0: " + s.message());
-    kernel = rt::AttentionKernel();
-    ownedContext = std::move(ctx);
-    if (rt::Status s = load(*ownedContext); !s) {
-      ownedContext.reset();
-      return s;
-    }
+    return rt::Status::error(
+        "blasst-jit: cannot run kernel '" + name +
+        "': it is not loaded; call Kernel::load(context) with the "
+        "rt::Context of the GPU to run it on first");
   }
   float threshold =
       std::isnan(log2Threshold) ? ck.specLog2Threshold() : log2Threshold;

@@ -323,27 +323,21 @@ std::string blasst::findPtxas(std::string *why) {
   return {};
 }
 
-/// Runs `program args`, capturing stdout+stderr; returns the exit code or -1.
+/// Runs `program args`, capturing stdout+stderr; returns the exit code or -1
+/// (then the reason is in `output`). The log is a TempFile (see Scratch.cpp).
 static int run(const std::string &program, ArrayRef<std::string> args,
                std::string &output) {
-  llvm::SmallString<128> outFile;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("blasst-ptxas", "log", fd, outFile))
+  llvm::Expected<TempFile> log = TempFile::create("ptxas-log");
+  if (!log) {
+    output = llvm::toString(log.takeError());
     return -1;
-  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  SmallVector<StringRef> argv{program};
-  for (const std::string &a : args)
-    argv.push_back(a);
-  std::optional<StringRef> redirects[] = {std::nullopt, outFile.str(),
-                                          outFile.str()};
+  }
   std::string err;
-  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0,
-                                     0, &err);
-  if (auto buf = llvm::MemoryBuffer::getFile(outFile))
+  int rc = runProgram(program, args, std::string(log->path), &err);
+  if (auto buf = llvm::MemoryBuffer::getFile(log->path))
     output = (*buf)->getBuffer().str();
   if (!err.empty())
     output += err;
-  llvm::sys::fs::remove(outFile);
   return rc;
 }
 
@@ -364,29 +358,38 @@ llvm::Expected<CubinResult> blasst::assembleCubin(const std::string &ptx,
   std::string ptxas = findPtxas(&why);
   if (ptxas.empty())
     return llvm::createStringError(why);
-  llvm::SmallString<128> in, out;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("blasst", "ptx", fd, in))
-    return llvm::createStringError("cannot create a temporary PTX file");
+  // Input, output and log in this process's scratch directory, removed on
+  // return and on SIGTERM/SIGINT (see Scratch.cpp).
+  llvm::Expected<TempFile> in = TempFile::create("ptx");
+  if (!in)
+    return in.takeError();
+  llvm::Expected<TempFile> out = TempFile::create("cubin");
+  if (!out)
+    return out.takeError();
   {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << ptx;
+    std::error_code ec;
+    llvm::raw_fd_ostream os(in->path, ec);
+    if (!ec) {
+      os << ptx;
+      os.close();
+      if (os.has_error())
+        ec = os.error(), os.clear_error();
+    }
+    if (ec)
+      return llvm::createStringError("cannot write the PTX to " +
+                                     std::string(in->path) + ": " +
+                                     ec.message());
   }
-  if (llvm::sys::fs::createTemporaryFile("blasst", "cubin", fd, out))
-    return llvm::createStringError("cannot create a temporary cubin file");
-  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   std::string log;
   int rc = run(ptxas,
                {"-arch=" + std::string(chipName(target)), "-O3", "-v",
-                in.str().str(), "-o", out.str().str()},
+                std::string(in->path), "-o", std::string(out->path)},
                log);
   CubinResult result;
   result.log = log;
   if (rc == 0)
-    if (auto buf = llvm::MemoryBuffer::getFile(out, /*IsText=*/false))
+    if (auto buf = llvm::MemoryBuffer::getFile(out->path, /*IsText=*/false))
       result.cubin.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-  llvm::sys::fs::remove(in);
-  llvm::sys::fs::remove(out);
   if (rc != 0 || result.cubin.empty())
     return llvm::createStringError("ptxas (" + ptxas +
                                    ") failed with exit "

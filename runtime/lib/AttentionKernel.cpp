@@ -9,6 +9,7 @@
 #include "blasst/Runtime/AttentionKernel.h"
 
 #include "Driver.h"
+#include "Sha256.h"
 
 #include <algorithm>
 #include <cctype>
@@ -92,9 +93,9 @@ const IntKey kIntKeys[] = {
 };
 
 const char *const kKnownKeys[] = {
-    "abi_version", "kernel",     "target",           "block_m",   "block_n",
-    "threads",     "smem_bytes", "compiler_version", "persistent",
-    "cluster_m"};
+    "abi_version", "kernel",    "target",        "block_m",
+    "block_n",     "threads",   "smem_bytes",    "compiler_version",
+    "persistent",  "cluster_m", "content_sha256"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -126,6 +127,16 @@ Status checkKernelName(const std::string &name) {
     return Status::error("the kernel name is empty");
   if (hasBlank(name))
     return Status::error("kernel name " + quoted(name) + " contains blanks");
+  return Status::success();
+}
+
+Status checkContentHash(const std::string &hash) {
+  if (hash.empty())
+    return Status::success();
+  if (hash.size() != 64 ||
+      hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return Status::error("content_sha256 " + quoted(hash) +
+                         " is not 64 lowercase hex digits");
   return Status::success();
 }
 
@@ -191,7 +202,7 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (trim(info.compilerVersion) != info.compilerVersion)
     return Status::error("compiler_version " + quoted(info.compilerVersion) +
                          " has leading or trailing blanks");
-  return Status::success();
+  return checkContentHash(info.contentSha256);
 }
 
 std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
@@ -207,6 +218,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
+  if (!info.contentSha256.empty())
+    out += "content_sha256 = " + info.contentSha256 + "\n";
   return out;
 }
 
@@ -288,6 +301,9 @@ Status blasst::rt::parseKernelInfo(const std::string &text,
       s = checkTarget(e.value);
     } else if (e.key == "compiler_version") {
       info.compilerVersion = e.value;
+    } else if (e.key == "content_sha256") {
+      info.contentSha256 = e.value;
+      s = checkContentHash(e.value);
     } else {
       for (const IntKey &k : kIntKeys) {
         if (e.key != k.key)
@@ -463,6 +479,78 @@ std::string blasst::rt::checkCubinImage(const void *data, size_t size,
   return "";
 }
 
+std::string blasst::rt::sha256Hex(const void *data, size_t size) {
+  detail::Sha256 h;
+  h.update(data, size);
+  return h.finalHex();
+}
+
+std::string blasst::rt::kernelContentHash(const void *cubin, size_t size,
+                                          const std::string &specText,
+                                          const KernelInfo &info) {
+  KernelInfo fields = info;
+  fields.contentSha256.clear();
+  std::string meta = formatKernelInfo(fields);
+  detail::Sha256 h;
+  h.update("blasst kernel files v1\n");
+  h.update("cubin " + std::to_string(size) + "\n");
+  h.update(cubin, size);
+  h.update("spec " + std::to_string(specText.size()) + "\n");
+  h.update(specText);
+  h.update("meta " + std::to_string(meta.size()) + "\n");
+  h.update(meta);
+  return h.finalHex();
+}
+
+std::string blasst::rt::checkKernelContent(const void *cubin, size_t size,
+                                           const std::string &specText,
+                                           const KernelInfo &info) {
+  if (info.contentSha256.empty())
+    return "";
+  std::string actual = kernelContentHash(cubin, size, specText, info);
+  if (actual == info.contentSha256)
+    return "";
+  return "the files do not match the content hash their .meta records "
+         "(content_sha256 " +
+         info.contentSha256.substr(0, 12) + "..., the files give " +
+         actual.substr(0, 12) +
+         "...): the .cubin, .spec or .meta changed after they were written "
+         "together; rebuild the kernel";
+}
+
+Status blasst::rt::readKernelFiles(const std::string &stem, KernelFiles *out) {
+  if (!out)
+    return Status::error("readKernelFiles: the output pointer is null");
+  KernelFiles files;
+  if (Status s = readKernelInfo(stem + ".meta", &files.info); !s)
+    return s;
+  SpecOrError spec = parseSpecFile(stem + ".spec");
+  if (!spec)
+    return Status::error(spec.error);
+  files.spec = std::move(*spec.spec);
+  if (Status s = readWholeFile(stem + ".spec", "spec file", &files.specText);
+      !s)
+    return s;
+  std::string cubinPath = stem + ".cubin";
+  if (Status s = readWholeFile(cubinPath, "cubin", &files.cubin); !s)
+    return s;
+  // A truncated, empty or foreign cubin gets a reason, not a driver error.
+  if (std::string bad = checkCubinImage(files.cubin.data(), files.cubin.size(),
+                                        files.info.kernelName);
+      !bad.empty())
+    return Status::error("bad cubin " + quoted(cubinPath) + " (" +
+                         std::to_string(files.cubin.size()) +
+                         " bytes): " + bad);
+  if (std::string bad = checkKernelContent(
+          files.cubin.data(), files.cubin.size(), files.specText, files.info);
+      !bad.empty())
+    return Status::error(quoted(stem) + ".{cubin,spec,meta}: " + bad);
+  if (Status s = checkKernelDescription(files.info, files.spec); !s)
+    return Status::error(quoted(stem) + ".{meta,spec}: " + s.message());
+  *out = std::move(files);
+  return Status::success();
+}
+
 float blasst::rt::log2ThresholdForSpec(const AttentionSpec &spec) {
   switch (spec.sparsity.kind) {
   case SparsityKind::None:
@@ -495,6 +583,26 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
 // AttentionKernel
 //===----------------------------------------------------------------------===//
 
+Status blasst::rt::checkKernelDescription(const KernelInfo &info,
+                                          const AttentionSpec &spec) {
+  if (Status s = validateKernelInfo(info); !s)
+    return Status::error("invalid metadata: " + s.message());
+  if (std::string why = spec.validate(); !why.empty())
+    return Status::error("invalid spec: " + why);
+  if (spec.headDimV != spec.headDim)
+    return Status::error("the spec has head_dim " +
+                         std::to_string(spec.headDim) + " != head_dim_v " +
+                         std::to_string(spec.headDimV) +
+                         ", which the launcher cannot describe");
+  // A .spec that no kernel of this compiler has (say a hand-edited head_dim)
+  // does not describe this cubin: launching it would encode wrong tensor maps.
+  Target target = *parseTarget(info.target); // validated above
+  if (std::string why = checkSupported(spec, target); !why.empty())
+    return Status::error("the spec is not one the compiler builds for " +
+                         info.target + ": " + why);
+  return Status::success();
+}
+
 namespace {
 
 /// The compute capability a target's arch-specific ("a") code runs on.
@@ -517,22 +625,9 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
                 const AttentionSpec &spec, Module *module, Function *function) {
   std::string doing = "cannot load attention kernel " +
                       quoted(info.kernelName) + " from " + moduleName + ": ";
-  if (Status s = validateKernelInfo(info); !s)
-    return Status::error(doing + "invalid metadata: " + s.message());
-  if (std::string why = spec.validate(); !why.empty())
-    return Status::error(doing + "invalid spec: " + why);
-  if (spec.headDimV != spec.headDim)
-    return Status::error(doing + "the spec has head_dim " +
-                         std::to_string(spec.headDim) + " != head_dim_v " +
-                         std::to_string(spec.headDimV) +
-                         ", which the launcher cannot describe");
-  // A .spec that no kernel of this compiler has (say a hand-edited head_dim)
-  // does not describe this cubin: launching it would encode wrong tensor maps.
+  if (Status s = checkKernelDescription(info, spec); !s)
+    return Status::error(doing + s.message());
   Target target = *parseTarget(info.target); // validated above
-  if (std::string why = checkSupported(spec, target); !why.empty())
-    return Status::error(doing + "the spec is not one the compiler builds "
-                                 "for " +
-                         info.target + ": " + why);
   if (!context.valid())
     return Status::error(doing + "the Context is not initialised (create it "
                                  "with Context::create)");
@@ -606,28 +701,18 @@ Status AttentionKernel::loadFiles(const Context &context,
     return Status::error("AttentionKernel::loadFiles: the output pointer is "
                          "null");
   std::string doing = "cannot load attention kernel " + quoted(stem) + ": ";
-  KernelInfo info;
-  if (Status s = readKernelInfo(stem + ".meta", &info); !s)
+  KernelFiles files;
+  if (Status s = readKernelFiles(stem, &files); !s)
     return Status::error(doing + s.message());
-  SpecOrError spec = parseSpecFile(stem + ".spec");
-  if (!spec)
-    return Status::error(doing + spec.error);
-  std::string cubinPath = stem + ".cubin";
-  std::string cubin;
-  if (Status s = readWholeFile(cubinPath, "cubin", &cubin); !s)
-    return Status::error(doing + s.message());
-  if (cubin.empty())
-    return Status::error(doing + "the cubin " + quoted(cubinPath) +
-                         " is empty");
 
   AttentionKernel result;
-  if (Status s =
-          loadImpl(context, cubin.data(), cubin.size(), quoted(cubinPath), info,
-                   *spec.spec, &result.module, &result.function);
+  if (Status s = loadImpl(context, files.cubin.data(), files.cubin.size(),
+                          quoted(stem + ".cubin"), files.info, files.spec,
+                          &result.module, &result.function);
       !s)
     return s;
-  result.kernelInfo = std::move(info);
-  result.kernelSpec = std::move(*spec.spec);
+  result.kernelInfo = std::move(files.info);
+  result.kernelSpec = std::move(files.spec);
   result.ctx = context.get();
   result.numSMs = context.info().multiprocessorCount;
   *out = std::move(result);
@@ -688,7 +773,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.oStrideS = args.oStrides.seq;
   launch.oStrideH = args.oStrides.head;
   launch.scaleLog2 = float(kernelSpec.effectiveScale() * kLog2E);
-  launch.log2Threshold = log2Threshold;
+  launch.log2Threshold =
+      std::isnan(log2Threshold) ? specLog2Threshold() : log2Threshold;
   launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
                      unsigned(args.numQHeads), unsigned(args.batch));
   if (kernelInfo.clusterM > 1) {
@@ -725,7 +811,9 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
   const detail::DriverApi *api = detail::driver(&error);
   if (!api)
     return Status::error(error);
-  if (CUresult r = detail::ensureCurrent(*api, ctx); r != CUDA_SUCCESS)
+  // The kernel's context for the launch, the caller's again afterwards.
+  detail::ScopedContext scope(*api, ctx);
+  if (CUresult r = scope.result(); r != CUDA_SUCCESS)
     return Status::error(
         explain(r, "cuCtxSetCurrent failed while preparing to launch kernel " +
                        quoted(kernelInfo.kernelName)));

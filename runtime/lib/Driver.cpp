@@ -208,6 +208,19 @@ CUresult blasst::rt::detail::ensureCurrent(const DriverApi &api,
   return api.ctxSetCurrent(ctx);
 }
 
+ScopedContext::ScopedContext(const DriverApi &api, CUcontext ctx) : api(api) {
+  status = api.ctxGetCurrent(&previous);
+  if (status != CUDA_SUCCESS || previous == ctx)
+    return;
+  status = api.ctxSetCurrent(ctx);
+  restore = status == CUDA_SUCCESS;
+}
+
+ScopedContext::~ScopedContext() {
+  if (restore)
+    (void)api.ctxSetCurrent(previous);
+}
+
 bool blasst::rt::detail::builtinErrorText(CUresult result, const char **name,
                                           const char **description) {
   for (const ErrorText &entry : kErrorTexts) {

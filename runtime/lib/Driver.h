@@ -71,10 +71,32 @@ const DriverApi *driver(std::string *error);
 /// cannot itself fail or dlopen anything.
 const DriverApi *loadedDriverOrNull();
 
-/// Makes `ctx` current on the calling thread unless it already is. Used
-/// before driver calls that act on "the current context" (allocation, module
-/// loading, freeing), so objects work from any thread.
+/// Makes `ctx` current on the calling thread unless it already is (for
+/// Context::create and Context::makeCurrent, whose job that is).
 CUresult ensureCurrent(const DriverApi &api, CUcontext ctx);
+
+/// Makes `ctx` current on the calling thread for the lifetime of the guard
+/// and then restores the context that was current before (nullptr
+/// included), so a runtime call never leaves the caller's thread in another
+/// context. Used around driver calls that act on "the current context"
+/// (allocation, module loading, launches, freeing), so objects work from any
+/// thread. Costs one cuCtxGetCurrent when `ctx` is already current.
+class ScopedContext {
+public:
+  ScopedContext(const DriverApi &api, CUcontext ctx);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext &) = delete;
+  ScopedContext &operator=(const ScopedContext &) = delete;
+  /// CUDA_SUCCESS, or the error of cuCtxGetCurrent/cuCtxSetCurrent (then
+  /// nothing is restored).
+  CUresult result() const { return status; }
+
+private:
+  const DriverApi &api;
+  CUcontext previous = nullptr;
+  bool restore = false;
+  CUresult status = CUDA_SUCCESS;
+};
 
 /// The built-in name/description of common CUresult codes, matching the
 /// driver's cuGetErrorName/cuGetErrorString. Returns false for codes not in

@@ -229,9 +229,15 @@ Status Context::makeCurrent() const {
 }
 
 Status Context::synchronize() const {
-  BLASST_RT_TRY(makeCurrent());
+  if (!ctx)
+    return Status::error("cannot synchronize the Context: it is not "
+                         "initialised (create it with Context::create)");
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(), "cuCtxSetCurrent failed while preparing to "
+                               "wait for " +
+                                   gpuName(*this));
   BLASST_RT_CU(api->ctxSynchronize(),
                "cuCtxSynchronize failed while waiting for " + gpuName(*this) +
                    "; a kernel launched earlier may have faulted");
@@ -263,7 +269,7 @@ Module &Module::operator=(Module &&other) noexcept {
 void Module::unload() {
   if (module)
     if (const DriverApi *api = loadedDriverOrNull())
-      if (ensureCurrent(*api, ctx) == CUDA_SUCCESS)
+      if (ScopedContext scope(*api, ctx); scope.result() == CUDA_SUCCESS)
         (void)api->moduleUnload(module);
   module = nullptr;
 }
@@ -299,7 +305,8 @@ Status Module::loadData(const Context &context, const void *image, size_t size,
   BLASST_RT_TRY(needContext(context, doing));
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(ensureCurrent(*api, context.get()),
+  ScopedContext scope(*api, context.get());
+  BLASST_RT_CU(scope.result(),
                "cuCtxSetCurrent failed while preparing to " + doing);
   Module result;
   BLASST_RT_CU(api->moduleLoadData(&result.module, image),
@@ -585,7 +592,7 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
 void DeviceBuffer::release() {
   if (ptr)
     if (const DriverApi *api = loadedDriverOrNull())
-      if (ensureCurrent(*api, ctx) == CUDA_SUCCESS)
+      if (ScopedContext scope(*api, ctx); scope.result() == CUDA_SUCCESS)
         (void)api->memFree(ptr);
   ptr = 0;
   bytes = 0;
@@ -603,7 +610,8 @@ Status DeviceBuffer::allocate(const Context &context, size_t size,
   BLASST_RT_TRY(needContext(context, doing));
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(ensureCurrent(*api, context.get()),
+  ScopedContext scope(*api, context.get());
+  BLASST_RT_CU(scope.result(),
                "cuCtxSetCurrent failed while preparing to " + doing);
   DeviceBuffer buffer;
   BLASST_RT_CU(api->memAlloc(&buffer.ptr, size),
@@ -639,7 +647,8 @@ Status DeviceBuffer::copyFromHost(const void *src, size_t count,
                          ": the host source pointer is null");
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(ensureCurrent(*api, ctx),
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(),
                "cuCtxSetCurrent failed while preparing a copy into " +
                    quoted(name));
   BLASST_RT_CU(api->memcpyHtoD(ptr + offset, src, count),
@@ -657,7 +666,8 @@ Status DeviceBuffer::copyToHost(void *dst, size_t count, size_t offset) const {
                          ": the host destination pointer is null");
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(ensureCurrent(*api, ctx),
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(),
                "cuCtxSetCurrent failed while preparing a copy from " +
                    quoted(name));
   BLASST_RT_CU(api->memcpyDtoH(dst, ptr + offset, count),
@@ -671,7 +681,8 @@ Status DeviceBuffer::fill(uint8_t value) {
   BLASST_RT_TRY(checkRange("fill", bytes, 0));
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(ensureCurrent(*api, ctx),
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(),
                "cuCtxSetCurrent failed while preparing to fill " +
                    quoted(name));
   BLASST_RT_CU(api->memsetD8(ptr, value, bytes),
@@ -704,9 +715,9 @@ EventTimer &EventTimer::operator=(EventTimer &&other) noexcept {
 }
 
 void EventTimer::release() {
-  if (const DriverApi *api = loadedDriverOrNull()) {
-    if (startEvent || stopEvent)
-      (void)ensureCurrent(*api, ctx);
+  if (const DriverApi *api = loadedDriverOrNull();
+      api && (startEvent || stopEvent)) {
+    ScopedContext scope(*api, ctx);
     if (startEvent)
       (void)api->eventDestroy(startEvent);
     if (stopEvent)
@@ -723,7 +734,8 @@ Status EventTimer::create(const Context &context, EventTimer *out) {
   BLASST_RT_TRY(needContext(context, "create an event timer"));
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
-  BLASST_RT_CU(ensureCurrent(*api, context.get()),
+  ScopedContext scope(*api, context.get());
+  BLASST_RT_CU(scope.result(),
                "cuCtxSetCurrent failed while creating an event timer");
   EventTimer timer;
   timer.ctx = context.get();
@@ -741,6 +753,10 @@ Status EventTimer::start(CUstream stream) {
                          "(use EventTimer::create)");
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
+  // The null stream is the legacy stream of the timer's context.
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(), "cuCtxSetCurrent failed while preparing to "
+                               "start the event timer");
   BLASST_RT_CU(api->eventRecord(startEvent, stream),
                "cuEventRecord failed while starting the event timer");
   started = true;
@@ -754,6 +770,10 @@ Status EventTimer::stop(CUstream stream) {
                          "called");
   const DriverApi *api;
   BLASST_RT_TRY(needDriver(&api));
+  // The null stream is the legacy stream of the timer's context.
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(), "cuCtxSetCurrent failed while preparing to "
+                               "stop the event timer");
   BLASST_RT_CU(api->eventRecord(stopEvent, stream),
                "cuEventRecord failed while stopping the event timer");
   stopped = true;

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -512,6 +513,225 @@ TEST(AttentionKernelTest, LoadFilesNamesTheMissingFile) {
 }
 
 //===----------------------------------------------------------------------===//
+// The kernel's files and their content hash
+//===----------------------------------------------------------------------===//
+
+TEST(KernelFilesTest, Sha256KnownAnswers) {
+  EXPECT_EQ(sha256Hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934"
+                              "ca495991b7852b855");
+  EXPECT_EQ(sha256Hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a39617"
+                                 "7a9cb410ff61f20015ad");
+  const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(sha256Hex(two, std::strlen(two)),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(sha256Hex(million.data(), million.size()),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+/// Writes stem.{cubin,spec,meta} as blasst-compile does, with the hash.
+void writeKernelFilesWithHash(const std::string &stem, const std::string &cubin,
+                              const std::string &specText, KernelInfo info) {
+  info.contentSha256 =
+      kernelContentHash(cubin.data(), cubin.size(), specText, info);
+  writeFile(stem + ".cubin", cubin);
+  writeFile(stem + ".spec", specText);
+  ASSERT_TRUE(succeeds(writeKernelInfo(stem + ".meta", info)));
+}
+
+// Any change to one of the three files after they were written together is
+// found without a driver: a flipped cubin byte, an edited spec, an edited
+// threads or smem_bytes in the .meta.
+TEST(KernelFilesTest, ContentHashCatchesEditsOfAnyFile) {
+  TempDir dir;
+  std::string stem = dir.file("k");
+  KernelInfo info = sampleInfo();
+  std::string cubin = tinyCubin(info.kernelName) + std::string(256, '\x42');
+  std::string specText = sampleSpec().toString();
+  writeKernelFilesWithHash(stem, cubin, specText, info);
+  KernelFiles files;
+  ASSERT_TRUE(succeeds(readKernelFiles(stem, &files)));
+  EXPECT_EQ(files.cubin, cubin);
+  EXPECT_EQ(files.specText, specText);
+  EXPECT_EQ(files.spec, sampleSpec());
+  EXPECT_EQ(files.info.contentSha256.size(), 64u);
+  std::string meta;
+  {
+    std::ifstream in(stem + ".meta");
+    meta.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(meta.find("content_sha256 = " + files.info.contentSha256 + "\n"),
+            std::string::npos)
+      << meta;
+
+  auto expectMismatch = [&](const char *what) {
+    SCOPED_TRACE(what);
+    EXPECT_TRUE(failsWith(readKernelFiles(stem, &files),
+                          "do not match the content hash their .meta "
+                          "records"));
+    writeKernelFilesWithHash(stem, cubin, specText, info); // repair
+    ASSERT_TRUE(succeeds(readKernelFiles(stem, &files)));
+  };
+  std::string flipped = cubin;
+  flipped[cubin.size() - 7] ^= 0x01; // inside the code, not the ELF headers
+  writeFile(stem + ".cubin", flipped);
+  expectMismatch("flipped cubin byte");
+  AttentionSpec hd64 = sampleSpec();
+  hd64.headDim = hd64.headDimV = 64;
+  writeFile(stem + ".spec", hd64.toString());
+  expectMismatch("edited spec");
+  for (const char *edit : {"threads = 128", "smem_bytes = 1024"}) {
+    std::string edited = meta;
+    std::string key = std::string(edit).substr(0, std::string(edit).find(' '));
+    size_t at = edited.find(key + " = ");
+    ASSERT_NE(at, std::string::npos);
+    edited.replace(at, edited.find('\n', at) - at, edit);
+    writeFile(stem + ".meta", edited);
+    expectMismatch(edit);
+  }
+  // A comment in the .meta changes no field: still the same kernel.
+  writeFile(stem + ".meta", "# reviewed\n" + meta);
+  EXPECT_TRUE(succeeds(readKernelFiles(stem, &files)));
+
+  // Files without a hash (hand-written, or older) are read as before.
+  ASSERT_TRUE(succeeds(writeKernelInfo(stem + ".meta", info)));
+  EXPECT_TRUE(succeeds(readKernelFiles(stem, &files)));
+  EXPECT_EQ(files.info.contentSha256, "");
+  // A malformed hash is a metadata error with its line.
+  std::string bad = meta;
+  size_t at = bad.find("content_sha256 = ");
+  bad.replace(at, std::string::npos, "content_sha256 = xyz\n");
+  writeFile(stem + ".meta", bad);
+  EXPECT_TRUE(failsWith(readKernelFiles(stem, &files),
+                        "content_sha256 'xyz' is not 64 lowercase hex digits"));
+  // The cubin check comes with the file's name.
+  writeKernelFilesWithHash(stem, cubin.substr(0, 70), specText, info);
+  EXPECT_TRUE(failsWith(readKernelFiles(stem, &files),
+                        "bad cubin '" + stem + ".cubin' (70 bytes)"));
+}
+
+//===----------------------------------------------------------------------===//
+// Launches and contexts through a fake driver (no GPU needed)
+//===----------------------------------------------------------------------===//
+
+/// Points the runtime at the fake libcuda of FakeDriver.cpp: one sm_90 "GPU"
+/// whose launches are recorded, not run.
+class FakeDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    handle = dlopen(BLASST_FAKE_DRIVER, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << dlerror();
+    setDriverLibraryForTesting(BLASST_FAKE_DRIVER);
+    resolve("cuCtxSetCurrent", &setCurrent);
+    resolve("cuCtxGetCurrent", &getCurrent);
+    resolve("blasstFakeLaunches", &launches);
+    resolve("blasstFakeLastThreshold", &lastThreshold);
+    resolve("blasstFakeContextAtLaunch", &contextAtLaunch);
+    ASSERT_TRUE(succeeds(Context::create(0, &ctx)));
+  }
+  void TearDown() override {
+    ctx = Context();
+    setDriverLibraryForTesting(nullptr);
+    if (handle)
+      dlclose(handle);
+  }
+  template <typename F> void resolve(const char *name, F **out) {
+    *out = reinterpret_cast<F *>(dlsym(handle, name));
+    ASSERT_NE(*out, nullptr) << name;
+  }
+  CUcontext currentContext() {
+    CUcontext c = nullptr;
+    getCurrent(&c);
+    return c;
+  }
+  /// A sparse spec the compiler builds (ln_lambda = -3), loaded from a tiny
+  /// cubin.
+  static AttentionSpec sparseSpec() {
+    AttentionSpec spec = sampleSpec();
+    spec.sparsity = {SparsityKind::LnLambda, -3.0};
+    return spec;
+  }
+  Status loadSparse(AttentionKernel *out) {
+    std::string cubin = tinyCubin(sampleInfo().kernelName);
+    return AttentionKernel::load(ctx, cubin.data(), cubin.size(), sampleInfo(),
+                                 sparseSpec(), out);
+  }
+
+  void *handle = nullptr;
+  CUresult (*setCurrent)(CUcontext) = nullptr;
+  CUresult (*getCurrent)(CUcontext *) = nullptr;
+  int (*launches)() = nullptr;
+  float (*lastThreshold)() = nullptr;
+  CUcontext (*contextAtLaunch)() = nullptr;
+  Context ctx;
+};
+
+// run() without a threshold launches with the spec's (ln_lambda -3 ->
+// -3 log2 e), not 0 (lambda = 1: every block below the running maximum
+// would be skipped); prepare() takes NAN the same way.
+TEST_F(FakeDriverTest, RunDefaultsToTheSpecsThreshold) {
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(loadSparse(&kernel)));
+  const float spec = float(-3.0 * kLog2E);
+  ASSERT_FLOAT_EQ(kernel.specLog2Threshold(), spec);
+  int before = launches();
+  ASSERT_TRUE(succeeds(kernel.run(sampleArgs(), nullptr)));
+  EXPECT_EQ(launches(), before + 1);
+  EXPECT_EQ(lastThreshold(), spec);
+  ASSERT_TRUE(succeeds(kernel.run(sampleArgs(), nullptr, -1.5f)));
+  EXPECT_EQ(lastThreshold(), -1.5f);
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(sampleArgs(), NAN, &prepared)));
+  EXPECT_EQ(prepared.log2Threshold, spec);
+  ASSERT_TRUE(succeeds(kernel.prepare(sampleArgs(), 0.0f, &prepared)));
+  EXPECT_EQ(prepared.log2Threshold, 0.0f);
+}
+
+// Every runtime call that needs its object's context gives the calling
+// thread its previous current context back (another context, or none).
+TEST_F(FakeDriverTest, CallsRestoreTheCallersContext) {
+  int other = 0;
+  for (CUcontext callers :
+       {reinterpret_cast<CUcontext>(&other), static_cast<CUcontext>(nullptr)}) {
+    SCOPED_TRACE(callers ? "another context current" : "no context current");
+    ASSERT_EQ(setCurrent(callers), CUDA_SUCCESS);
+    auto same = [&](const char *what) {
+      EXPECT_EQ(currentContext(), callers) << "after " << what;
+    };
+    AttentionKernel kernel;
+    ASSERT_TRUE(succeeds(loadSparse(&kernel)));
+    same("AttentionKernel::load");
+    ASSERT_TRUE(succeeds(kernel.run(sampleArgs(), nullptr)));
+    EXPECT_EQ(contextAtLaunch(), ctx.get()) << "launched in its context";
+    same("AttentionKernel::run");
+    DeviceBuffer buffer;
+    ASSERT_TRUE(succeeds(DeviceBuffer::allocate(ctx, 64, "B", &buffer)));
+    same("DeviceBuffer::allocate");
+    ASSERT_TRUE(succeeds(buffer.fill(0)));
+    same("DeviceBuffer::fill");
+    char host[64] = {};
+    ASSERT_TRUE(succeeds(buffer.copyFromHost(host, sizeof(host))));
+    same("DeviceBuffer::copyFromHost");
+    ASSERT_TRUE(succeeds(buffer.copyToHost(host, sizeof(host))));
+    same("DeviceBuffer::copyToHost");
+    EventTimer timer;
+    ASSERT_TRUE(succeeds(EventTimer::create(ctx, &timer)));
+    ASSERT_TRUE(succeeds(timer.start(nullptr)));
+    ASSERT_TRUE(succeeds(timer.stop(nullptr)));
+    same("EventTimer");
+    ASSERT_TRUE(succeeds(ctx.synchronize()));
+    same("Context::synchronize");
+    buffer = DeviceBuffer();
+    timer = EventTimer();
+    kernel = AttentionKernel();
+    same("freeing and unloading");
+    // makeCurrent is the one call whose job is to change it.
+    ASSERT_TRUE(succeeds(ctx.makeCurrent()));
+    EXPECT_EQ(currentContext(), ctx.get());
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Launch tests on a GPU (sm_90)
 //===----------------------------------------------------------------------===//
 
@@ -596,6 +816,33 @@ DONE:
 }
 )";
 
+/// kProbePtx assembled by ptxas for sm_90a (AttentionKernel::load takes
+/// cubins only), or "" with the reason in `why` when there is no ptxas.
+std::string probeCubin(std::string *why) {
+  std::string ptxas;
+  for (const char *env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(env); v && ptxas.empty())
+      if (::access((std::string(v) + "/bin/ptxas").c_str(), X_OK) == 0)
+        ptxas = std::string(v) + "/bin/ptxas";
+  if (ptxas.empty() && ::access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+    ptxas = "/usr/local/cuda/bin/ptxas";
+  if (ptxas.empty()) {
+    *why = "no ptxas ($CUDA_HOME/bin, /usr/local/cuda/bin) to assemble the "
+           "probe";
+    return "";
+  }
+  TempDir dir;
+  writeFile(dir.file("probe.ptx"), kProbePtx);
+  std::string cmd = "'" + ptxas + "' -arch=sm_90a '" + dir.file("probe.ptx") +
+                    "' -o '" + dir.file("probe.cubin") + "'";
+  if (std::system(cmd.c_str()) != 0) {
+    *why = "ptxas failed on the probe: " + cmd;
+    return "";
+  }
+  std::ifstream in(dir.file("probe.cubin"), std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 class AttentionKernelGpuTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -607,6 +854,9 @@ protected:
         ctx.info().computeCapabilityMinor != 0)
       GTEST_SKIP() << "needs an sm_90 GPU for sm_90a code; have "
                    << ctx.info().describe();
+    cubin = probeCubin(&why);
+    if (cubin.empty())
+      GTEST_SKIP() << why;
   }
 
   static KernelInfo probeInfo() {
@@ -632,11 +882,12 @@ protected:
 
   Status loadProbe(const KernelInfo &info, const AttentionSpec &spec,
                    AttentionKernel *out) {
-    return AttentionKernel::load(ctx, kProbePtx, std::strlen(kProbePtx), info,
-                                 spec, out);
+    return AttentionKernel::load(ctx, cubin.data(), cubin.size(), info, spec,
+                                 out);
   }
 
   Context ctx;
+  std::string cubin;
 };
 
 TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
@@ -723,9 +974,9 @@ TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
   EXPECT_EQ(u64(88), firstK);
   EXPECT_EQ(u64(96), firstV);
 
-  // run() with the spec's threshold: ln_lambda -3 -> -3 * log2(e).
+  // run() without a threshold: the spec's, ln_lambda -3 -> -3 * log2(e).
   ASSERT_TRUE(succeeds(o.fill(0)));
-  ASSERT_TRUE(succeeds(kernel.run(a, nullptr, kernel.specLog2Threshold())));
+  ASSERT_TRUE(succeeds(kernel.run(a, nullptr)));
   ASSERT_TRUE(succeeds(synchronize(nullptr)));
   ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
   EXPECT_FLOAT_EQ(f32(36), float(-3.0 / std::log(2.0)));
@@ -745,7 +996,7 @@ TEST_F(AttentionKernelGpuTest, LoadFilesReadsStemFiles) {
   std::string stem = dir.file("probe");
   ASSERT_TRUE(succeeds(writeKernelInfo(stem + ".meta", probeInfo())));
   writeFile(stem + ".spec", probeSpec().toString());
-  writeFile(stem + ".cubin", kProbePtx); // the driver also takes PTX
+  writeFile(stem + ".cubin", cubin);
   AttentionKernel kernel;
   ASSERT_TRUE(succeeds(AttentionKernel::loadFiles(ctx, stem, &kernel)));
   EXPECT_EQ(kernel.info().kernelName, "abi_probe");

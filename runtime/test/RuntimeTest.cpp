@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -1063,6 +1065,46 @@ TEST_F(GpuTest, BufferCopiesAreBoundsChecked) {
   DeviceBuffer moved = std::move(buffer);
   EXPECT_TRUE(moved.valid());
   EXPECT_FALSE(buffer.valid());
+}
+
+// With the real driver: the runtime's calls give the calling thread its
+// current context back (here: none), so a host application's own context
+// choice survives them.
+TEST_F(GpuTest, CallsRestoreTheCallersContext) {
+  void *cuda = dlopen(kDefaultDriverLibrary, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cuda, nullptr);
+  auto getCurrent = reinterpret_cast<CUresult (*)(CUcontext *)>(
+      dlsym(cuda, "cuCtxGetCurrent"));
+  auto setCurrent =
+      reinterpret_cast<CUresult (*)(CUcontext)>(dlsym(cuda, "cuCtxSetCurrent"));
+  ASSERT_TRUE(getCurrent && setCurrent);
+  auto current = [&] {
+    CUcontext c = reinterpret_cast<CUcontext>(1);
+    EXPECT_EQ(getCurrent(&c), CUDA_SUCCESS);
+    return c;
+  };
+  EXPECT_EQ(current(), context.get()) << "Context::create makes it current";
+  ASSERT_EQ(setCurrent(nullptr), CUDA_SUCCESS);
+  Module module;
+  Function function;
+  loadIota(&module, &function);
+  EXPECT_EQ(current(), nullptr) << "after Module::loadData";
+  DeviceBuffer out;
+  ASSERT_TRUE(succeeds(DeviceBuffer::allocate(context, 256, "out", &out)));
+  EXPECT_EQ(current(), nullptr) << "after DeviceBuffer::allocate";
+  ASSERT_TRUE(succeeds(out.fill(0)));
+  std::vector<uint8_t> host(256);
+  ASSERT_TRUE(succeeds(out.copyFromHost(host.data(), host.size())));
+  ASSERT_TRUE(succeeds(out.copyToHost(host.data(), host.size())));
+  EXPECT_EQ(current(), nullptr) << "after copies";
+  ASSERT_TRUE(succeeds(context.synchronize()));
+  EXPECT_EQ(current(), nullptr) << "after Context::synchronize";
+  out = DeviceBuffer();
+  module = Module();
+  EXPECT_EQ(current(), nullptr) << "after freeing and unloading";
+  ASSERT_TRUE(succeeds(context.makeCurrent()));
+  EXPECT_EQ(current(), context.get());
+  dlclose(cuda);
 }
 
 TEST_F(GpuTest, EncodesTensorMaps) {

@@ -8,15 +8,24 @@
 #include "blasst/Conversion/AttnToWS/AttnToWS.h"
 #include "blasst/Target/Target.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sys/wait.h>
@@ -53,6 +62,41 @@ std::set<std::string> listDir(const std::string &dir) {
        it.increment(ec))
     names.insert(llvm::sys::path::filename(it->path()).str());
   return names;
+}
+
+/// Every regular file below `dir`, as paths relative to it.
+std::set<std::string> filesBelow(const std::string &dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (fs::is_regular_file(it->path()))
+      names.insert(it->path().substr(dir.size() + 1));
+  return names;
+}
+
+/// The files of one cache entry.
+std::set<std::string> entryFiles(const std::string &key) {
+  return {key + ".cubin", key + ".lock", key + ".meta", key + ".spec"};
+}
+
+/// The offset of the middle of the cubin's code section for `kernel`
+/// (".text.<kernel>"), found through the ELF section headers; 0 if absent.
+size_t codeOffset(const std::string &elf, const std::string &kernel) {
+  auto u16 = [&](size_t at) {
+    return size_t(uint8_t(elf[at])) | size_t(uint8_t(elf[at + 1])) << 8;
+  };
+  auto u32 = [&](size_t at) { return u16(at) | u16(at + 2) << 16; };
+  auto u64 = [&](size_t at) { return u32(at) | u32(at + 4) << 32; };
+  size_t shoff = u64(40), shnum = u16(60), shstrndx = u16(62);
+  size_t names = u64(shoff + shstrndx * 64 + 24);
+  for (size_t i = 0; i < shnum; ++i) {
+    size_t sh = shoff + i * 64;
+    std::string name = elf.c_str() + names + u32(sh);
+    if (name == ".text." + kernel)
+      return u64(sh + 24) + u64(sh + 32) / 2;
+  }
+  return 0;
 }
 
 /// Compiles or fails the test with the error text.
@@ -329,15 +373,27 @@ TEST_F(JITCacheTest, MissThenHit) {
   EXPECT_GT(first.timings.cubinMs, 0);
   EXPECT_GT(first.timings.ptxMs, 0);
   EXPECT_GE(first.timings.totalMs, first.timings.cubinMs);
-  EXPECT_EQ(listDir(dir), (std::set<std::string>{first.cacheKey + ".cubin",
-                                                 first.cacheKey + ".meta",
-                                                 first.cacheKey + ".spec"}));
-  // The entry is what blasst-compile would write: the runtime reads it.
+  EXPECT_EQ(listDir(dir), entryFiles(first.cacheKey));
+  // The entry is what blasst-compile would write: the runtime reads it, and
+  // its .meta records the content hash of the three files.
   rt::KernelInfo meta;
   ASSERT_TRUE(rt::readKernelInfo(stem(first.cacheKey) + ".meta", &meta))
       << slurp(stem(first.cacheKey) + ".meta");
   EXPECT_EQ(meta.kernelName, first.info.kernelName);
-  EXPECT_EQ(slurp(stem(first.cacheKey) + ".spec"), smallSpec().toString());
+  std::string specText = slurp(stem(first.cacheKey) + ".spec");
+  EXPECT_EQ(specText, smallSpec().toString());
+  EXPECT_EQ(meta.contentSha256,
+            rt::kernelContentHash(first.cubin.data(), first.cubin.size(),
+                                  specText, meta));
+  rt::KernelFiles files;
+  EXPECT_TRUE(rt::readKernelFiles(stem(first.cacheKey), &files).ok());
+  // The runtime's SHA-256 is LLVM's.
+  EXPECT_EQ(
+      rt::sha256Hex(first.cubin.data(), first.cubin.size()),
+      llvm::toHex(llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+                      reinterpret_cast<const uint8_t *>(first.cubin.data()),
+                      first.cubin.size())),
+                  /*LowerCase=*/true));
 
   jit::CompiledKernel second = mustCompile(smallSpec(), options());
   EXPECT_TRUE(second.fromCache);
@@ -359,7 +415,7 @@ TEST_F(JITCacheTest, MissThenHit) {
   EXPECT_FALSE(uncached.fromCache);
   EXPECT_EQ(uncached.cacheStem, "");
   EXPECT_EQ(uncached.cacheKey, jit::cacheKey(smallSpec(), kSM90, off.schedule));
-  EXPECT_EQ(listDir(dir).size(), 3u);
+  EXPECT_EQ(listDir(dir).size(), 4u);
 }
 
 TEST_F(JITCacheTest, CorruptEntriesAreRecompiled) {
@@ -368,27 +424,69 @@ TEST_F(JITCacheTest, CorruptEntriesAreRecompiled) {
   std::string s = stem(good.cacheKey);
   std::string goodMeta = slurp(s + ".meta");
   std::string goodCubin = slurp(s + ".cubin");
+  size_t code = codeOffset(goodCubin, good.info.kernelName);
+  ASSERT_GT(code, 0u) << "no .text." << good.info.kernelName;
+
+  /// The .meta with `key = value` in place of the key's line.
+  auto metaWith = [&](const std::string &key, const std::string &value) {
+    std::string m = goodMeta;
+    size_t at = m.find(key + " = ");
+    m.replace(at, m.find('\n', at) - at, key + " = " + value);
+    return m;
+  };
+  /// A consistent entry (the hash matches) of another kernel at this key.
+  auto otherKernelEntry = [&] {
+    AttentionSpec other = smallSpec();
+    other.causal = true;
+    rt::KernelInfo info;
+    ASSERT_TRUE(rt::readKernelInfo(s + ".meta", &info).ok());
+    info.contentSha256 = rt::kernelContentHash(
+        goodCubin.data(), goodCubin.size(), other.toString(), info);
+    spit(s + ".spec", other.toString());
+    spit(s + ".meta", rt::formatKernelInfo(info));
+  };
 
   struct Damage {
     const char *what;
     const char *note; // expected in the notes
     std::function<void()> apply;
   };
-  AttentionSpec other = smallSpec();
-  other.causal = true;
+  const char *hashNote = "do not match the content hash their .meta records";
   std::vector<Damage> damages = {
-      {"garbage .meta", "unreadable .meta",
+      {"garbage .meta", "unknown key 'this is not'",
        [&] { spit(s + ".meta", "this is not = metadata\n"); }},
-      {"truncated .cubin", "bad .cubin",
+      {"truncated .cubin", "bad cubin",
        [&] { spit(s + ".cubin", goodCubin.substr(0, goodCubin.size() / 2)); }},
-      {"another spec in .spec", ".spec is a different spec",
-       [&] { spit(s + ".spec", other.toString()); }},
+      {"a flipped byte in the code section", hashNote,
+       [&] {
+         std::string c = goodCubin;
+         c[code] ^= 0x10;
+         spit(s + ".cubin", c);
+       }},
+      {".meta edited to threads = 128", hashNote,
+       [&] { spit(s + ".meta", metaWith("threads", "128")); }},
+      {".meta edited to smem_bytes = 1024", hashNote,
+       [&] { spit(s + ".meta", metaWith("smem_bytes", "1024")); }},
+      {"an edited .spec", hashNote,
+       [&] {
+         AttentionSpec hd128 = smallSpec();
+         hd128.headDim = hd128.headDimV = 128;
+         spit(s + ".spec", hd128.toString());
+       }},
+      {".meta without its hash", "records no content hash",
+       [&] {
+         std::string m = goodMeta;
+         m.erase(m.find("content_sha256"));
+         spit(s + ".meta", m);
+       }},
+      {"a consistent entry of another spec", ".spec is a different spec",
+       otherKernelEntry},
   };
   for (const Damage &d : damages) {
     SCOPED_TRACE(d.what);
     d.apply();
     jit::CompiledKernel again = mustCompile(smallSpec(), options());
-    EXPECT_FALSE(again.fromCache);
+    EXPECT_FALSE(again.fromCache) << "served a damaged entry";
     EXPECT_NE(again.notes.find("is corrupt"), std::string::npos) << again.notes;
     EXPECT_NE(again.notes.find(d.note), std::string::npos) << again.notes;
     EXPECT_EQ(again.cubin, good.cubin);
@@ -396,10 +494,10 @@ TEST_F(JITCacheTest, CorruptEntriesAreRecompiled) {
     EXPECT_EQ(slurp(s + ".meta"), goodMeta);
     EXPECT_EQ(slurp(s + ".cubin"), goodCubin);
     EXPECT_EQ(slurp(s + ".spec"), smallSpec().toString());
-    EXPECT_EQ(listDir(dir).size(), 3u) << "no temporary files left";
+    EXPECT_EQ(listDir(dir), entryFiles(good.cacheKey))
+        << "no temporary files left";
+    EXPECT_TRUE(mustCompile(smallSpec(), options()).fromCache);
   }
-  jit::CompiledKernel hit = mustCompile(smallSpec(), options());
-  EXPECT_TRUE(hit.fromCache);
 
   // A .cubin and .spec without .meta (a writer that died before committing)
   // is a plain miss.
@@ -424,8 +522,10 @@ TEST_F(JITCacheTest, UnwritableCacheStillCompiles) {
       << ck.notes;
 }
 
-TEST_F(JITCacheTest, ConcurrentProcessesShareOneEntry) {
-  constexpr int kChildren = 4;
+// Concurrent cold compiles of one kernel in several processes: one compiles,
+// the others wait for its lock and read its entry.
+TEST_F(JITCacheTest, ConcurrentProcessesCompileOnce) {
+  constexpr int kChildren = 6;
   // The children wait on this pipe so that they compile at the same time.
   int go[2];
   ASSERT_EQ(pipe(go), 0);
@@ -461,14 +561,12 @@ TEST_F(JITCacheTest, ConcurrentProcessesShareOneEntry) {
     EXPECT_TRUE(code == 0 || code == 10) << "child " << pid << " exit " << code;
     compiled += code == 0;
   }
-  // They start together and a compile takes far longer than a lookup, so
-  // several of them write the entry at once (the point of the test).
-  EXPECT_GE(compiled, 2) << "the children did not race";
+  // They start together and a compile takes far longer than a lookup: all
+  // would compile without the lock.
+  EXPECT_EQ(compiled, 1) << "compiled more than once";
 
   std::string key = jit::cacheKey(smallSpec(), kSM90);
-  EXPECT_EQ(listDir(dir), (std::set<std::string>{key + ".cubin", key + ".meta",
-                                                 key + ".spec"}))
-      << "one entry, no temporary files";
+  EXPECT_EQ(listDir(dir), entryFiles(key)) << "one entry, no temporary files";
   jit::CompiledKernel cached = mustCompile(smallSpec(), options());
   EXPECT_TRUE(cached.fromCache);
   jit::CompileOptions fresh = options();
@@ -479,22 +577,24 @@ TEST_F(JITCacheTest, ConcurrentProcessesShareOneEntry) {
             rt::formatKernelInfo(recompiled.info));
 }
 
-TEST_F(JITCacheTest, RunWithoutADriverIsAnError) {
+// run() before load() is an error naming load(), not an implicit GPU 0: the
+// driver is not even looked for.
+TEST_F(JITCacheTest, RunWithoutLoadIsAnError) {
   jit::CompiledKernel ck = mustCompile(smallSpec(), options());
   ASSERT_FALSE(ck.cubin.empty());
-  // Simulate a machine without the driver, also where there is one.
   rt::setDriverLibraryForTesting("libblasst-jit-test-no-such-driver.so");
   jit::Kernel kernel(std::move(ck));
   rt::AttentionArgs args;
-  rt::Status s = kernel.run(args, nullptr);
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("cannot run kernel 'jit_test_kernel'"),
-            std::string::npos)
-      << s.message();
-  EXPECT_NE(s.message().find("driver"), std::string::npos) << s.message();
-  EXPECT_FALSE(kernel.loaded());
-  // Again: still an error, not a crash.
-  EXPECT_FALSE(kernel.run(args, nullptr, 0.f).ok());
+  for (float threshold : {NAN, 0.f}) {
+    rt::Status s = kernel.run(args, nullptr, threshold);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("cannot run kernel 'jit_test_kernel': it is "
+                               "not loaded; call Kernel::load(context)"),
+              std::string::npos)
+        << s.message();
+    EXPECT_EQ(s.message().find("driver"), std::string::npos) << s.message();
+    EXPECT_FALSE(kernel.loaded());
+  }
   rt::setDriverLibraryForTesting(nullptr);
 
   // A Kernel without a compiled kernel says so.
@@ -529,6 +629,201 @@ TEST_F(JITCacheTest, ThreadsCompileConcurrently) {
     EXPECT_FALSE(cubins[i].empty());
   }
   EXPECT_NE(cubins[0], cubins[1]);
-  EXPECT_EQ(listDir(dir).size(), 6u);
+  EXPECT_EQ(listDir(dir).size(), 8u);
   EXPECT_EQ(mustCompile(specs[1], options()).cubin, cubins[1]);
+}
+
+//===----------------------------------------------------------------------===//
+// The key: toolchain identity, threshold left out
+//===----------------------------------------------------------------------===//
+
+// The key covers the loaded libLLVM and libMLIR, not only the executable.
+TEST(JIT, ToolchainIdentityNamesTheLibraries) {
+  std::string id = jit::toolchainIdentity();
+  EXPECT_NE(id.find(std::string("[compiler] ") + jit::compilerVersion() + ", "),
+            std::string::npos)
+      << id;
+  EXPECT_NE(id.find("[llvm] " LLVM_VERSION_STRING ", libLLVM.so"),
+            std::string::npos)
+      << id;
+  EXPECT_NE(id.find("[mlir] libMLIR.so"), std::string::npos) << id;
+  // Three objects, each with a build-id (Debian's libraries have them; so
+  // has what lld links) or a hash of its file.
+  size_t ids = 0;
+  for (size_t at = 0; (at = id.find(" build-id ", at)) != std::string::npos;
+       ++at)
+    ++ids;
+  for (size_t at = 0; (at = id.find(" sha256 ", at)) != std::string::npos; ++at)
+    ++ids;
+  EXPECT_EQ(ids, 3u) << id;
+  EXPECT_EQ(jit::toolchainIdentity(), id) << "stable";
+}
+
+// Specs that differ only in the threshold value share a key (the value is
+// a launch argument); the policy's kind and lambda_max do not.
+TEST(JIT, ThresholdIsNotInTheKey) {
+  AttentionSpec a500 = smallSpec();
+  a500.sparsity = {SparsityKind::ScaleFactor, 500.0};
+  AttentionSpec a1000 = a500;
+  a1000.sparsity.value = 1000.0;
+  EXPECT_EQ(jit::cacheKey(a500, kSM90), jit::cacheKey(a1000, kSM90));
+  AttentionSpec ln3 = smallSpec();
+  ln3.sparsity = {SparsityKind::LnLambda, -3.0};
+  AttentionSpec ln9 = ln3;
+  ln9.sparsity.value = -9.5;
+  EXPECT_EQ(jit::cacheKey(ln3, kSM90), jit::cacheKey(ln9, kSM90));
+  EXPECT_NE(jit::cacheKey(a500, kSM90), jit::cacheKey(ln3, kSM90))
+      << "a / L_kv and a fixed ln_lambda are different kernels";
+  AttentionSpec capped = a500;
+  capped.sparsity.lambdaMax = 0.5;
+  EXPECT_NE(jit::cacheKey(capped, kSM90), jit::cacheKey(a500, kSM90))
+      << "lambda_max is compiled in";
+  EXPECT_NE(jit::cacheKey(smallSpec(), kSM90), jit::cacheKey(a500, kSM90));
+}
+
+#ifdef BLASST_FAKE_DRIVER
+/// Where the fake driver's last launch put ABI parameter 12.
+static float fakeLastThreshold() {
+  void *h = dlopen(BLASST_FAKE_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  auto fn = reinterpret_cast<float (*)()>(
+      h ? dlsym(h, "blasstFakeLastThreshold") : nullptr);
+  float t = fn ? fn() : NAN;
+  if (h)
+    dlclose(h);
+  return t;
+}
+#endif
+
+// Two specs differing only in `a`: one compile; each CompiledKernel keeps
+// its caller's spec, and a launch passes the caller's threshold.
+TEST_F(JITCacheTest, SpecsDifferingOnlyInTheThresholdCompileOnce) {
+  AttentionSpec a500 = smallSpec();
+  a500.sparsity = {SparsityKind::ScaleFactor, 500.0};
+  AttentionSpec a1000 = a500;
+  a1000.sparsity.value = 1000.0;
+  jit::CompiledKernel first = mustCompile(a500, options());
+  jit::CompiledKernel second = mustCompile(a1000, options());
+  EXPECT_FALSE(first.fromCache);
+  EXPECT_TRUE(second.fromCache) << "recompiled for another threshold";
+  EXPECT_EQ(second.notes, "");
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.spec, a1000);
+  EXPECT_FLOAT_EQ(first.specLog2Threshold(), std::log2(500.0f));
+  EXPECT_FLOAT_EQ(second.specLog2Threshold(), std::log2(1000.0f));
+  // The cubin does not depend on the value: a fresh compile gives the same.
+  jit::CompileOptions fresh = options();
+  fresh.useCache = false;
+  EXPECT_EQ(mustCompile(a1000, fresh).cubin, first.cubin);
+
+#ifdef BLASST_FAKE_DRIVER
+  // What run() passes as ABI parameter 12, through the fake driver.
+  rt::setDriverLibraryForTesting(BLASST_FAKE_DRIVER);
+  {
+    rt::Context ctx;
+    ASSERT_TRUE(rt::Context::create(0, &ctx).ok());
+    rt::AttentionArgs args;
+    args.batch = 1, args.seqQ = args.seqKV = 256;
+    args.numQHeads = a500.numQHeads, args.numKVHeads = a500.numKVHeads;
+    args.headDim = a500.headDim;
+    args.setContiguousStrides();
+    args.q = 1 << 20, args.k = 2 << 20, args.v = 3 << 20, args.o = 4 << 20;
+    for (jit::CompiledKernel *ck : {&first, &second}) {
+      float expected = ck->specLog2Threshold();
+      jit::Kernel kernel(std::move(*ck));
+      rt::Status s = kernel.load(ctx);
+      ASSERT_TRUE(s.ok()) << s.message();
+      s = kernel.run(args, nullptr);
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_EQ(fakeLastThreshold(), expected);
+      s = kernel.run(args, nullptr, -2.0f);
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_EQ(fakeLastThreshold(), -2.0f);
+    }
+  }
+  rt::setDriverLibraryForTesting(nullptr);
+#endif
+}
+
+// Threads of one process compiling the same cold kernel compile it once.
+TEST_F(JITCacheTest, ThreadsCompileOneKernelOnce) {
+  constexpr int kThreads = 3;
+  int compiled = 0, hits = 0;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&] {
+      llvm::Expected<jit::CompiledKernel> ck =
+          jit::compile(smallSpec(), kSM90, options());
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!ck) {
+        ADD_FAILURE() << llvm::toString(ck.takeError());
+        return;
+      }
+      ++(ck->fromCache ? hits : compiled);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(compiled, 1);
+  EXPECT_EQ(hits, kThreads - 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Killed compiles
+//===----------------------------------------------------------------------===//
+
+// A compile killed with SIGTERM removes its temporary files at once; one
+// killed with SIGKILL leaves its directory, which the next process's
+// scratch directory removes (and ptxas dies with its parent instead of
+// writing into it later).
+TEST_F(JITCacheTest, KilledCompilesLeaveNoFiles) {
+  std::string tmp = dir + "/tmp";
+  ASSERT_FALSE(fs::create_directories(tmp));
+  for (int sig : {SIGTERM, SIGKILL}) {
+    SCOPED_TRACE(sig == SIGTERM ? "SIGTERM" : "SIGKILL");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      setenv("TMPDIR", tmp.c_str(), 1);
+      jit::CompileOptions opts;
+      opts.useCache = false;
+      for (;;) // until killed
+        if (!jit::compile(smallSpec(), kSM90, opts))
+          _exit(3);
+    }
+    // Kill it while ptxas runs: its input is in the child's directory.
+    bool sawPtx = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!sawPtx && std::chrono::steady_clock::now() < deadline) {
+      for (const std::string &f : filesBelow(tmp))
+        sawPtx |= f.find("/ptx-") != std::string::npos;
+      if (!sawPtx)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(sawPtx) << "no compile seen";
+    ASSERT_EQ(kill(pid, sig), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
+    auto sizes = [&] {
+      std::map<std::string, uint64_t> out;
+      for (const std::string &f : filesBelow(tmp)) {
+        uint64_t size = 0;
+        (void)fs::file_size(tmp + "/" + f, size);
+        out[f] = size;
+      }
+      return out;
+    };
+    std::map<std::string, uint64_t> left = sizes();
+    if (sig == SIGTERM)
+      EXPECT_EQ(filesBelow(tmp), std::set<std::string>())
+          << "SIGTERM left files";
+    else
+      EXPECT_FALSE(left.empty()) << "nothing to clean up?";
+    // ptxas died with its parent: it does not write its output afterwards.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_EQ(sizes(), left);
+    // The next process's first compile removes the dead one's directory.
+    EXPECT_EQ(removeStaleScratchDirectories(tmp), 1u);
+    EXPECT_EQ(listDir(tmp), std::set<std::string>());
+  }
 }

@@ -19,8 +19,10 @@
 #include "blasst/Runtime/AttentionKernel.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace blasst;
@@ -43,6 +47,10 @@ constexpr int kExitFail = 1;
 constexpr int kExitSkipped = 2;
 constexpr int kExitUsage = 64;
 
+/// Upper bounds of --threads (CPU threads for the reference) and --device.
+constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxDevice = 1023;
+
 /// Elements of poison after O's last element and floats after LSE's, to
 /// catch writes past the end.
 constexpr size_t kGuardElements = 4096;
@@ -55,8 +63,10 @@ const char *kUsage =
     R"(usage: blasst-bench --kernel STEM [--kernel STEM2 ...] [options]
 
 Loads STEM.cubin, STEM.meta and STEM.spec (as written by blasst-compile;
---kernel STEM.cubin means STEM), checks the files before looking for a GPU,
-checks each kernel against a double-precision CPU reference and times it.
+--kernel STEM.cubin means STEM), checks each kernel against a
+double-precision CPU reference and times it. The files (their content hash
+included) and the options for each kernel are checked before a GPU is
+looked for: any error there is exit 1 on every machine.
 
 shape:
   --batch N            batch size (default 1)
@@ -118,8 +128,9 @@ reference over the kept blocks); with stats = true their visited/skipped
 counters must match the model (skipped up to borderline decisions). The
 error against the dense reference is reported, not judged. --check none
 also skips the model.
-Exit codes: 0 all passed, 1 a check or kernel failed, 2 skipped (no usable
-GPU), 64 bad usage.
+Exit codes: 0 all passed, 1 a check or kernel failed, or a kernel's files
+or the options for it are wrong (found before any GPU is looked for), 2
+skipped (no usable GPU), 64 bad usage.
 )";
 
 //===----------------------------------------------------------------------===//
@@ -202,7 +213,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       *v = args[++i];
       return "";
     };
-    auto intArg = [&](int64_t *out, int64_t min) -> std::string {
+    auto intArg = [&](int64_t *out, int64_t min, int64_t max = INT64_MAX,
+                      const char *why = nullptr) -> std::string {
       std::string v;
       if (std::string e = need(&v); !e.empty())
         return e;
@@ -211,8 +223,13 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       if (*out < min)
         return "option " + arg + ": " + v + " is below the minimum " +
                std::to_string(min);
+      if (*out > max)
+        return "option " + arg + ": " + v + " is above the maximum " +
+               std::to_string(max) + (why ? std::string(" (") + why + ")" : "");
       return "";
     };
+    // The kernels take int32 sequence lengths; batch is grid z.
+    const char *int32Why = "the kernels take 32-bit sequence lengths";
     std::string v, err;
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
@@ -231,21 +248,21 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         o->kernels.push_back(v);
       }
     } else if (arg == "--batch") {
-      err = intArg(&o->batch, 1);
+      err = intArg(&o->batch, 1, 65535, "the grid's z limit");
     } else if (arg == "--seq") {
       int64_t n = 0;
-      if ((err = intArg(&n, 1)).empty())
+      if ((err = intArg(&n, 1, INT32_MAX, int32Why)).empty())
         o->seqQ = o->seqKV = n;
     } else if (arg == "--seq-q") {
       int64_t n = 0;
-      if ((err = intArg(&n, 1)).empty())
+      if ((err = intArg(&n, 1, INT32_MAX, int32Why)).empty())
         o->seqQ = n;
     } else if (arg == "--seq-kv") {
       int64_t n = 0;
-      if ((err = intArg(&n, 1)).empty())
+      if ((err = intArg(&n, 1, INT32_MAX, int32Why)).empty())
         o->seqKV = n;
     } else if (arg == "--o-pad") {
-      err = intArg(&o->oPad, 0);
+      err = intArg(&o->oPad, 0, 1 << 20);
     } else if (arg == "--check") {
       if ((err = need(&v)).empty()) {
         if (v == "full") {
@@ -285,7 +302,7 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       err = intArg(&o->repeatLaunches, 0);
     } else if (arg == "--threads") {
       int64_t n = 0;
-      if ((err = intArg(&n, 1)).empty())
+      if ((err = intArg(&n, 1, kMaxThreads)).empty())
         o->threads = unsigned(n);
     } else if (arg == "--sparsity") {
       if ((err = need(&v)).empty()) {
@@ -300,9 +317,14 @@ std::string parseOptions(int argc, char **argv, Options *o) {
     } else if (arg == "--log2-threshold") {
       if ((err = need(&v)).empty()) {
         char *end = nullptr;
+        errno = 0;
         float x = std::strtof(v.c_str(), &end);
         if (v.empty() || *end)
           err = "option --log2-threshold: '" + v + "' is not a number";
+        else if (!std::isfinite(x) || errno == ERANGE)
+          err = "option --log2-threshold: '" + v +
+                "' is not a finite float (the kernel's parameter 12 is a "
+                "float32)";
         else
           o->log2Threshold = x;
       }
@@ -337,7 +359,7 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       }
     } else if (arg == "--device") {
       int64_t n = 0;
-      if ((err = intArg(&n, 0)).empty())
+      if ((err = intArg(&n, 0, kMaxDevice, "not a GPU ordinal")).empty())
         o->device = int(n);
     } else {
       err = "unknown argument '" + args[i] + "'";
@@ -347,6 +369,9 @@ std::string parseOptions(int argc, char **argv, Options *o) {
   }
   if (o->kernels.empty())
     return "no --kernel given";
+  if (o->log2Threshold && o->sparsity)
+    return "give --sparsity or --log2-threshold, not both (both set the "
+           "threshold, parameter 12)";
   return "";
 }
 
@@ -668,12 +693,10 @@ bool loadKernel(const Context &ctx, const std::string &stem,
   return true;
 }
 
-/// Shape: the problem the options ask of this spec (sequence lengths
-/// default to 1024, or 1 query for decode specs), recorded in r and
-/// printed.
-void setUpShape(const Options &opt, const AttentionSpec &spec,
-                KernelResult &r) {
-  Shape &s = r.shape;
+/// The problem the options ask of this spec (sequence lengths default to
+/// 1024, or 1 query for decode specs).
+Shape shapeFor(const Options &opt, const AttentionSpec &spec) {
+  Shape s;
   s.batch = opt.batch;
   bool decode = spec.phase == Phase::Decode;
   s.seqQ =
@@ -685,6 +708,14 @@ void setUpShape(const Options &opt, const AttentionSpec &spec,
   s.headDimV = spec.headDimV;
   s.causal = spec.causal;
   s.scale = spec.effectiveScale();
+  return s;
+}
+
+/// Shape: shapeFor, recorded in r and printed.
+void setUpShape(const Options &opt, const AttentionSpec &spec,
+                KernelResult &r) {
+  Shape &s = r.shape;
+  s = shapeFor(opt, spec);
   r.shapeKnown = true;
   r.oPad = opt.oPad;
   r.flops = s.flops();
@@ -771,31 +802,15 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
   return in;
 }
 
-/// Threshold: checks --stats and --sparsity against what the kernel was
-/// built with (the policy kind and the counters are compiled in; the
-/// threshold value is a launch argument), then sets ABI parameter 12
-/// (r.log2Threshold: --log2-threshold, else --sparsity, else the --dial
-/// default for sparse kernels, else the spec's). For sparse kernels also T
-/// (r.kernelT, skipCfg->log2Threshold), printed. False on a mismatch.
-bool resolveThreshold(const Options &opt, const AttentionKernel &kernel,
+/// Threshold: sets ABI parameter 12 (r.log2Threshold: --log2-threshold,
+/// else --sparsity, else the --dial default for sparse kernels, else the
+/// spec's). For sparse kernels also T (r.kernelT, skipCfg->log2Threshold),
+/// printed. (--stats and --sparsity were checked against the kernel by
+/// checkBeforeGpu.)
+void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
                       const DialInfo &dial, SkipConfig *skipCfg,
                       KernelResult &r) {
   const AttentionSpec &spec = kernel.spec();
-  if (opt.requireStats && !spec.stats)
-    return fail(r, "--stats: the kernel was built without statistics; "
-                   "rebuild it with blasst-compile --stats");
-  if (opt.sparsity && !opt.sparsity->isDense()) {
-    if (!r.sparse)
-      return fail(r, "--sparsity " + sparsityToString(*opt.sparsity) +
-                         ": the kernel was built dense; rebuild it with "
-                         "blasst-compile --sparsity");
-    if (opt.sparsity->kind != spec.sparsity.kind)
-      return fail(r, "--sparsity " + sparsityToString(*opt.sparsity) +
-                         ": the kernel was built for " +
-                         sparsityToString(spec.sparsity) +
-                         "; only the value of the same kind of policy can "
-                         "change at launch");
-  }
   if (opt.log2Threshold)
     r.log2Threshold = *opt.log2Threshold;
   else if (opt.sparsity && !opt.sparsity->isDense()) {
@@ -824,7 +839,109 @@ bool resolveThreshold(const Options &opt, const AttentionKernel &kernel,
                 r.kernelT, std::exp2(r.kernelT), r.kernelT * 0.6931471805599453,
                 skipCfg->groupRows, skipCfg->blockN);
   }
-  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Before any GPU
+//===----------------------------------------------------------------------===//
+
+/// What the options ask of one kernel, checked against its files with no
+/// driver: --stats and --sparsity against what was compiled in (the policy's
+/// kind and the counters; the threshold value is a launch argument), the
+/// launch arguments the options make (validateArgsForKernel: --o-pad, the
+/// sequence lengths, batch, heads) and the host memory they need. "" or the
+/// error.
+std::string checkBeforeGpu(const Options &opt, const KernelFiles &files) {
+  const AttentionSpec &spec = files.spec;
+  const KernelInfo &info = files.info;
+  if (opt.requireStats && !spec.stats)
+    return "--stats: the kernel was built without statistics; rebuild it "
+           "with blasst-compile --stats";
+  if (opt.sparsity) {
+    std::string given = "--sparsity " + sparsityToString(*opt.sparsity);
+    if (opt.sparsity->isDense() && !spec.sparsity.isDense())
+      return given + ": the kernel was built for " +
+             sparsityToString(spec.sparsity) +
+             "; the policy is compiled in (blasst-compile --sparsity none "
+             "builds the dense kernel)";
+    if (!opt.sparsity->isDense() && spec.sparsity.isDense())
+      return given + ": the kernel was built dense; rebuild it with "
+                     "blasst-compile --sparsity";
+    if (!opt.sparsity->isDense() && opt.sparsity->kind != spec.sparsity.kind)
+      return given + ": the kernel was built for " +
+             sparsityToString(spec.sparsity) +
+             "; only the value of the same kind of policy can change at "
+             "launch";
+  }
+
+  // The arguments the run will pass, at made-up (aligned) addresses.
+  const Shape s = shapeFor(opt, spec);
+  const Layout l = layoutFor(s, opt.oPad);
+  AttentionArgs args;
+  args.q = uint64_t(1) << 32;
+  args.k = uint64_t(2) << 32;
+  args.v = uint64_t(3) << 32;
+  args.o = uint64_t(4) << 32;
+  args.lse = spec.lse ? uint64_t(5) << 32 : 0;
+  args.stats = spec.stats ? uint64_t(6) << 32 : 0;
+  args.batch = s.batch;
+  args.seqQ = s.seqQ;
+  args.seqKV = s.seqKV;
+  args.numQHeads = s.qHeads;
+  args.numKVHeads = s.kvHeads;
+  args.headDim = s.headDim;
+  args.elementBytes = dtypeBytes(spec.dtype);
+  args.qStrides = {l.q.batch, l.q.seq, l.q.head};
+  args.kStrides = {l.k.batch, l.k.seq, l.k.head};
+  args.vStrides = {l.v.batch, l.v.seq, l.v.head};
+  args.oStrides = {l.o.batch, l.o.seq, l.o.head};
+  if (Status st = validateArgsForKernel(args, info, spec, info.kernelName); !st)
+    return "these options make arguments the kernel cannot take (--seq, "
+           "--seq-q, --seq-kv, --batch, --o-pad): " +
+           st.message();
+
+  // Host memory: Q, K, V as 16-bit and float copies, O as read back, and
+  // the references in double (two of them for sparse kernels).
+  double qkv = double(s.batch) *
+               (double(s.seqQ) * s.qHeads * s.headDim +
+                double(s.seqKV) * s.kvHeads * (s.headDim + s.headDimV));
+  double oElements = double(s.batch) * l.o.batch;
+  double refRows = opt.check == CheckMode::None ? 0
+                   : opt.check == CheckMode::Rows
+                       ? double(std::min(opt.checkRows, s.seqQ))
+                       : double(s.seqQ);
+  double refBytes = 8.0 * s.batch * s.qHeads * refRows * s.headDimV *
+                    (spec.sparsity.isDense() ? 1 : 2);
+  double bytes = 6 * qkv + 2 * oElements + refBytes;
+  double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  if (physical > 0 && bytes > physical)
+    return "the run needs about " + fmt("%.1f", bytes / double(1 << 30)) +
+           " GiB of host memory (inputs, outputs, references) but this "
+           "machine has " +
+           fmt("%.1f", physical / double(1 << 30)) +
+           " GiB; use a smaller --batch or --seq, or --check rows:K";
+  return "";
+}
+
+/// "" when --json FILE can be written (an existing writable file, or a new
+/// one in a writable directory), else why not.
+std::string checkJsonPath(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return "--json " + path + ": is a directory";
+    if (::access(path.c_str(), W_OK) != 0)
+      return "--json " + path + ": cannot write it: " + std::strerror(errno);
+    return "";
+  }
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "--json " + path + ": cannot create it in '" + dir +
+           "': " + std::strerror(errno);
+  return "";
 }
 
 /// The device side of one kernel's run: its buffers, the prepared launch
@@ -1213,8 +1330,7 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   SkipConfig skipCfg = skipConfigFor(kernel.info(), opt);
   std::shared_ptr<const HostInputs> in =
       prepareInputs(opt, kernel.info(), layout, skipCfg, r);
-  if (!resolveThreshold(opt, kernel, in->dial, &skipCfg, r))
-    return false;
+  resolveThreshold(opt, kernel, in->dial, &skipCfg, r);
   DeviceRun run;
   if (!prepareLaunch(ctx, kernel, *in, layout, r, &run))
     return false;
@@ -1447,56 +1563,54 @@ int main(int argc, char **argv) {
     return kExitUsage;
   }
 
-  // What needs no GPU first: a missing or malformed file is an error even on
-  // a machine that would skip.
+  // What needs no GPU first: a missing, malformed or changed file, or an
+  // option the kernel cannot run with, is an error (exit 1) on every
+  // machine, before any GPU is looked for.
   std::vector<KernelResult> results(opt.kernels.size());
-  bool fileErrors = false;
+  bool errors = false;
+  if (!opt.json.empty())
+    if (std::string bad = checkJsonPath(opt.json); !bad.empty()) {
+      std::printf("blasst-bench: %s\n", bad.c_str());
+      errors = true;
+    }
   for (size_t i = 0; i < opt.kernels.size(); ++i) {
     const std::string &stem = opt.kernels[i];
     results[i].stem = stem;
     results[i].name = baseName(stem);
-    KernelInfo info;
-    if (Status s = readKernelInfo(stem + ".meta", &info); !s) {
+    KernelFiles files;
+    if (Status s = readKernelFiles(stem, &files); !s)
       results[i].error = s.message();
-    } else if (SpecOrError spec = parseSpecFile(stem + ".spec"); !spec) {
-      results[i].error = spec.error;
-    } else if (std::FILE *f = std::fopen((stem + ".cubin").c_str(), "rb")) {
-      // A truncated, empty or foreign cubin fails here, not as a skip.
-      std::string bytes;
-      char buf[1 << 16];
-      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
-        bytes.append(buf, n);
-      std::fclose(f);
-      std::string bad =
-          checkCubinImage(bytes.data(), bytes.size(), info.kernelName);
-      if (bad.empty())
-        continue;
-      results[i].error = "bad cubin '" + stem + ".cubin' (" +
-                         std::to_string(bytes.size()) + " bytes): " + bad;
-    } else {
-      results[i].error =
-          "cannot open cubin '" + stem + ".cubin': " + std::strerror(errno);
-    }
-    fileErrors = true;
+    else if (std::string bad = checkBeforeGpu(opt, files); !bad.empty())
+      results[i].error = bad;
+    else
+      continue;
+    errors = true;
     std::printf("blasst-bench: %s: %s\n", stem.c_str(),
                 results[i].error.c_str());
+  }
+  if (errors) {
+    std::printf("blasst-bench: FAILED before looking for a GPU (nothing "
+                "ran)\n");
+    return kExitFail;
   }
 
   std::string why;
   if (!deviceAvailable(&why)) {
     std::printf("blasst-bench: SKIPPED: no usable GPU: %s\n", why.c_str());
-    if (fileErrors) {
-      std::printf("blasst-bench: (and some kernel files are unreadable, see "
-                  "above)\n");
-      return kExitFail;
-    }
     return kExitSkipped;
+  }
+  // A GPU that does not exist is the command line's error, not a skip.
+  if (int count = 0; deviceCount(&count) && opt.device >= count) {
+    std::printf("blasst-bench: --device %d: this machine has %d GPU%s "
+                "(ordinals 0..%d)\n",
+                opt.device, count, count == 1 ? "" : "s", count - 1);
+    return kExitFail;
   }
   Context ctx;
   if (Status s = Context::create(opt.device, &ctx); !s) {
     std::printf("blasst-bench: SKIPPED: cannot open GPU %d: %s\n", opt.device,
                 s.message().c_str());
-    return fileErrors ? kExitFail : kExitSkipped;
+    return kExitSkipped;
   }
   std::string device = ctx.info().describe();
   std::printf("blasst-bench on %s\n", device.c_str());

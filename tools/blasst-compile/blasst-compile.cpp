@@ -368,12 +368,17 @@ int main(int argc, char **argv) {
                       llvm::sys::fs::OF_None);
         !e.empty())
       return fail(e);
-    if (std::string e = writeFile(stem + ".spec", compiled->spec.toString(),
-                                  llvm::sys::fs::OF_Text);
+    std::string specText = compiled->spec.toString();
+    if (std::string e =
+            writeFile(stem + ".spec", specText, llvm::sys::fs::OF_Text);
         !e.empty())
       return fail(e);
-    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", compiled->info);
-        !st)
+    // The .meta records a hash of all three files, so the runtime and
+    // blasst-bench refuse a .cubin, .spec or .meta changed afterwards.
+    rt::KernelInfo info = compiled->info;
+    info.contentSha256 =
+        rt::kernelContentHash(cubin.data(), cubin.size(), specText, info);
+    if (rt::Status st = rt::writeKernelInfo(stem + ".meta", info); !st)
       return fail(st.message());
     llvm::errs() << "blasst-compile: wrote " << stem << ".{cubin,meta,spec} ("
                  << cubin.size() << " bytes, " << compiled->info.threads

@@ -12,20 +12,28 @@
 //   llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, Target::SM90a);
 //   if (!ck) ... llvm::toString(ck.takeError());
 //   jit::Kernel kernel(std::move(*ck));
-//   rt::Status s = kernel.run(args, stream);    // loads on first use
+//   rt::Status s = kernel.load(context);        // an rt::Context
+//   s = kernel.run(args, stream);               // the spec's threshold
 //
 // Nothing falls back silently: an unsupported spec/target, an MLIR
 // diagnostic, a ptxas failure all come back as an llvm::Error whose message
 // says why (MLIR diagnostics with their location text).
 //
-// Cache: `<dir>/<key>.cubin`, `<key>.spec`, `<key>.meta`, where key is the
-// hex SHA-256 of everything that determines the cubin (see cacheKey()). Each
-// file is written to a unique temporary file in the same directory and
-// renamed into place, .cubin and .spec first and .meta last: a reader treats
-// .meta as the commit marker, so concurrent processes filling the same cache
-// never see a partial entry. A corrupt entry (unreadable .meta, .spec that
-// is not this spec, a cubin that is not a complete CUDA ELF) is a miss and is
-// overwritten.
+// Cache: `<dir>/<key>.cubin`, `<key>.spec`, `<key>.meta` (+ an empty
+// `<key>.lock`), where key is the hex SHA-256 of everything that determines
+// the cubin (see cacheKey()); the threshold value is not in it (a launch
+// argument). Each file is written to a unique temporary file in the same
+// directory and renamed into place, .cubin and .spec first and .meta last: a
+// reader treats .meta as the commit marker, so concurrent processes filling
+// the same cache never see a partial entry. The .meta records a SHA-256 of
+// all three files (content_sha256), checked on every read: a corrupt entry
+// (a changed byte in any file, a .spec of another kernel, a cubin that is
+// not a complete CUDA ELF) is reported in the notes, recompiled and
+// overwritten. Concurrent cold compiles of one kernel (threads or processes)
+// compile it once: the first holds an flock on `<key>.lock`, the others wait
+// and read its entry. ptxas' temporary files live in a per-process
+// directory (see Target.h: processScratchDirectory), so a killed compile
+// leaves nothing behind for long.
 //
 // Thread safety: compile() may be called from several threads (every call
 // uses its own MLIRContext, created without a thread pool). A Kernel is not
@@ -117,15 +125,28 @@ struct CompiledKernel {
   std::string notes;
   CompileTimings timings;
 
-  /// log2Threshold implied by the spec's sparsity policy (ABI parameter 12).
+  /// log2Threshold implied by `spec`'s sparsity policy (ABI parameter 12).
+  /// `spec` is the one compile() was given, also on a cache hit whose .spec
+  /// file has another threshold (the key leaves the value out).
   float specLog2Threshold() const { return rt::log2ThresholdForSpec(spec); }
 };
 
-/// The cache key compile() would use: hex SHA-256 of spec.toString(), the
-/// target, compilerVersion(), ptxasVersion(), the resolved schedule knobs and
-/// rt::kKernelABIVersion.
+/// The cache key compile() would use: hex SHA-256 of spec.toString() with
+/// the threshold value left out (`a` or ln_lambda: a launch argument; the
+/// policy's kind and lambda_max stay), the target, compilerVersion() and the
+/// identity (GNU build-id, else a SHA-256 of the file) of the object holding
+/// the compiler, LLVM's version and the identity of the loaded libLLVM, the
+/// identity of the loaded libMLIR, ptxasVersion(), the resolved schedule
+/// knobs and rt::kKernelABIVersion.
 std::string cacheKey(const AttentionSpec &spec, Target target,
                      const ScheduleOptions &schedule = {});
+
+/// What identifies the compiler in every cache key, three lines:
+/// "[compiler] blasst <version>, <object> build-id <hex>" (the executable or
+/// library holding the JIT; a SHA-256 of its file where it has no build-id),
+/// "[llvm] <LLVM version>, libLLVM.so.<n> build-id <hex>" and "[mlir] ..."
+/// (the shared libraries actually loaded, found through a symbol of each).
+std::string toolchainIdentity();
 
 /// Compiles `spec` for `target` (or finds it in the cache). Errors: the
 /// spec/target is unsupported (supports()'s reason), an MLIR diagnostic
@@ -141,8 +162,7 @@ public:
   Kernel() = default;
   explicit Kernel(CompiledKernel compiled);
   Kernel(Kernel &&) = default;
-  /// Unloads this kernel's module before releasing its context.
-  Kernel &operator=(Kernel &&other);
+  Kernel &operator=(Kernel &&) = default;
   Kernel(const Kernel &) = delete;
   Kernel &operator=(const Kernel &) = delete;
   ~Kernel();
@@ -150,8 +170,9 @@ public:
   /// Loads the cubin into `context` (which must outlive this Kernel) via
   /// rt::AttentionKernel::load. Replaces an earlier load.
   rt::Status load(const rt::Context &context);
-  /// Launches on `stream` (asynchronous). On first use without load(), opens
-  /// GPU 0 (rt::Context::create(0), owned by this Kernel) and loads there.
+  /// Launches on `stream` (asynchronous), in the loaded kernel's context
+  /// (the calling thread's current context is restored afterwards). Without
+  /// load() an error that says so: a Kernel never picks a GPU itself.
   /// `log2Threshold` NAN: the spec's (specLog2Threshold()).
   rt::Status run(const rt::AttentionArgs &args, CUstream stream,
                  float log2Threshold = NAN);
@@ -163,9 +184,6 @@ public:
 
 private:
   CompiledKernel ck;
-  // Declared before `kernel`, so the module is unloaded before the context
-  // it lives in is released.
-  std::unique_ptr<rt::Context> ownedContext;
   rt::AttentionKernel kernel;
 };
 

@@ -10,6 +10,7 @@
 #include "blasst/Spec/AttentionSpec.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -62,6 +63,40 @@ llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);
 std::string findPtxas(std::string *why);
 /// `ptxas --version`'s last line, for cache keys ("" if not found).
 std::string ptxasVersion();
+
+/// The directory this process keeps its temporary files in (ptxas' input,
+/// output and log): $TMPDIR/blasst-proc-<pid>-XXXXXX, created on first use,
+/// flock'ed while the process lives and removed at exit. Creating it first
+/// removes the directories of processes that are gone (killed with SIGKILL):
+/// removeStaleScratchDirectories.
+llvm::Expected<std::string> processScratchDirectory();
+/// Removes the blasst-proc-<pid>-* directories in `tmpDir` whose process no
+/// longer exists and whose lock is free. Returns how many it removed.
+unsigned removeStaleScratchDirectories(llvm::StringRef tmpDir);
+
+/// A file `<name>-XXXXXXXX` in processScratchDirectory(), removed by the
+/// destructor and, through llvm::sys::RemoveFileOnSignal, when the process
+/// gets SIGTERM or SIGINT. Move-only.
+class TempFile {
+public:
+  static llvm::Expected<TempFile> create(llvm::StringRef name);
+  TempFile(TempFile &&other) : path(std::move(other.path)) {
+    other.path.clear();
+  }
+  TempFile &operator=(TempFile &&) = delete;
+  ~TempFile();
+  llvm::SmallString<256> path;
+
+private:
+  TempFile() = default;
+};
+
+/// Runs `program args` with stdin from /dev/null and stdout and stderr into
+/// `outputPath`; the child is killed if the calling thread dies
+/// (PR_SET_PDEATHSIG), so it never outlives a killed compile. Returns the
+/// exit code, or -1 with `*error` set (not started, killed by a signal).
+int runProgram(const std::string &program, llvm::ArrayRef<std::string> args,
+               const std::string &outputPath, std::string *error);
 
 struct CubinResult {
   std::vector<char> cubin;

@@ -11,11 +11,12 @@
 // the rest of the runtime nothing throws; every fallible call returns a
 // Status whose message says what was being done.
 //
-//   Context ctx;             Context::create(0, &ctx);
-//   AttentionKernel kernel;  AttentionKernel::loadFiles(ctx, "out/attn",
-//   &kernel); AttentionArgs args = ...;              // device pointers,
-//   shapes, strides Status s = kernel.run(args, stream,
-//   kernel.specLog2Threshold());
+//   Context ctx;
+//   Status s = Context::create(0, &ctx);
+//   AttentionKernel kernel;
+//   s = AttentionKernel::loadFiles(ctx, "out/attn", &kernel);
+//   AttentionArgs args = ...;        // device pointers, shapes, strides
+//   s = kernel.run(args, stream);    // the spec's threshold
 //
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_RUNTIME_ATTENTIONKERNEL_H
@@ -25,6 +26,7 @@
 #include "blasst/Runtime/Runtime.h"
 #include "blasst/Spec/AttentionSpec.h"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,6 +51,9 @@ namespace blasst::rt {
 ///   cluster_m         1..2, CTAs per cluster along x; 2: K/V
 ///                     multicast pairs, K/V boxes of block_n / 2
 ///                     rows, grid x rounded up to even (default 1) (optional)
+///   content_sha256    64 lowercase hex digits: kernelContentHash of
+///                     the cubin, the .spec text and the other keys;
+///                     checked by readKernelFiles/loadFiles  (optional)
 /// Unknown and duplicate keys are errors. An abi_version other than
 /// kKernelABIVersion is reported before anything else, since another ABI may
 /// well have other keys. Every error names the source and the line:
@@ -153,24 +158,25 @@ public:
   static Status load(const Context &context, const void *cubin, size_t size,
                      const KernelInfo &info, const AttentionSpec &spec,
                      AttentionKernel *out);
-  /// Reads `<stem>.meta`, `<stem>.spec` and `<stem>.cubin`, then load().
+  /// readKernelFiles(stem) (which checks the content hash), then load().
   static Status loadFiles(const Context &context, const std::string &stem,
                           AttentionKernel *out);
 
   /// Checks `args` (validateArgsForKernel), encodes the tensor maps and
-  /// packs the parameters into `*out`. No launch; the context must be current
-  /// (cuTensorMapEncodeTiled needs the driver, not the GPU).
+  /// packs the parameters into `*out`. No launch (cuTensorMapEncodeTiled
+  /// needs the driver, not a current context). `log2Threshold` NAN: the
+  /// spec's (specLog2Threshold()).
   Status prepare(const AttentionArgs &args, float log2Threshold,
                  AttentionLaunch *out) const;
   /// Launches a prepared launch on `stream` (asynchronous). The parameters
   /// are copied by the driver at the call, so `prepared` may be reused or
   /// destroyed right after.
   Status launch(const AttentionLaunch &prepared, CUstream stream) const;
-  /// prepare() + launch(). `log2Threshold` is ABI parameter 12: ignored by
-  /// dense kernels; for BLASST kernels pass specLog2Threshold() (or a tuned
-  /// value) - the default 0 means lambda = 1 there.
+  /// prepare() + launch(). `log2Threshold` is ABI parameter 12, ignored by
+  /// dense kernels; the default (NAN) is the spec's, specLog2Threshold().
+  /// Pass another value to change a BLASST kernel's threshold at launch.
   Status run(const AttentionArgs &args, CUstream stream,
-             float log2Threshold = 0) const;
+             float log2Threshold = NAN) const;
 
   /// log2ThresholdForSpec(spec()).
   float specLog2Threshold() const { return log2ThresholdForSpec(kernelSpec); }
@@ -198,6 +204,50 @@ private:
 /// before any GPU is looked for.
 std::string checkCubinImage(const void *data, size_t size,
                             const std::string &kernelName);
+
+//===----------------------------------------------------------------------===//
+// The kernel's files together (<stem>.cubin, .spec, .meta)
+//===----------------------------------------------------------------------===//
+
+/// SHA-256 of `size` bytes, as 64 lowercase hex digits.
+std::string sha256Hex(const void *data, size_t size);
+
+/// The content hash a .meta records (content_sha256): SHA-256 over the cubin
+/// bytes, the .spec file's text and formatKernelInfo(info) without its
+/// contentSha256, each prefixed with its length. Any change to one of the
+/// three files (a flipped cubin byte, an edited head_dim or threads) changes
+/// it.
+std::string kernelContentHash(const void *cubin, size_t size,
+                              const std::string &specText,
+                              const KernelInfo &info);
+
+/// "" when info.contentSha256 is empty (files written before the hash
+/// existed, or by hand) or equals kernelContentHash(...); else the reason.
+std::string checkKernelContent(const void *cubin, size_t size,
+                               const std::string &specText,
+                               const KernelInfo &info);
+
+/// The checks of a kernel's description that need no driver (load() runs
+/// them first): validateKernelInfo, AttentionSpec::validate, head_dim_v
+/// equal to head_dim, and checkSupported for info.target (a spec the
+/// compiler cannot build describes no cubin).
+Status checkKernelDescription(const KernelInfo &info,
+                              const AttentionSpec &spec);
+
+/// A kernel's three files, read and checked without a driver.
+struct KernelFiles {
+  KernelInfo info;
+  AttentionSpec spec;
+  std::string specText; ///< the .spec file's bytes
+  std::string cubin;    ///< the .cubin file's bytes
+};
+
+/// Reads `<stem>.meta`, `<stem>.spec` and `<stem>.cubin` and checks, with no
+/// driver: the metadata and the spec parse, the cubin is a complete CUDA ELF
+/// naming the kernel (checkCubinImage), the content hash matches when the
+/// .meta records one, and checkKernelDescription. Every error names the
+/// file.
+Status readKernelFiles(const std::string &stem, KernelFiles *out);
 
 } // namespace blasst::rt
 

@@ -68,6 +68,11 @@ struct KernelInfo {
   /// to even); 1 otherwise.
   int clusterM = 1;
   std::string compilerVersion;
+  /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
+  /// the other metadata fields (kernelContentHash in AttentionKernel.h), or
+  /// empty: written by blasst-compile and the JIT so that a file changed
+  /// after the three were written together is detected before a launch.
+  std::string contentSha256;
 };
 
 } // namespace blasst::rt

@@ -20,6 +20,14 @@
 // The validators are pure functions (no driver needed) so they are unit
 // tested on machines without a GPU.
 //
+// Current context: a call that needs its object's context (loading, freeing,
+// copies, AttentionKernel::launch, timers, Context::synchronize) makes it
+// current for the call and restores the calling thread's previous current
+// context (nullptr included) before returning, so the runtime never leaves a
+// host application (PyTorch, say) in another context. Only Context::create
+// and Context::makeCurrent change the current context, which is their job;
+// rt::launch and rt::synchronize act on the current one.
+//
 //===----------------------------------------------------------------------===//
 #ifndef BLASST_RUNTIME_RUNTIME_H
 #define BLASST_RUNTIME_RUNTIME_H
@@ -132,9 +140,11 @@ public:
   static Status create(int ordinal, Context *out);
 
   /// Makes this context current on the calling thread (a no-op if it is).
-  /// Needed once per thread that launches kernels.
+  /// Needed before rt::launch and rt::synchronize, which act on the current
+  /// context; the objects' own methods switch (and switch back) themselves.
   Status makeCurrent() const;
-  /// Waits for all work in the context (cuCtxSynchronize).
+  /// Waits for all work in the context (cuCtxSynchronize); the calling
+  /// thread's current context is the same afterwards.
   Status synchronize() const;
 
   bool valid() const { return ctx != nullptr; }
