@@ -42,6 +42,10 @@ config.substitutions.append(
                                     config.cmake_make_program, config.c_compiler,
                                     config.cxx_compiler)))
 config.substitutions.append(("%blasst_src_root", config.blasst_src_root))
+config.substitutions.append(("%blasst_obj_root", config.blasst_obj_root))
+config.substitutions.append(
+    ("%ctest", '"%s"' % os.path.join(os.path.dirname(config.cmake_command),
+                                     "ctest")))
 config.substitutions.append(("%cxx", '"%s"' % config.cxx_compiler))
 config.substitutions.append(("%llvm_include_dirs", config.llvm_include_dirs))
 config.substitutions.append(("%cuda_home", config.cuda_home))

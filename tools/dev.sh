@@ -88,8 +88,16 @@ run_main() {
 run_tests() {
   local start=$SECONDS
   log "running tests (lit + unit) with ctest"
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+  local rc=0
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" || rc=$?
+  # ctest lists a skipped test without its output: say why it was skipped.
+  local last="$BUILD_DIR/Testing/Temporary/LastTest.log"
+  if [[ -f $last ]]; then
+    grep -h -E '^[[:alnum:]_.-]+: SKIPPED: ' "$last" | sort -u |
+      while read -r why; do log "skipped: $why"; done || true
+  fi
   log "tests done in $((SECONDS - start)) s"
+  return $rc
 }
 
 cmd="${1:-}"

@@ -82,8 +82,36 @@ static std::string toPassOption(std::optional<bool> knob) {
   return printScheduleKnob(knob);
 }
 
+std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
+  auto bad = [](const char *knob, int64_t value, const std::string &why) {
+    return std::string(knob) + "=" + std::to_string(value) + ": " + why;
+  };
+  bool hopper = opts.target == Target::SM90a;
+  if (int64_t m = opts.blockM) {
+    if (m < 0 || m % 64)
+      return bad("block-m", m,
+                 "query rows per CTA must be a positive multiple of 64");
+    // Both consumer warpgroups take block_m / 2 rows, and each computes one
+    // 64-row wgmma tile.
+    if (hopper && m != 128)
+      return bad("block-m", m,
+                 "the sm_90a schedule splits block_m between two consumer "
+                 "warpgroups of 64 query rows each (one wgmma tile), so "
+                 "block_m must be 128");
+  }
+  if (int64_t n = opts.blockN)
+    if (n < 0 || n % 16 || n > 256)
+      return bad("block-n", n,
+                 "keys per KV block must be a positive multiple of 16 and at "
+                 "most 256 (the N of one " +
+                     std::string(hopper ? "wgmma" : "tcgen05.mma") + ")");
+  return "";
+}
+
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote) {
+  if (std::string why = checkTileKnobs(opts); !why.empty())
+    return module.emitError() << "schedule option " << why;
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;
   passOpts.target = toString(opts.target);

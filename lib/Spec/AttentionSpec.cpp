@@ -111,9 +111,9 @@ bool parseDouble(const std::string &s, double &out,
 std::string badNumber(const std::string &value, const std::string &what,
                       bool outOfRange) {
   if (outOfRange)
-    return "number '" + value + "' for " + what +
+    return "number " + quoteForMessage(value) + " for " + what +
            " is out of range (beyond a double's normal range)";
-  return "invalid number '" + value + "' for " + what;
+  return "invalid number " + quoteForMessage(value) + " for " + what;
 }
 
 std::optional<bool> parseBool(const std::string &s) {
@@ -283,7 +283,8 @@ SpecOrError parseSpecImpl(const std::string &text,
   int lineNo = 0;
   while (std::getline(in, line)) {
     ++lineNo;
-    std::string where = sourceName + ":" + std::to_string(lineNo) + ": ";
+    std::string where =
+        escapeForMessage(sourceName) + ":" + std::to_string(lineNo) + ": ";
     auto fail = [&](const std::string &msg) {
       result.spec.reset();
       result.error = where + msg;
@@ -297,7 +298,7 @@ SpecOrError parseSpecImpl(const std::string &text,
     for (const std::string &token : tokenize(line)) {
       size_t eq = token.find('=');
       if (eq == std::string::npos || eq == 0)
-        return fail("expected key=value, got '" + token + "'");
+        return fail("expected key=value, got " + quoteForMessage(token));
       std::string key = token.substr(0, eq);
       std::string value = token.substr(eq + 1);
 
@@ -305,8 +306,8 @@ SpecOrError parseSpecImpl(const std::string &text,
       for (const char *k : kKnownKeys)
         known |= key == k;
       if (!known)
-        return fail("unknown key '" + key +
-                    "' (known keys: " + knownKeysList() + ")");
+        return fail("unknown key " + quoteForMessage(key) +
+                    " (known keys: " + knownKeysList() + ")");
 
       auto [it, inserted] = seen.emplace(key, lineNo);
       if (!inserted)
@@ -322,8 +323,8 @@ SpecOrError parseSpecImpl(const std::string &text,
         return fail("missing value for key '" + key + "'");
 
       auto invalidEnum = [&](const char *allowed) {
-        return fail("invalid value '" + value + "' for " + key + " (expected " +
-                    allowed + ")");
+        return fail("invalid value " + quoteForMessage(value) + " for " + key +
+                    " (expected " + allowed + ")");
       };
 
       if (key == "name") {
@@ -331,8 +332,8 @@ SpecOrError parseSpecImpl(const std::string &text,
       } else if (key == "preset") {
         std::optional<AttentionSpec> p = lookupPreset(value);
         if (!p)
-          return fail("unknown preset '" + value +
-                      "' (known presets: " + presetNamesList() + ")");
+          return fail("unknown preset " + quoteForMessage(value) +
+                      " (known presets: " + presetNamesList() + ")");
         spec = *p;
       } else if (key == "dtype") {
         std::optional<DType> d = parseDType(value);
@@ -343,7 +344,8 @@ SpecOrError parseSpecImpl(const std::string &text,
                  key == "kv_heads") {
         int v = 0;
         if (!parseInt(value, v))
-          return fail("invalid integer '" + value + "' for " + key);
+          return fail("invalid integer " + quoteForMessage(value) + " for " +
+                      key);
         if (key == "head_dim") {
           spec.headDim = v;
           headDimGiven = true;
@@ -391,7 +393,8 @@ SpecOrError parseSpecImpl(const std::string &text,
         std::string err;
         std::optional<SparsityPolicy> p = parseSparsity(value, err);
         if (!p)
-          return fail("invalid sparsity '" + value + "': " + err);
+          return fail("invalid sparsity " + quoteForMessage(value) + ": " +
+                      err);
         spec.sparsity = *p;
       }
     }
@@ -406,7 +409,7 @@ SpecOrError parseSpecImpl(const std::string &text,
 
   std::string reason = spec.validate();
   if (!reason.empty()) {
-    result.error = sourceName + ": invalid spec: " + reason;
+    result.error = escapeForMessage(sourceName) + ": invalid spec: " + reason;
     return result;
   }
   result.spec = std::move(spec);
@@ -521,7 +524,8 @@ std::optional<SparsityPolicy> blasst::parseSparsity(const std::string &text,
   } else if (param == "ln_lambda") {
     p.kind = SparsityKind::LnLambda;
   } else {
-    error = "unknown blasst parameter '" + param + "' (" + kExpected + ")";
+    error = "unknown blasst parameter " + quoteForMessage(param) + " (" +
+            kExpected + ")";
     return std::nullopt;
   }
   if (value.empty()) {
@@ -562,6 +566,35 @@ std::string blasst::sparsityToString(const SparsityPolicy &p) {
 }
 
 //===----------------------------------------------------------------------===//
+// Messages
+//===----------------------------------------------------------------------===//
+
+std::string blasst::escapeForMessage(const std::string &text) {
+  std::string out;
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+std::string blasst::quoteForMessage(const std::string &text) {
+  constexpr size_t kMaxBytes = 64;
+  if (text.size() <= kMaxBytes)
+    return "'" + escapeForMessage(text) + "'";
+  return "'" + escapeForMessage(text.substr(0, kMaxBytes)) + "'... (" +
+         std::to_string(text.size()) + " bytes)";
+}
+
+//===----------------------------------------------------------------------===//
 // AttentionSpec
 //===----------------------------------------------------------------------===//
 
@@ -573,10 +606,16 @@ double AttentionSpec::effectiveScale() const {
 
 std::string AttentionSpec::validate() const {
   // The name is printed as a bare token by toString(), so it must not contain
-  // anything the tokenizer splits on or strips.
+  // anything the tokenizer splits on or strips; and it is printed in
+  // progress messages, so no control bytes either.
   for (char c : name)
     if (c == ',' || c == '#' || std::isspace(static_cast<unsigned char>(c)))
-      return "name '" + name + "' must not contain blanks, commas or '#'";
+      return "name " + quoteForMessage(name) +
+             " must not contain blanks, commas or '#'";
+  for (char c : name)
+    if (!std::isprint(static_cast<unsigned char>(c)))
+      return "name " + quoteForMessage(name) +
+             " must be printable ASCII (letters, digits, '-', '_', ...)";
 
   std::string r;
   if (!(r = checkRange("head_dim", headDim, 1, kMaxHeadDim)).empty() ||
@@ -667,8 +706,8 @@ SpecOrError blasst::parseSpecFile(const std::string &path) {
   SpecOrError result;
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    result.error =
-        "cannot open spec file '" + path + "': " + std::strerror(errno);
+    result.error = "cannot open spec file '" + escapeForMessage(path) +
+                   "': " + std::strerror(errno);
     return result;
   }
   // A spec is a few lines: read at most 1 MiB so a device or a pipe (say
@@ -677,13 +716,14 @@ SpecOrError blasst::parseSpecFile(const std::string &path) {
   std::string text(kMaxBytes + 1, '\0');
   file.read(&text[0], kMaxBytes + 1);
   if (file.bad()) {
-    result.error =
-        "cannot read spec file '" + path + "': " + std::strerror(errno);
+    result.error = "cannot read spec file '" + escapeForMessage(path) +
+                   "': " + std::strerror(errno);
     return result;
   }
   text.resize(static_cast<size_t>(file.gcount()));
   if (static_cast<std::streamsize>(text.size()) > kMaxBytes) {
-    result.error = "spec file '" + path + "' is larger than 1 MiB";
+    result.error =
+        "spec file '" + escapeForMessage(path) + "' is larger than 1 MiB";
     return result;
   }
   std::istringstream bufferIn(text);
@@ -696,7 +736,7 @@ SpecOrError blasst::parseSpecFile(const std::string &path) {
   // silently compiling the default spec would hide it.
   if (result && numKeys == 0) {
     result.spec.reset();
-    result.error = path + ": spec file has no keys";
+    result.error = escapeForMessage(path) + ": spec file has no keys";
   }
   return result;
 }

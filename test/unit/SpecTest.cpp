@@ -788,4 +788,30 @@ TEST(SpecFiles, Missing) {
             "cannot open spec file '" + path + "': No such file or directory");
 }
 
+// A binary file's bytes reach the terminal escaped, never raw: control and
+// non-ASCII bytes as \xNN, long tokens cut after 64 bytes.
+TEST(SpecMessages, EscapeBytes) {
+  EXPECT_EQ(escapeForMessage(std::string("a\x01\x1b[0m\\\xff", 8)),
+            "a\\x01\\x1b[0m\\\\\\xff");
+  EXPECT_EQ(quoteForMessage("bf16"), "'bf16'");
+  EXPECT_EQ(quoteForMessage(std::string(70, 'x')),
+            "'" + std::string(64, 'x') + "'... (70 bytes)");
+
+  SpecOrError r = parseSpec(std::string("dtype=bf\x07\x1b[31m\n"), "f.spec");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error, "f.spec:1: invalid value 'bf\\x07\\x1b[31m' for dtype "
+                     "(expected bf16|f16)");
+  r = parseSpec(std::string("\x80\x01=1"), "f.spec");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error, "f.spec:1: unknown key '\\x80\\x01' (known keys: " +
+                         r.error.substr(r.error.find("known keys: ") + 12));
+  for (char c : r.error)
+    EXPECT_TRUE(c >= 0x20 && c < 0x7f) << r.error;
+  // The name is echoed in progress messages: printable ASCII only.
+  r = parseSpec(std::string("name=a\x1b[2Jb"), "f.spec");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error, "f.spec: invalid spec: name 'a\\x1b[2Jb' must be "
+                     "printable ASCII (letters, digits, '-', '_', ...)");
+}
+
 } // namespace

@@ -7,10 +7,11 @@
 //                (a hand-written kernel module, for the target tests)
 //
 // Prints progress and timing on stderr. IR and PTX go to -o (default
-// stdout). --emit cubin needs -o STEM[.cubin] and writes STEM.cubin,
-// STEM.meta (launch parameters) and STEM.spec (the spec), which is what the
-// runtime and blasst-bench load. Targets and stages that are not built yet
-// are refused by name rather than silently skipped.
+// stdout; with --summary, only when -o is given). --emit cubin needs -o
+// STEM[.cubin] and writes STEM.cubin, STEM.meta (launch parameters) and
+// STEM.spec (the spec), which is what the runtime and blasst-bench load.
+// Targets and stages that are not built yet are refused by name rather than
+// silently skipped.
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/Compiler/Compile.h"
@@ -56,10 +57,12 @@ static cl::opt<bool> verbose("v", cl::desc("print ptxas' resource report"),
 static cl::opt<std::string> output("o", cl::desc("output file (- = stdout)"),
                                    cl::init("-"), cl::value_desc("file"),
                                    cl::cat(cat));
-static cl::opt<bool> summary("summary",
-                             cl::desc("print a one-screen summary of each "
-                                      "kernel on stderr"),
-                             cl::cat(cat));
+static cl::opt<bool>
+    summary("summary",
+            cl::desc("print a one-screen summary of each kernel on stderr; "
+                     "without -o nothing else is written (-o FILE, or -o - "
+                     "for stdout, also writes the output)"),
+            cl::cat(cat));
 static cl::opt<std::string> nvvmInput(
     "nvvm-input",
     cl::desc("instead of a spec: a module of llvm.func kernels in the NVVM, "
@@ -97,6 +100,9 @@ struct KnobFlag<KnobKind::Size> {
       : opt(StringRef(name), cl::desc(help), cl::init(0), cl::value_desc("n"),
             cl::cat(cat)) {}
   void apply(int64_t &knob) const { knob = opt; }
+  std::string given() const {
+    return opt.getNumOccurrences() ? "=" + std::to_string(opt) : "";
+  }
 };
 
 template <>
@@ -107,6 +113,9 @@ struct KnobFlag<KnobKind::Switch> {
   void apply(std::optional<bool> &knob) const {
     if (opt != cl::BOU_UNSET)
       knob = opt == cl::BOU_TRUE;
+  }
+  std::string given() const {
+    return opt == cl::BOU_UNSET ? "" : opt == cl::BOU_TRUE ? "=true" : "=false";
   }
 };
 
@@ -120,6 +129,9 @@ struct KnobFlag<KnobKind::Count> {
     if (opt.getNumOccurrences())
       knob = int64_t(opt);
   }
+  std::string given() const {
+    return opt.getNumOccurrences() ? "=" + std::to_string(opt) : "";
+  }
 };
 } // namespace
 
@@ -127,6 +139,20 @@ struct KnobFlag<KnobKind::Count> {
 #define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
   static KnobFlag<KnobKind::Kind> Field##Flag(Name, Help);
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+
+/// The schedule flags given on the command line, as typed ("--block-n=64
+/// --overlap=false"), for messages.
+static std::string givenKnobFlags() {
+  std::string out;
+  auto add = [&](const char *name, const std::string &value) {
+    if (!value.empty())
+      out += (out.empty() ? "--" : " --") + std::string(name) + value;
+  };
+#define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
+  add(Name, Field##Flag.given());
+#include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+  return out;
+}
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "blasst-compile: error: " << msg << "\n";
@@ -240,7 +266,8 @@ int main(int argc, char **argv) {
       std::string known;
       for (const std::string &n : presetNames())
         known += (known.empty() ? "" : ", ") + n;
-      return fail("unknown preset '" + presetName + "' (known: " + known + ")");
+      return fail("unknown preset " + quoteForMessage(presetName) +
+                  " (known: " + known + ")");
     }
     spec = *preset;
   }
@@ -261,8 +288,8 @@ int main(int argc, char **argv) {
   }
   std::optional<Stage> last = parseStage(emit);
   if (!last)
-    return fail("unknown --emit '" + emit + "' (expected " + stageChoices() +
-                ")");
+    return fail("unknown --emit " + quoteForMessage(emit) + " (expected " +
+                stageChoices() + ")");
   if (targets.empty())
     targets.push_back(toString(Target::SM90a));
   bool binary = *last == Stage::Cubin;
@@ -271,7 +298,10 @@ int main(int argc, char **argv) {
 
   std::string errorMessage;
   std::unique_ptr<llvm::ToolOutputFile> out;
-  if (!binary) {
+  // --summary without -o prints the summary only: the IR goes where -o says
+  // (`-o -` for stdout too), not after the summary by default.
+  bool writeOutput = !summary || output.getNumOccurrences();
+  if (!binary && writeOutput) {
     out = openOutputFile(output, &errorMessage);
     if (!out)
       return fail(errorMessage);
@@ -293,14 +323,18 @@ int main(int argc, char **argv) {
   for (const std::string &t : targets) {
     std::optional<Target> target = parseTarget(t);
     if (!target)
-      return fail("unknown --target '" + t + "' (expected " + targetChoices() +
-                  ")");
+      return fail("unknown --target " + quoteForMessage(t) + " (expected " +
+                  targetChoices() + ")");
     CompileRequest request;
     request.spec = spec;
     request.schedule.target = *target;
 #define BLASST_SCHEDULE_KNOB(Kind, Field, Name, Help)                          \
   Field##Flag.apply(request.schedule.Field);
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
+    // Tile sizes the schedule cannot build are named as the user gave them
+    // (the verifier would name the op they break, with derived sizes).
+    if (std::string why = checkTileKnobs(request.schedule); !why.empty())
+      return fail("--" + why);
     request.insertVote = !noVote;
     request.lastStage = *last;
     auto start = std::chrono::steady_clock::now();
@@ -318,7 +352,7 @@ int main(int argc, char **argv) {
       if (stage == Stage::WS && summary)
         for (auto kernel : module.getOps<ws::KernelOp>())
           llvm::errs() << summarizeKernel(kernel);
-      if (stage != *last || stage == Stage::Cubin)
+      if (stage != *last || stage == Stage::Cubin || !out)
         return;
       if (stage == Stage::LLVMIR || stage == Stage::PTX) {
         out->os() << text;
@@ -333,6 +367,9 @@ int main(int argc, char **argv) {
       llvm::handleAllErrors(compiled.takeError(), [&](const CompileError &e) {
         // An MLIR stage's diagnostics are printed above; say which target.
         msg = e.diagnosed ? e.message + " for " + t : e.message;
+        // Say which of the user's knobs the schedule was built with.
+        if (e.stage == Stage::WS && !givenKnobFlags().empty())
+          msg += " with " + givenKnobFlags();
       });
       return fail(msg);
     }

@@ -23,6 +23,12 @@ mlir::OwningOpRef<mlir::ModuleOp> buildAttnModule(mlir::MLIRContext *ctx,
                                                   const AttentionSpec &spec,
                                                   llvm::StringRef name);
 
+/// Checks the tile sizes a user gave (block_m, block_n; 0 = the default)
+/// against what `opts.target`'s schedule can build. Returns "" or
+/// "<knob>=<value>: <reason>" with the knob spelled as the table (and
+/// blasst-compile's flag) spells it. lowerToWS runs it first.
+std::string checkTileKnobs(const ScheduleOptions &opts);
+
 /// Runs convert-attn-to-ws with `opts` on `module`, then blasst-insert-vote
 /// (a no-op for dense specs) unless `insertVote` is false. Diagnostics go to
 /// the context's handler.

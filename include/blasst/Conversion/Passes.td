@@ -76,7 +76,9 @@ def ConvertWSToNVVM : Pass<"convert-ws-to-nvvm", "mlir::ModuleOp"> {
     still holds scf/arith ops: the `blasst-ws-to-llvm` pipeline runs this
     pass (device-only) and then the NVVM, SCF, arith and cf conversions to
     the LLVM dialect.
-    Kernels for a target the pass cannot lower yet are refused by name.
+    Kernels for a target the pass cannot lower yet are refused by name, and
+    so is a module with attn ops left (run `convert-attn-to-ws` first) or
+    with no `ws.kernel`: the result would be an empty module.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];

@@ -131,6 +131,13 @@ std::optional<Target> parseTarget(const std::string &s);
 std::string targetChoices();
 int dtypeBytes(DType d);
 
+/// `text` for an error message: printable ASCII as is, control and
+/// non-ASCII bytes and '\\' as \xNN / \\, so a binary file's bytes reach
+/// the terminal as text. quoteForMessage also puts it in single quotes and
+/// cuts it after 64 bytes ('...'... (N bytes)).
+std::string escapeForMessage(const std::string &text);
+std::string quoteForMessage(const std::string &text);
+
 /// Whether the compiler can build this (valid) spec for `target`. Returns an
 /// empty string when supported, else the reason.
 std::string checkSupported(const AttentionSpec &spec, Target target);

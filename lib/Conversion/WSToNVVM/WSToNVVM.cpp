@@ -54,7 +54,29 @@ void ConvertWSToNVVMPass::runOnOperation() {
                        << "' (expected sm_90a or sm_100a)";
     return signalPassFailure();
   }
+  // Attention-level input (attn ops, no schedule yet) has nothing this pass
+  // can lower: dropping it would print an empty module and succeed.
+  Operation *attnOp = nullptr;
+  module.walk([&](Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "attn") {
+      attnOp = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (attnOp) {
+    attnOp->emitOpError()
+        << "is attention-level IR, which convert-ws-to-nvvm cannot lower: "
+           "run --convert-attn-to-ws first (the blasst-attn-to-llvm "
+           "pipeline does both)";
+    return signalPassFailure();
+  }
   SmallVector<KernelOp> kernels(module.getBody()->getOps<KernelOp>());
+  if (kernels.empty()) {
+    module.emitError() << "convert-ws-to-nvvm: the module has no ws.kernel "
+                          "to lower";
+    return signalPassFailure();
+  }
   for (KernelOp kernel : kernels) {
     if (kernel.getTarget() != ws::Target::sm_90a) {
       kernel.emitOpError() << "cannot be lowered: the sm_100a lowering "

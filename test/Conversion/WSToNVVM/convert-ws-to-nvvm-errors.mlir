@@ -17,7 +17,7 @@ ws.kernel @bad_kind target = sm_90a, block_m = 128, block_n = 128, spec = <head_
 
 // -----
 
-ws.kernel @twice target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @twice target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @k smem [128, 64] bf16 stages 2
   ws.pipe @k_pipe depth 2 producer @p consumers [@c] buffers [@k] tx_bytes 16384
   ws.role @p load warps [0, 4) {
@@ -35,7 +35,7 @@ ws.kernel @twice target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim
 
 // -----
 
-ws.kernel @regs_p target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @regs_p target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @q smem [128, 64] bf16 stages 1
   ws.buffer @v smem [128, 64] bf16 stages 1
   ws.buffer @p regs [64, 128] bf16 stages 1
@@ -63,11 +63,11 @@ ws.kernel @math_in_load target = sm_90a, block_m = 128, block_n = 128, spec = <h
 ws.kernel @tma_in_compute target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @q smem [128, 64] bf16 stages 1
   ws.pipe @q_pipe depth 1 producer @c consumers [@d] buffers [@q] tx_bytes 16384
-  ws.role @c compute warps [0, 4) {
+  ws.role @c compute warps [0, 4) rows [0, 64) {
     // expected-error @below {{runs in a compute role; on sm_90a TMA loads are issued by a load role}}
     ws.tma_load q -> @q via @q_pipe
   }
-  ws.role @d compute warps [4, 8) {
+  ws.role @d compute warps [4, 8) rows [64, 128) {
   }
 }
 
@@ -215,7 +215,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64
 
 // ws.pack_p converts the exponentials ws.exp2 left in S; raw scores are
 // refused, and so is exponentiating twice.
-ws.kernel @pack_raw target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @pack_raw target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @q smem [128, 64] bf16 stages 1
   ws.buffer @kb smem [128, 64] bf16 stages 1
   ws.buffer @s regs [64, 128] f32 stages 1
@@ -243,7 +243,7 @@ ws.kernel @pack_raw target = sm_90a, block_m = 128, block_n = 128, spec = <head_
 
 // -----
 
-ws.kernel @exp_twice target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @exp_twice target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @q smem [128, 64] bf16 stages 1
   ws.buffer @kb smem [128, 64] bf16 stages 1
   ws.buffer @s regs [64, 128] f32 stages 1
@@ -271,7 +271,7 @@ ws.kernel @exp_twice target = sm_90a, block_m = 128, block_n = 128, spec = <head
 
 // -----
 
-ws.kernel @regs_q target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @regs_q target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @qr regs [64, 64] bf16 stages 1
   ws.buffer @k smem [128, 64] bf16 stages 2
   ws.buffer @s regs [64, 128] f32 stages 1
@@ -295,7 +295,7 @@ ws.kernel @regs_q target = sm_90a, block_m = 128, block_n = 128, spec = <head_di
 
 // -----
 
-ws.kernel @frag_in_loop target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @frag_in_loop target = sm_90a, block_m = 64, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @q smem [128, 64] bf16 stages 1
   ws.buffer @qr regs [64, 64] bf16 stages 1
   ws.role @c compute warps [0, 4) {

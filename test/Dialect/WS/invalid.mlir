@@ -30,6 +30,70 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // -----
 
+// Kernel: two consumer warpgroups claiming the same query rows (rows 64-127
+// would never be computed).
+// expected-error @below {{roles 'consumer0' rows [0, 64) and 'consumer1' rows [0, 64) claim the same query rows}}
+ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64> {
+  ws.role @consumer0 compute warps [4, 8) rows [0, 64) {
+  }
+  ws.role @consumer1 compute warps [8, 12) rows [0, 64) {
+  }
+}
+
+// -----
+
+// Kernel: every query row of the CTA belongs to a compute role.
+// expected-error @below {{query rows [128, 192) of the CTA's 192 belong to no compute role}}
+ws.kernel @k target = sm_90a, block_m = 192, block_n = 64, spec = <head_dim = 64> {
+  ws.role @consumer0 compute warps [4, 8) rows [0, 64) {
+  }
+  ws.role @consumer1 compute warps [8, 12) rows [64, 128) {
+  }
+}
+
+// -----
+
+// Kernel: a gap between the compute roles' rows.
+// expected-error @below {{query rows [64, 128) of the CTA's 192 belong to no compute role}}
+ws.kernel @k target = sm_90a, block_m = 192, block_n = 64, spec = <head_dim = 64> {
+  ws.role @consumer0 compute warps [4, 8) rows [0, 64) {
+  }
+  ws.role @consumer1 compute warps [8, 12) rows [128, 192) {
+  }
+}
+
+// -----
+
+// Kernel: an sm_90a compute warpgroup computes 64 rows (one wgmma tile); a
+// role without `rows` claims all of block_m.
+// expected-error @below {{compute role 'c' has 4 warps, which compute 64 query rows on sm_90a, but claims rows [0, 128)}}
+ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64> {
+  ws.role @c compute warps [0, 4) {
+  }
+}
+
+// -----
+
+// Kernel: sm_100a softmax warpgroups split the rows the same way.
+// expected-error @below {{roles 'softmax0' rows [0, 128) and 'softmax1' rows [64, 192) claim the same query rows}}
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.role @softmax0 softmax warps [0, 4) rows [0, 128) {
+  }
+  ws.role @softmax1 softmax warps [4, 8) rows [64, 192) {
+  }
+}
+
+// -----
+
+// Kernel: sm_100a rows no softmax role owns.
+// expected-error @below {{query rows [0, 128) of the CTA's 256 belong to no softmax role}}
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+  ws.role @softmax1 softmax warps [4, 8) rows [128, 256) {
+  }
+}
+
+// -----
+
 // Role: at most the 32 warps of a CTA.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
   // expected-error @below {{warp range [0, 33) exceeds the 32 warps of a CTA}}

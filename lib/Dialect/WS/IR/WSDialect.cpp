@@ -153,6 +153,49 @@ LogicalResult KernelOp::verifyRegions() {
                << ", " << a.getWarpEnd() << ") and '" << b.getSymName() << "' ["
                << b.getWarpBegin() << ", " << b.getWarpEnd() << ") overlap";
 
+  // Query rows: the roles that hold S and O (compute on sm_90a, softmax on
+  // sm_100a) split [0, block_m) between them, every row to exactly one role;
+  // a role without `rows` claims them all. A row claimed twice is computed
+  // twice while another is never computed. On sm_90a the lowering gives each
+  // compute warp 16 rows (a warpgroup one 64-row wgmma tile).
+  RoleKind rowKind =
+      getTarget() == Target::sm_90a ? RoleKind::compute : RoleKind::softmax;
+  SmallVector<std::tuple<int64_t, int64_t, RoleOp>> claims;
+  for (RoleOp r : roles) {
+    if (r.getKind() != rowKind)
+      continue;
+    int64_t b = r.getRowBegin().value_or(0), e = r.getRowEnd().value_or(blockM);
+    if (rowKind == RoleKind::compute && e - b != 16 * r.getNumWarps())
+      return emitOpError() << "compute role '" << r.getSymName() << "' has "
+                           << r.getNumWarps() << " warps, which compute "
+                           << 16 * r.getNumWarps()
+                           << " query rows on sm_90a, but claims rows [" << b
+                           << ", " << e << ")";
+    claims.emplace_back(b, e, r);
+  }
+  llvm::sort(claims,
+             [](auto &x, auto &y) { return std::get<0>(x) < std::get<0>(y); });
+  int64_t covered = 0;
+  for (auto [i, c] : llvm::enumerate(claims)) {
+    auto [b, e, r] = c;
+    if (b < covered) {
+      auto [pb, pe, p] = claims[i - 1];
+      return emitOpError() << "roles '" << p.getSymName() << "' rows [" << pb
+                           << ", " << pe << ") and '" << r.getSymName()
+                           << "' rows [" << b << ", " << e
+                           << ") claim the same query rows";
+    }
+    if (b > covered)
+      return emitOpError() << "query rows [" << covered << ", " << b
+                           << ") of the CTA's " << blockM << " belong to no "
+                           << stringifyRoleKind(rowKind) << " role";
+    covered = e;
+  }
+  if (!claims.empty() && covered < blockM)
+    return emitOpError() << "query rows [" << covered << ", " << blockM
+                         << ") of the CTA's " << blockM << " belong to no "
+                         << stringifyRoleKind(rowKind) << " role";
+
   int64_t numWarps = getNumWarps();
   if (numWarps > kMaxWarpsPerCTA)
     return emitOpError() << "needs " << numWarps << " warps, a CTA has at most "

@@ -202,7 +202,10 @@ def WS_RoleOp : WS_Op<"role", [Symbol, HasParent<"KernelOp">, NoTerminator,
     Warps `[warp_begin, warp_end)` of the CTA run the body. `regs` is the
     per-thread register budget set with `setmaxnreg` (24..256, a multiple of
     8); it applies to whole warpgroups. `rows` is the slice of the CTA's query
-    rows the role owns, for roles that own rows.
+    rows the role owns, for roles that own rows: the compute roles (sm_90a) or
+    softmax roles (sm_100a) of a kernel split `[0, block_m)` between them, each
+    row to exactly one role (one without `rows` claims all of them); an sm_90a
+    compute role owns 16 rows per warp.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, WS_RoleKindEnum:$kind,
                        I64Attr:$warp_begin, I64Attr:$warp_end,
