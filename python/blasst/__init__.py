@@ -32,7 +32,7 @@ except ImportError as _e:  # the op needs PyTorch; the rest does not
     torch_available = False
 else:
     from .ops import attention, Sparsity
-    from .calibrate import calibrate, Calibration, skip_rate
+    from ._calibrate import calibrate, Calibration, skip_rate
     torch_available = True
 
 

@@ -19,6 +19,7 @@ from . import _capi
 _lock = threading.Lock()
 _packages = []
 _kernels = {}  # (key, device) -> _capi.Kernel
+_by_spec = {}  # (spec text, device, target) -> the same kernels
 _compile_count = 0
 
 
@@ -46,6 +47,7 @@ def clear_cache():
     """Forgets the loaded kernels (the next call loads them again)."""
     with _lock:
         _kernels.clear()
+        _by_spec.clear()
 
 
 def spec_text(dtype, head_dim, q_heads, kv_heads, causal, lse=False,
@@ -80,16 +82,23 @@ def get_kernel(spec, device, target=None):
     """The loaded kernel of `spec` on GPU `device` (or, with device
     _capi.NO_DEVICE, read and checked only; `target` is then required)."""
     global _compile_count
+    asked = (spec, device, target)
+    fast = _by_spec.get(asked)
+    if fast is not None:  # the per-launch path: one dict lookup
+        return fast
     if target is None:
         target = _capi.device_target(device)
     key = (_capi.kernel_key(spec, target), device)
     k = _kernels.get(key)
     if k is not None:
+        _by_spec[asked] = k
         return k
     with _lock:
         k = _kernels.get(key)
         if k is not None:
             return k
+        # An unsupported spec is reported as such, not as a missing kernel.
+        _capi.spec_check(spec, target)
         searched = packages()
         for directory in searched:
             try:
@@ -113,4 +122,5 @@ def get_kernel(spec, device, target=None):
             _compile_count += 1
             k = compiled.load(spec, device)
         _kernels[key] = k
+        _by_spec[asked] = k
         return k

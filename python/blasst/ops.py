@@ -165,10 +165,14 @@ def _dims(q, k, v, layout):
 
 
 def _bshd_strides(t, layout):
-    """Element strides (batch, seq, head) and the head_dim stride."""
-    s = t.stride()
-    return ((s[0], s[1], s[2]) if layout == "bshd" else (s[0], s[2], s[1])), \
-        s[3]
+    """Element strides (batch, seq, head) and the head_dim stride. A
+    dimension of extent 1 is never stepped over, so its stride (which
+    PyTorch leaves arbitrary, 0 after expand) becomes the tensor's span,
+    which the kernel's checks accept."""
+    s, n = t.stride(), t.shape
+    order = (0, 1, 2) if layout == "bshd" else (0, 2, 1)
+    span = max([s[i] * n[i] for i in order if n[i] > 1] + [n[3]])
+    return tuple(s[i] if n[i] > 1 else span for i in order), s[3]
 
 
 def _check_memory(name, t, layout):
@@ -200,18 +204,31 @@ def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
     if q.device.type != "cuda":
         raise ValueError("blasst.attention: the inputs are on %s; the "
                          "kernels run on CUDA devices" % q.device)
+    if kind not in (0, 1, 2) or (kind == 0) != (threshold is None):
+        raise ValueError("blasst.attention: a threshold tensor goes with a "
+                         "sparsity kind (1: a, 2: ln_lambda) and only then "
+                         "(got kind %r, threshold %s)"
+                         % (kind, "None" if threshold is None else "a tensor"))
+    f32 = torch.float32
+    if threshold is not None and (threshold.dtype != f32 or
+                                  threshold.numel() != 1 or
+                                  threshold.device != q.device):
+        raise ValueError("blasst.attention: the threshold must be one "
+                         "float32 on %s, got %s on %s" % (
+                             q.device, threshold.dtype, threshold.device))
+    if B * Sq > 0:
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            _check_memory(name, t, layout)
     if layout == "bshd":
         o = q.new_empty((B, Sq, Hq, D))
     else:
         o = q.new_empty((B, Hq, Sq, D))
-    f32 = torch.float32
     lse = q.new_empty((B, Hq, Sq) if return_lse else (0,), dtype=f32)
-    stats = torch.zeros((B, Hq, 2) if return_stats else (0,),
-                        dtype=torch.int64, device=q.device)
+    # The kernel adds to the counters: they start at zero.
+    stats = torch.zeros((B, Hq, 2), dtype=torch.int64, device=q.device) \
+        if return_stats else q.new_empty((0,), dtype=torch.int64)
     if B * Sq == 0:
         return o, lse, stats
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        _check_memory(name, t, layout)
     sparsity = {0: None, 1: "a", 2: "ln_lambda"}[kind]
     spec = _kernels.spec_text(_DTYPES[q.dtype], D, Hq, Hkv, causal,
                               return_lse, return_stats, sparsity, lambda_max)
@@ -234,11 +251,6 @@ def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
     a.o_strides[:] = _bshd_strides(o, layout)[0]
     a.softmax_scale = scale
     if threshold is not None:
-        if threshold.dtype != f32 or threshold.numel() != 1 \
-                or threshold.device != q.device:
-            raise ValueError("the threshold must be one float32 on %s, got "
-                             "%s on %s" % (q.device, threshold.dtype,
-                                           threshold.device))
         a.threshold_source = _capi.THRESHOLD_DEVICE
         a.log2_threshold_ptr = threshold.data_ptr()
     else:

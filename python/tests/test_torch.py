@@ -133,6 +133,41 @@ class TorchOpTest(unittest.TestCase):
         self.assertEqual(len(graphs), 2)
         self.assertIn("blasst.attention", graphs[1].code)
 
+    def test_calibration_bisection(self):
+        # The kernel replaced by a skip rate that grows with log2(a) (a
+        # staircase, as block counts are), to check the search alone.
+        import math
+        from blasst import _calibrate as cal_mod
+        L = 8192
+        launches = []
+
+        def fake_attention(q, k, v, causal, scale, sparsity, return_stats,
+                           layout):
+            log2a = float(sparsity.threshold)
+            launches.append(log2a)
+            rate = min(max((log2a - math.log2(L) + 44.0) / 40.0, 0.0), 0.98)
+            skipped = int(rate * 500) * 2
+            return None, torch.tensor([[[1000, skipped]]])
+
+        saved = cal_mod.attention
+        cal_mod.attention = fake_attention
+        try:
+            q = torch.zeros(1, L, 1, 64)
+            for target in (0.5, 0.7, 0.9):
+                c = blasst.calibrate(q, q, q, target_skip=target)
+                self.assertTrue(c.reached, c)
+                self.assertLessEqual(abs(c.skip - target), 0.01)
+                self.assertLessEqual(c.steps, 40)
+                self.assertAlmostEqual(float(c), c.a)
+            c = blasst.calibrate(q, q, q, target_skip=0.995)
+            self.assertFalse(c.reached)
+            self.assertEqual(c.a, float(L))  # lambda = 1: the most there is
+            self.assertAlmostEqual(c.skip, 0.98)
+            with self.assertRaises(ValueError):
+                blasst.calibrate(q, q, q, target_skip=1.5)
+        finally:
+            cal_mod.attention = saved
+
     def test_opcheck_fake(self):
         opcheck = getattr(getattr(torch, "library", None), "opcheck", None)
         if opcheck is None:
