@@ -1,7 +1,7 @@
 //===- AttentionKernel.cpp - Load and launch compiled attention kernels ---===//
 //
 // The kernel metadata file (<stem>.meta), the argument checks against a
-// kernel's spec, and the launcher that packs the 13 parameters of
+// kernel's spec, and the launcher that packs the 14 parameters of
 // KernelABI.h. See AttentionKernel.h.
 //
 //===----------------------------------------------------------------------===//
@@ -424,6 +424,12 @@ Status blasst::rt::validateArgsForKernel(const AttentionArgs &args,
   if (!spec.stats && args.stats != 0)
     return fail("a stats pointer was given but the kernel was compiled with "
                 "stats = false and would not write it");
+  if (args.log2ThresholdPtr != 0 && spec.sparsity.isDense())
+    return fail("a threshold pointer was given but the kernel is dense (no "
+                "sparsity policy) and would not read it");
+  if (args.log2ThresholdPtr % 4 != 0)
+    return fail("the threshold pointer is not 4-byte aligned (it points to "
+                "one float)");
 
   // The kernel takes seqQ and seqKV as int32; validateAttentionArgs already
   // bounds them by INT_MAX. Heads and batch are grid y and z.
@@ -577,6 +583,7 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[10] = &oStrideH;
   params[11] = &scaleLog2;
   params[12] = &log2Threshold;
+  params[13] = &log2ThresholdPtr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -775,6 +782,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.scaleLog2 = float(kernelSpec.effectiveScale() * kLog2E);
   launch.log2Threshold =
       std::isnan(log2Threshold) ? specLog2Threshold() : log2Threshold;
+  launch.log2ThresholdPtr = args.log2ThresholdPtr;
   launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
                      unsigned(args.numQHeads), unsigned(args.batch));
   if (kernelInfo.clusterM > 1) {

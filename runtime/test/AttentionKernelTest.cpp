@@ -4,7 +4,7 @@
 // The launch tests need a GPU of compute capability 9.0 (the kernels are
 // sm_90a) and skip otherwise; they JIT a PTX "ABI probe" kernel with the
 // exact parameter list of KernelABI.h that writes back what it received, so
-// the packing of all 13 parameters, the grid and the block are checked
+// the packing of all 14 parameters, the grid and the block are checked
 // without a compiled attention kernel.
 //
 //===----------------------------------------------------------------------===//
@@ -135,7 +135,7 @@ TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
-  EXPECT_NE(text.find("abi_version = 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("abi_version = 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
   EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
   KernelInfo parsed;
@@ -190,7 +190,7 @@ TEST(KernelInfoTest, WriteAndReadFile) {
 TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
   std::string text = "# produced by blasst-compile\r\n"
                      "\r\n"
-                     "  abi_version=1\r\n"
+                     "  abi_version=2\r\n"
                      "kernel   =   k0\r\n"
                      "target = sm_100a\r\n"
                      "block_m = 64\n"
@@ -219,7 +219,7 @@ TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
 
 TEST(KernelInfoTest, MissingRequiredKey) {
   KernelInfo info;
-  Status s = parseKernelInfo("abi_version = 1\nkernel = k\ntarget = sm_90a\n"
+  Status s = parseKernelInfo("abi_version = 2\nkernel = k\ntarget = sm_90a\n"
                              "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
                              "a.meta", &info);
   EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
@@ -229,18 +229,18 @@ TEST(KernelInfoTest, MissingRequiredKey) {
 
 TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
   // Another ABI may have other keys; the version is what matters.
-  std::string text = "kernel = k\nnew_key = 3\nabi_version = 2\n";
+  std::string text = "kernel = k\nnew_key = 3\nabi_version = 1\n";
   KernelInfo info;
-  Status s = parseKernelInfo(text, "v2.meta", &info);
-  EXPECT_TRUE(failsWith(s, "v2.meta:3: the kernel was built for kernel ABI "
-                           "version 2, but this runtime implements version 1"));
+  Status s = parseKernelInfo(text, "v1.meta", &info);
+  EXPECT_TRUE(failsWith(s, "v1.meta:3: the kernel was built for kernel ABI "
+                           "version 1, but this runtime implements version 2"));
   EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
                         "m:1: abi_version 'one' is not an integer"));
 }
 
 TEST(KernelInfoTest, BadValuesNameTheLine) {
   KernelInfo info;
-  std::string base = "abi_version = 1\nkernel = k\n";
+  std::string base = "abi_version = 2\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "block_m = 12x\n", "m", &info),
@@ -385,6 +385,18 @@ TEST(ArgsForKernelTest, LseAndStatsPresentIffTheSpecAsks) {
   EXPECT_TRUE(succeeds(check(a, spec)));
 }
 
+TEST(ArgsForKernelTest, ThresholdPointerOnlyForBlasstKernels) {
+  AttentionSpec spec = sampleSpec();
+  AttentionArgs a = sampleArgs();
+  a.log2ThresholdPtr = 0x70000000;
+  EXPECT_TRUE(failsWith(check(a, spec), "a threshold pointer was given but "
+                                        "the kernel is dense"));
+  spec.sparsity = {SparsityKind::LnLambda, -5.0};
+  EXPECT_TRUE(succeeds(check(a, spec)));
+  a.log2ThresholdPtr = 0x70000002;
+  EXPECT_TRUE(failsWith(check(a, spec), "not 4-byte aligned"));
+}
+
 TEST(ArgsForKernelTest, TmaAlignment) {
   AttentionArgs a = sampleArgs();
   a.k += 8;
@@ -433,7 +445,7 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
   void *expected[] = {&l.tmQ,          &l.tmK,      &l.tmV,      &l.o,
                       &l.lse,          &l.stats,    &l.seqQ,     &l.seqKV,
                       &l.oStrideB,     &l.oStrideS, &l.oStrideH, &l.scaleLog2,
-                      &l.log2Threshold};
+                      &l.log2Threshold, &l.log2ThresholdPtr};
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -735,11 +747,12 @@ TEST_F(FakeDriverTest, CallsRestoreTheCallersContext) {
 // Launch tests on a GPU (sm_90)
 //===----------------------------------------------------------------------===//
 
-// A kernel with the ABI-1 parameter list. Thread 0 of every block counts the
+// A kernel with the ABI-2 parameter list. Thread 0 of every block counts the
 // block at o[72]; thread 0 of block (0,0,0) writes what it received:
 //   o[0] seqQ  o[4] seqKV  o[8] oStrideB  o[16] oStrideS  o[24] oStrideH
 //   o[32] scaleLog2  o[36] log2Threshold  o[40] lse  o[48] stats
 //   o[56] ntid.x  o[60..68] nctaid.xyz  o[80,88,96] first qword of tmQ/K/V
+//   o[104] log2ThresholdPtr
 const char *kProbePtx = R"(
 .version 8.0
 .target sm_90a
@@ -758,7 +771,8 @@ const char *kProbePtx = R"(
   .param .u64 oStrideS,
   .param .u64 oStrideH,
   .param .f32 scaleLog2,
-  .param .f32 log2Threshold
+  .param .f32 log2Threshold,
+  .param .u64 log2ThresholdPtr
 ) .maxntid 128, 1, 1
 {
   .reg .b32 %r<16>;
@@ -811,6 +825,8 @@ const char *kProbePtx = R"(
   st.global.u64 [%rd2+88], %rd9;
   ld.param.u64 %rd10, [tmV];
   st.global.u64 [%rd2+96], %rd10;
+  ld.param.u64 %rd11, [log2ThresholdPtr];
+  st.global.u64 [%rd2+104], %rd11;
 DONE:
   ret;
 }
@@ -934,7 +950,7 @@ TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
   ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
   ASSERT_TRUE(succeeds(synchronize(nullptr)));
 
-  std::vector<unsigned char> out(104);
+  std::vector<unsigned char> out(112);
   ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
   auto u32 = [&](size_t off) {
     uint32_t x;
@@ -973,6 +989,7 @@ TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
   EXPECT_EQ(u64(80), firstQ);
   EXPECT_EQ(u64(88), firstK);
   EXPECT_EQ(u64(96), firstV);
+  EXPECT_EQ(u64(104), 0u); // no threshold pointer
 
   // run() without a threshold: the spec's, ln_lambda -3 -> -3 * log2(e).
   ASSERT_TRUE(succeeds(o.fill(0)));
@@ -980,6 +997,17 @@ TEST_F(AttentionKernelGpuTest, PacksTheAbiParameters) {
   ASSERT_TRUE(succeeds(synchronize(nullptr)));
   ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
   EXPECT_FLOAT_EQ(f32(36), float(-3.0 / std::log(2.0)));
+
+  // A threshold in device memory arrives as parameter 13.
+  ASSERT_TRUE(succeeds(o.fill(0)));
+  AttentionArgs withPtr = a;
+  withPtr.log2ThresholdPtr = lse.address() + 4;
+  ASSERT_TRUE(succeeds(kernel.run(withPtr, nullptr)));
+  ASSERT_TRUE(succeeds(synchronize(nullptr)));
+  ASSERT_TRUE(succeeds(o.copyToHost(out.data(), out.size())));
+  EXPECT_EQ(u64(104), lse.address() + 4);
+  withPtr.log2ThresholdPtr = lse.address() + 2;
+  EXPECT_TRUE(failsWith(kernel.run(withPtr, nullptr), "not 4-byte aligned"));
 
   // Bad arguments are refused before anything is launched.
   ASSERT_TRUE(succeeds(o.fill(0)));

@@ -34,6 +34,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   params[kSeqQ] = params[kSeqKV] = i32;
   params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
   params[kScaleLog2] = params[kLog2Threshold] = f32;
+  params[kLog2ThresholdPtr] = ptrGen;
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   func = LLVM::LLVMFuncOp::create(b, loc, kernel.getSymName(), fnType);
@@ -210,7 +211,7 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
       return role.emitOpError() << "needs more than 15 named barriers";
     if (vote) {
       // log2(lambda): fixed, or log2(a) - log2(L_kv) for this sequence.
-      st.threshold = param(kLog2Threshold);
+      st.threshold = launchThreshold();
       if (spec.sparsity.kind == SparsityKind::ScaleFactor) {
         Value lkv = arith::UIToFPOp::create(b, loc, f32, param(kSeqKV));
         Value log2L =
@@ -231,6 +232,24 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   if (!kernel.getPersistent())
     return emitSteps(role.getBody().front(), st);
   return emitPersistentRole(role, st);
+}
+
+/// The threshold argument: the float at log2ThresholdPtr when that is not
+/// null (read when the kernel runs, so a replayed CUDA graph takes the value
+/// in memory at replay), else the by-value log2Threshold.
+Value KernelLowering::launchThreshold() {
+  Value ptr = param(kLog2ThresholdPtr);
+  Value isNull = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ptr,
+                                      LLVM::ZeroOp::create(b, loc, ptrGen));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, isNull,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, loc, ValueRange{param(kLog2Threshold)});
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  Value loaded = LLVM::LoadOp::create(b, loc, f32, ptr, /*alignment=*/4);
+  scf::YieldOp::create(b, loc, ValueRange{loaded});
+  return ifOp.getResult(0);
 }
 
 /// The state a role starts each tile with: the tile's KV block count, and

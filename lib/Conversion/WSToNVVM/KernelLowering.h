@@ -32,6 +32,7 @@ private:
   void clusterSync();
   Value numKVBlocks();
   LogicalResult emitRole(RoleOp role);
+  Value launchThreshold();
   void startTile(RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
   LogicalResult emitSteps(Block &block, RoleState &st);

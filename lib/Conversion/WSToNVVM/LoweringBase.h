@@ -41,6 +41,7 @@ enum Param : unsigned {
   kOStrideH,
   kScaleLog2,
   kLog2Threshold,
+  kLog2ThresholdPtr,
   kNumParams
 };
 

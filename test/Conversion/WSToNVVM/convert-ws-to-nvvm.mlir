@@ -13,7 +13,7 @@
 // CHECK: llvm.mlir.global external @__blasst_dynamic_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK-LABEL: llvm.func @attn_kernel(
 // CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
-// CHECK-SAME: %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: f32)
+// CHECK-SAME: %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: !llvm.ptr)
 // CHECK-SAME: blasst.block_m = 128 : i64, blasst.block_n = 128 : i64
 // CHECK-SAME: blasst.smem_bytes = 196688 : i64, blasst.spec = #attn.spec<{{.*}}>, blasst.threads = 384 : i64
 // CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32

@@ -3,7 +3,7 @@
 // The launcher for the attention kernels the blasst compiler produces: it
 // reads a kernel's metadata (`<stem>.meta`) and spec (`<stem>.spec`), loads
 // its cubin (`<stem>.cubin`), and launches it following KernelABI.h exactly:
-// three TMA descriptors, the 13 parameters in ABI order, grid
+// three TMA descriptors, the 14 parameters in ABI order, grid
 // (ceil(seqQ / blockM), q_heads, batch), block (threads), `smemBytes` of
 // dynamic shared memory, no cluster.
 //
@@ -84,6 +84,7 @@ Status writeKernelInfo(const std::string &metaPath, const KernelInfo &info);
 ///  - head counts and head dim equal to the spec's; elementBytes equal to
 ///    the spec dtype's size (2);
 ///  - LSE given iff spec.lse, stats given iff spec.stats;
+///  - a threshold pointer only for a BLASST kernel, 4-byte aligned;
 ///  - TMA alignment: every base pointer 16-byte aligned, every stride a
 ///    positive multiple of 8 elements (16 bytes);
 ///  - grid limits: q_heads and batch at most 65535.
@@ -103,12 +104,12 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 //===----------------------------------------------------------------------===//
 
 /// Everything one launch passes, encoded and checked: the host copies of the
-/// 13 kernel parameters plus the launch shape. Preparing once and launching
+/// 14 kernel parameters plus the launch shape. Preparing once and launching
 /// many times keeps descriptor encoding out of timed regions. Holds no
 /// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
 /// keeps the descriptors aligned, also on the heap).
 struct AttentionLaunch {
-  static constexpr int kNumParams = 13;
+  static constexpr int kNumParams = 14;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -121,6 +122,7 @@ struct AttentionLaunch {
   int64_t oStrideB = 0, oStrideS = 0, oStrideH = 0; // 8, 9, 10 (elements)
   float scaleLog2 = 0;                              // 11
   float log2Threshold = 0;                          // 12
+  uint64_t log2ThresholdPtr = 0;                    // 13 device pointer or 0
 
   Dim3 grid;
   Dim3 block;

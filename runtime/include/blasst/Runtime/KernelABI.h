@@ -5,7 +5,7 @@
 // kernel signature and the metadata file) and the runtime/launcher (to encode
 // tensor maps and pack parameters). Plain C++, no LLVM, no CUDA headers.
 //
-// Kernel parameters, in order (ABI version 1):
+// Kernel parameters, in order (ABI version 2):
 //   0  tmQ    CUtensorMap, by value (__grid_constant__, 64-byte aligned)
 //   1  tmK    CUtensorMap, by value
 //   2  tmV    CUtensorMap, by value
@@ -22,6 +22,10 @@
 //                 log2(lambda) for a fixed ln_lambda policy (= ln_lambda *
 //                 log2(e)), log2(a) for an `a` policy (the kernel subtracts
 //                 log2(seqKV)); ignored by dense kernels
+//   13 log2ThresholdPtr  pointer to one float in device memory, or null: when
+//                 not null, the kernel reads the threshold (same meaning as
+//                 12) from there when it runs and ignores 12, so a CUDA graph
+//                 replays with the value in memory at replay (ABI 2)
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
@@ -45,7 +49,8 @@
 
 namespace blasst::rt {
 
-constexpr int kKernelABIVersion = 1;
+/// 2: parameter 13 (the threshold in device memory) added.
+constexpr int kKernelABIVersion = 2;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
 constexpr int kTmaBoxHeadDim = 64;
 

@@ -389,6 +389,10 @@ struct AttentionArgs {
   uint64_t lse = 0;
   /// Optional block-sparsity counters (per batch entry and head).
   uint64_t stats = 0;
+  /// Optional: one float in device memory holding the BLASST threshold
+  /// (kernel ABI parameter 13), read by the kernel when it runs instead of
+  /// the by-value threshold. Only for BLASST kernels.
+  uint64_t log2ThresholdPtr = 0;
 
   int64_t batch = 0;
   int64_t seqQ = 0;

@@ -1,0 +1,340 @@
+"""The PyTorch op: blasst.attention, registered as torch.ops.blasst.attention.
+
+Imported by blasst/__init__.py when PyTorch is importable. The kernels are
+launched through the C API (ctypes): nothing is built against PyTorch's C++
+ABI, so any PyTorch with torch.library works (custom_op and register_fake:
+2.4 and later; older versions get a plain function that torch.compile cannot
+trace).
+
+Layouts: `layout="bshd"` ([batch, seq, heads, head_dim], FlashAttention's)
+or "bhsd" ([batch, heads, seq, head_dim], SDPA's). Either is passed to the
+kernel through strides (no copy); any strides work whose head_dim stride is
+1, whose other strides are multiples of 8 elements, and whose data pointer is
+16-byte aligned (what TMA needs). Anything else is refused with the reason
+before a launch; call .contiguous() (or .clone() for a misaligned view).
+"""
+
+import math
+import threading
+from typing import Optional, Tuple
+
+import torch
+
+from . import _capi, _kernels
+
+__all__ = ["attention", "Sparsity"]
+
+_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_LAYOUTS = ("bshd", "bhsd")
+_LOG2E = 1.4426950408889634
+
+
+class Sparsity:
+    """BLASST's run-time threshold: lambda = a / L_kv (`a=`) or a fixed
+    ln(lambda) (`ln_lambda=`), capped at `lambda_max` (at most 1).
+
+    The threshold lives in a one-element float32 tensor on the GPU
+    (`threshold`, in the kernel's log2 domain) that the kernel reads when it
+    runs: set() changes it in place, so a captured CUDA graph replays with the
+    new value, and no kernel is recompiled. `a` / `ln_lambda` may also be a
+    float32 CUDA tensor of one element, read at every call (converted on the
+    device). Create it before capturing a CUDA graph: `device` defaults to
+    the current CUDA device.
+    """
+
+    def __init__(self, a=None, ln_lambda=None, lambda_max=1.0, device=None):
+        if (a is None) == (ln_lambda is None):
+            raise ValueError("blasst.Sparsity needs exactly one of a= and "
+                             "ln_lambda=")
+        if not (0.0 < float(lambda_max) <= 1.0):
+            raise ValueError("lambda_max must be in (0, 1], got %r"
+                             % (lambda_max,))
+        self.kind = "a" if a is not None else "ln_lambda"
+        self.lambda_max = float(lambda_max)
+        value = a if a is not None else ln_lambda
+        self._source = None
+        if isinstance(value, torch.Tensor):
+            if value.numel() != 1 or value.dtype != torch.float32 \
+                    or value.device.type != "cuda":
+                raise ValueError(
+                    "a tensor %s must be one float32 element on a CUDA "
+                    "device, got %s on %s with %d elements" % (
+                        self.kind, value.dtype, value.device, value.numel()))
+            self._source = value
+            self.threshold = None
+            self.value = None
+            return
+        if device is None:
+            device = torch.device("cuda", torch.cuda.current_device()) \
+                if torch.cuda.is_available() else torch.device("cpu")
+        self.threshold = torch.empty(1, dtype=torch.float32, device=device)
+        self.set(**{self.kind: value})
+
+    def set(self, a=None, ln_lambda=None):
+        """Changes the threshold in place (same kind as constructed)."""
+        value = a if self.kind == "a" else ln_lambda
+        other = ln_lambda if self.kind == "a" else a
+        if value is None or other is not None:
+            raise ValueError("this Sparsity was made with %s=: set(%s=...)"
+                             % (self.kind, self.kind))
+        if self._source is not None:
+            raise ValueError("this Sparsity reads a tensor; change the "
+                             "tensor instead")
+        value = float(value)
+        if self.kind == "ln_lambda" and value > math.log(self.lambda_max):
+            raise ValueError(
+                "ln_lambda %r is above the cap ln(lambda_max) = %r" % (
+                    value, math.log(self.lambda_max)))
+        kind = _capi.SPARSITY_A if self.kind == "a" \
+            else _capi.SPARSITY_LN_LAMBDA
+        t = _capi.log2_threshold(kind, value)  # validates the value
+        if torch.cuda.is_available() and self.threshold.is_cuda and \
+                torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("Sparsity.set() during CUDA graph capture "
+                               "would be replayed; call it between replays")
+        self.threshold.fill_(t)
+        self.value = value
+
+    def log2_threshold(self, device):
+        """The threshold tensor for a launch on `device`."""
+        if self._source is not None:
+            src = self._source
+            t = torch.log2(src) if self.kind == "a" else src * _LOG2E
+        else:
+            t = self.threshold
+        if t.device != device:
+            raise ValueError(
+                "the Sparsity's threshold is on %s but the inputs are on %s: "
+                "create it with Sparsity(..., device=q.device)"
+                % (t.device, device))
+        return t
+
+    def __repr__(self):
+        return "blasst.Sparsity(%s=%s, lambda_max=%r)" % (
+            self.kind, "<tensor>" if self._source is not None else self.value,
+            self.lambda_max)
+
+
+def _dims(q, k, v, layout):
+    """(B, Sq, Skv, Hq, Hkv, D) after checking everything a launch needs;
+    ValueError / TypeError naming the problem."""
+    if layout not in _LAYOUTS:
+        raise ValueError("layout must be 'bshd' or 'bhsd', got %r" % (layout,))
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("blasst.attention: %s must be a torch.Tensor, "
+                            "got %s" % (name, type(t).__name__))
+        if t.dim() != 4:
+            raise ValueError(
+                "blasst.attention: %s must be 4-D [%s], got shape %s" % (
+                    name, ", ".join({"bshd": "B S H D", "bhsd": "B H S D"}
+                                    [layout].split()), tuple(t.shape)))
+        if t.dtype not in _DTYPES:
+            raise TypeError("blasst.attention: %s has dtype %s; the kernels "
+                            "take torch.bfloat16 or torch.float16"
+                            % (name, t.dtype))
+        if t.device.type != "cuda" and t.device.type != "meta":
+            raise ValueError("blasst.attention: %s is on %s; the kernels run "
+                             "on CUDA devices" % (name, t.device))
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError("blasst.attention: q, k, v must have one dtype, got "
+                        "%s, %s, %s" % (q.dtype, k.dtype, v.dtype))
+    if not (q.device == k.device == v.device):
+        raise ValueError("blasst.attention: q, k, v must be on one device, "
+                         "got %s, %s, %s" % (q.device, k.device, v.device))
+    if layout == "bshd":
+        (B, Sq, Hq, D), (Bk, Skv, Hkv, Dk) = q.shape, k.shape
+    else:
+        (B, Hq, Sq, D), (Bk, Hkv, Skv, Dk) = q.shape, k.shape
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError("blasst.attention: k and v must have one shape, got "
+                         "%s and %s" % (tuple(k.shape), tuple(v.shape)))
+    if Bk != B:
+        raise ValueError("blasst.attention: q has batch %d, k and v %d"
+                         % (B, Bk))
+    if Dk != D:
+        raise ValueError("blasst.attention: q has head_dim %d, k and v %d "
+                         "(different head sizes are not supported)" % (D, Dk))
+    if Hkv < 1 or Hq % Hkv:
+        raise ValueError("blasst.attention: q's %d heads are not a multiple "
+                         "of k/v's %d heads (GQA/MQA need q_heads = n * "
+                         "kv_heads)" % (Hq, Hkv))
+    if Skv == 0 and B * Sq > 0:
+        raise ValueError("blasst.attention: k and v have no keys (seq_kv = 0)")
+    return B, Sq, Skv, Hq, Hkv, D
+
+
+def _bshd_strides(t, layout):
+    """Element strides (batch, seq, head) and the head_dim stride. A
+    dimension of extent 1 is never stepped over, so its stride (which
+    PyTorch leaves arbitrary, 0 after expand) becomes the tensor's span,
+    which the kernel's checks accept."""
+    s, n = t.stride(), t.shape
+    order = (0, 1, 2) if layout == "bshd" else (0, 2, 1)
+    span = max([s[i] * n[i] for i in order if n[i] > 1] + [n[3]])
+    return tuple(s[i] if n[i] > 1 else span for i in order), s[3]
+
+
+def _check_memory(name, t, layout):
+    (sb, ss, sh), sd = _bshd_strides(t, layout)
+    if sd != 1 and t.shape[3] > 1:
+        raise ValueError(
+            "blasst.attention: %s's head_dim stride is %d; it must be 1 "
+            "(call .contiguous())" % (name, sd))
+    for what, st, size in (("batch", sb, t.shape[0]),
+                           ("seq", ss, t.shape[1 if layout == "bshd" else 2]),
+                           ("head", sh, t.shape[2 if layout == "bshd" else 1])):
+        if size > 1 and (st <= 0 or st % 8):
+            raise ValueError(
+                "blasst.attention: %s's %s stride is %d elements; TMA needs "
+                "a positive multiple of 8 (16 bytes): call .contiguous()"
+                % (name, what, st))
+    if t.data_ptr() % 16:
+        raise ValueError(
+            "blasst.attention: %s's data pointer 0x%x is not 16-byte aligned "
+            "(a view at an odd offset): call .clone()" % (name, t.data_ptr()))
+
+
+_args_local = threading.local()
+
+
+def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
+            return_lse, return_stats):
+    B, Sq, Skv, Hq, Hkv, D = _dims(q, k, v, layout)
+    if q.device.type != "cuda":
+        raise ValueError("blasst.attention: the inputs are on %s; the "
+                         "kernels run on CUDA devices" % q.device)
+    if kind not in (0, 1, 2) or (kind == 0) != (threshold is None):
+        raise ValueError("blasst.attention: a threshold tensor goes with a "
+                         "sparsity kind (1: a, 2: ln_lambda) and only then "
+                         "(got kind %r, threshold %s)"
+                         % (kind, "None" if threshold is None else "a tensor"))
+    f32 = torch.float32
+    if threshold is not None and (threshold.dtype != f32 or
+                                  threshold.numel() != 1 or
+                                  threshold.device != q.device):
+        raise ValueError("blasst.attention: the threshold must be one "
+                         "float32 on %s, got %s on %s" % (
+                             q.device, threshold.dtype, threshold.device))
+    if B * Sq > 0:
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            _check_memory(name, t, layout)
+    if layout == "bshd":
+        o = q.new_empty((B, Sq, Hq, D))
+    else:
+        o = q.new_empty((B, Hq, Sq, D))
+    lse = q.new_empty((B, Hq, Sq) if return_lse else (0,), dtype=f32)
+    # The kernel adds to the counters: they start at zero.
+    stats = torch.zeros((B, Hq, 2), dtype=torch.int64, device=q.device) \
+        if return_stats else q.new_empty((0,), dtype=torch.int64)
+    if B * Sq == 0:
+        return o, lse, stats
+    sparsity = {0: None, 1: "a", 2: "ln_lambda"}[kind]
+    spec = _kernels.spec_text(_DTYPES[q.dtype], D, Hq, Hkv, causal,
+                              return_lse, return_stats, sparsity, lambda_max)
+    device = q.device.index if q.device.index is not None \
+        else torch.cuda.current_device()
+    kernel = _kernels.get_kernel(spec, device)
+
+    a = getattr(_args_local, "args", None)
+    if a is None:
+        a = _args_local.args = _capi.AttentionArgs()
+    a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), \
+        o.data_ptr()
+    a.lse = lse.data_ptr() if return_lse else 0
+    a.stats = stats.data_ptr() if return_stats else 0
+    a.batch, a.seq_q, a.seq_kv = B, Sq, Skv
+    a.q_heads, a.kv_heads, a.head_dim = Hq, Hkv, D
+    a.q_strides[:] = _bshd_strides(q, layout)[0]
+    a.k_strides[:] = _bshd_strides(k, layout)[0]
+    a.v_strides[:] = _bshd_strides(v, layout)[0]
+    a.o_strides[:] = _bshd_strides(o, layout)[0]
+    a.softmax_scale = scale
+    if threshold is not None:
+        a.threshold_source = _capi.THRESHOLD_DEVICE
+        a.log2_threshold_ptr = threshold.data_ptr()
+    else:
+        a.threshold_source = _capi.THRESHOLD_SPEC
+        a.log2_threshold_ptr = 0
+    stream = torch.cuda.current_stream(q.device).cuda_stream
+    if device != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            kernel.launch(a, stream)
+    else:
+        kernel.launch(a, stream)
+    return o, lse, stats
+
+
+def _fake(q, k, v, causal, scale, layout, threshold=None, kind=0,
+          lambda_max=1.0, return_lse=False, return_stats=False):
+    B, Sq, Skv, Hq, Hkv, D = _dims(q, k, v, layout)
+    o = q.new_empty((B, Sq, Hq, D) if layout == "bshd" else (B, Hq, Sq, D))
+    lse = q.new_empty((B, Hq, Sq) if return_lse else (0,),
+                      dtype=torch.float32)
+    stats = q.new_empty((B, Hq, 2) if return_stats else (0,),
+                        dtype=torch.int64)
+    return o, lse, stats
+
+
+_custom_op = getattr(getattr(torch, "library", None), "custom_op", None)
+if _custom_op is not None:
+    @_custom_op("blasst::attention", mutates_args=())
+    def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      causal: bool, scale: float, layout: str,
+                      threshold: Optional[torch.Tensor] = None,
+                      kind: int = 0, lambda_max: float = 1.0,
+                      return_lse: bool = False, return_stats: bool = False
+                      ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _launch(q, k, v, causal, scale, layout, threshold, kind,
+                       lambda_max, return_lse, return_stats)
+
+    _attention_op.register_fake(_fake)
+    _op = torch.ops.blasst.attention
+else:  # PyTorch before 2.4: no custom_op; eager only
+    _op = _launch
+
+
+def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
+              return_lse=False, return_stats=False, layout="bshd"):
+    """Attention over q [B, Sq, Hq, D] and k, v [B, Skv, Hkv, D] (or
+    [B, H, S, D] with layout="bhsd"), bf16 or f16, on an sm_90a GPU.
+
+    causal: bottom-right aligned (query i sees keys j <= i + Skv - Sq; rows
+    that see no key output 0, LSE -inf). scale: softmax scale, default
+    1/sqrt(D). sparsity: None (dense) or a blasst.Sparsity (BLASST
+    skipping). GQA/MQA: Hq a multiple of Hkv.
+
+    Returns O (the layout and dtype of q); with return_lse also LSE
+    [B, Hq, Sq] float32 (natural log), with return_stats also the skip
+    statistics [B, Hq, 2] int64 (visited, skipped KV blocks; needs a
+    sparsity), in that order. Runs on PyTorch's current stream.
+    """
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1]) if isinstance(q, torch.Tensor) \
+            and q.dim() == 4 else 1.0
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError("blasst.attention: scale must be finite and > 0, "
+                         "got %r" % scale)
+    if sparsity is None:
+        if return_stats:
+            raise ValueError("blasst.attention: return_stats needs a "
+                             "sparsity (a dense kernel skips nothing)")
+        threshold, kind, lambda_max = None, 0, 1.0
+    elif isinstance(sparsity, Sparsity):
+        threshold = sparsity.log2_threshold(q.device)
+        kind = 1 if sparsity.kind == "a" else 2
+        lambda_max = sparsity.lambda_max
+    else:
+        raise TypeError("blasst.attention: sparsity must be None or a "
+                        "blasst.Sparsity, got %s" % type(sparsity).__name__)
+    o, lse, stats = _op(q, k, v, bool(causal), scale, layout, threshold,
+                        kind, lambda_max, bool(return_lse), bool(return_stats))
+    if not return_lse and not return_stats:
+        return o
+    out = (o,)
+    if return_lse:
+        out += (lse,)
+    if return_stats:
+        out += (stats,)
+    return out

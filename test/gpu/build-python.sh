@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds, here (where the compiler is), what test/gpu/run-python.sh needs on
+# the GPU machine (which has no LLVM): libblasst.so (the runtime's C API, no
+# LLVM/MLIR) and a kernel package with every kernel the Python op tests use.
+# Usage: test/gpu/build-python.sh [BUILD_DIR] [OUT_DIR]   (default build,
+# .device/python; then carry .device/python)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$ROOT/build}"; OUT="${2:-$ROOT/.device/python}"
+mkdir -p "$OUT/lib"
+cp "$BUILD/lib/libblasst.so" "$OUT/lib/"
+export BLASST_LIBRARY="$BUILD/lib/libblasst.so"
+export BLASST_JIT_LIBRARY="$BUILD/lib/libblasst_jit.so"
+export PYTHONPATH="$ROOT/python"
+aot() { python3 -m blasst.aot build -q -o "$OUT/kernels" "$@"; }
+# The correctness matrix (layouts share kernels), MQA, the strided views and
+# torch.compile.
+aot --grid "dtype=bf16|f16 head_dim=64|128 q_heads=8 kv_heads=8|2 causal=false|true lse=false|true"
+aot --grid "dtype=bf16 head_dim=64 q_heads=4 kv_heads=1 causal=true lse=false"
+# BLASST: skipping, the CUDA graph, calibration (any a / ln_lambda value).
+aot --grid "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=false|true sparsity=blasst:a=1 stats=true"
+aot --grid "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=false sparsity=blasst:ln_lambda=-1 stats=true"
+# Timing beside SDPA.
+aot --grid "dtype=bf16 head_dim=128 q_heads=16 kv_heads=16 causal=false|true"
+python3 -m blasst.aot check "$OUT/kernels" | tail -n 1
+du -sh "$OUT"
