@@ -59,6 +59,7 @@ TEST(ScheduleKnobsTest, EveryKnobIsAnOptionOfItsPass) {
   std::map<std::string, std::map<std::string, std::string>> options;
   options["convert-attn-to-ws"] = passOptions(*createConvertAttnToWS());
   options["blasst-v-on-demand"] = passOptions(*ws::createBLASSTVOnDemand());
+  options["blasst-cross-stage-p"] = passOptions(*ws::createBLASSTCrossStageP());
   ASSERT_TRUE(options["convert-attn-to-ws"].count("target"))
       << "cannot read the pass options";
 

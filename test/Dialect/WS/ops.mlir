@@ -265,7 +265,7 @@ func.func @launch(%q: memref<?x?x8x64xf16>, %k: memref<?x?x8x64xf16>, %v: memref
 // CHECK: ws.store_row_sums -> @l
 // CHECK: ws.correct @o by @f
 // CHECK: ws.epilogue @o -> @st sums @l {lse}
-ws.kernel @handover target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64> {
+ws.kernel @handover target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
   ws.buffer @s tmem [128, 128] f32 stages 1
   ws.buffer @o tmem [128, 64] f32 stages 1
   ws.buffer @f smem [128, 2] f32 stages 1
