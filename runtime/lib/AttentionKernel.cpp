@@ -30,7 +30,11 @@ using namespace blasst::rt;
 
 namespace {
 
-std::string quoted(const std::string &s) { return "'" + s + "'"; }
+/// A value from a file in a message: control and non-ASCII bytes escaped
+/// (a binary .meta must not write raw bytes to the terminal).
+std::string quoted(const std::string &s) {
+  return "'" + escapeForMessage(s) + "'";
+}
 
 std::string trim(const std::string &s) {
   size_t b = 0, e = s.size();

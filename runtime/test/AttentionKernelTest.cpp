@@ -243,6 +243,10 @@ TEST(KernelInfoTest, BadValuesNameTheLine) {
   std::string base = "abi_version = 2\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
+  // Bytes of a binary file reach the message escaped.
+  EXPECT_TRUE(failsWith(
+      parseKernelInfo(base + "target = sm\x1b[2J\x01\n", "m", &info),
+      "m:3: unknown target 'sm\\x1b[2J\\x01'"));
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "block_m = 12x\n", "m", &info),
                         "m:3: block_m '12x' is not an integer"));
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "block_n = 512\n", "m", &info),
