@@ -78,6 +78,9 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
   }
   emitPrologue();
+  target.emitKernelStart();
+  if (target.regsPerWarpgroup() && failed(emitWarpgroupRegs()))
+    return failure();
   // Named barriers (the protocol allocates them: turns first, then one
   // per compute warpgroup); the hardware has 16, id 0 is __syncthreads.
   for (auto order : kernel.getBody().getOps<OrderOp>())
@@ -92,6 +95,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   // barriers or multicast into its shared memory.
   if (kernel.getKvMulticast())
     clusterSync();
+  target.emitKernelEnd();
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 
   // What the host needs to launch it (blasst-compile writes <stem>.meta).
@@ -204,6 +208,9 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   if (role.getKind() == RoleKind::load) {
     // One thread issues every TMA copy and drives the pipes.
     openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
+  } else if (role.getKind() == RoleKind::mma) {
+    // One thread issues every tcgen05.mma and commits them (sm_100a).
+    openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
   } else if (role.getKind() == RoleKind::compute) {
     st.barrierId = protocol.roleBarrier(role).id;
     if (st.barrierId > 15)
@@ -233,6 +240,13 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   return emitPersistentRole(role, st);
 }
 
+/// Whether a role carries the running state (O, m, l) through its kv_loop:
+/// sm_90a's compute roles, sm_100a's softmax roles (m and l of their rows).
+static bool carriesRunningState(RoleOp role) {
+  return role.getKind() == RoleKind::compute ||
+         role.getKind() == RoleKind::softmax;
+}
+
 /// The state a role starts each tile with: the tile's KV block count, and
 /// for compute roles O = 0, m = -inf, l = 0 and zero block counters.
 void KernelLowering::startTile(RoleState &st) {
@@ -246,7 +260,7 @@ void KernelLowering::startTile(RoleState &st) {
   st.numBlocks = numKVBlocks();
   if (st.countVotes)
     st.voteSkips = c32(0);
-  if (st.role.getKind() != RoleKind::compute)
+  if (!carriesRunningState(st.role))
     return;
   target.initRunningState(st);
   if (st.stats)
@@ -308,6 +322,9 @@ LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
       .Case([&](PackPOp o) { return target.emitPackP(o, st); })
       .Case([&](CorrectOp o) { return target.emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return target.emitEpilogue(o, st); })
+      .Case([&](ReadScoresOp o) { return target.emitReadScores(o, st); })
+      .Case([&](StoreRowSumsOp o) { return target.emitStoreRowSums(o, st); })
+      .Case([&](TmaStoreOp o) { return target.emitTmaStore(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
       .Case([&](AwaitVoteOp o) { return emitAwaitVote(o, st); })
       .Case([&](LoadFragOp o) { return target.emitLoadFrag(o, st); })
@@ -333,7 +350,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
              << "acquires pipe @" << entry.first() << " " << entry.second
              << " times per KV block; the sm_90a lowering needs exactly one";
 
-  bool compute = st.role.getKind() == RoleKind::compute;
+  bool compute = carriesRunningState(st.role);
   // Values a prologue computed for the loop's first iteration come in as
   // iteration arguments, and each iteration yields the next one's (the
   // protocol's LoopCarried says which): S of block n when the loop's Q Kᵀ
@@ -489,6 +506,48 @@ LogicalResult KernelLowering::emitTurn(Operation *op, bool wait) {
     else
       NVVM::BarrierArriveOp::create(b, loc, c32(e.named.id),
                                     c32(e.named.threads));
+  }
+  return success();
+}
+
+/// setmaxnreg sets a whole warpgroup's registers: every role of a
+/// warpgroup must ask for the same count, and a warp no role holds (sm_100a:
+/// warp 15, beside the MMA, load and epilogue warps) sets it too. Each warp
+/// executes it in its own branch, as CUTLASS's sm_100 kernels do.
+LogicalResult KernelLowering::emitWarpgroupRegs() {
+  int64_t numGroups = (kernel.getNumWarps() + 3) / 4;
+  int64_t start = (kRegistersPerCTA / (kernel.getNumWarps() * 32)) / 8 * 8;
+  for (int64_t g = 0; g < numGroups; ++g) {
+    std::optional<int64_t> regs;
+    SmallVector<bool, 4> held(4, false);
+    for (auto role : kernel.getBody().getOps<RoleOp>()) {
+      if (role.getWarpEnd() <= 4 * g || role.getWarpBegin() >= 4 * g + 4)
+        continue;
+      for (int64_t w = role.getWarpBegin(); w < role.getWarpEnd(); ++w)
+        if (w >= 4 * g && w < 4 * g + 4)
+          held[w - 4 * g] = true;
+      if (!role.getRegs())
+        continue;
+      if (regs && *regs != *role.getRegs())
+        return role.emitOpError()
+               << "asks for " << *role.getRegs() << " registers but warpgroup "
+               << g << " already has " << *regs
+               << " (setmaxnreg sets a whole warpgroup's)";
+      regs = role.getRegs();
+    }
+    if (!regs || *regs == start)
+      continue;
+    for (int64_t w = 0; w < 4; ++w) {
+      if (held[w] || 4 * g + w >= kernel.getNumWarps())
+        continue;
+      OpBuilder::InsertionGuard guard(b);
+      openIf(cmp(arith::CmpIPredicate::eq, warp, c32(4 * g + w)));
+      NVVM::SetMaxRegisterOp::create(
+          b, loc, b.getI32IntegerAttr(*regs),
+          NVVM::SetMaxRegisterActionAttr::get(
+              ctx, *regs > start ? NVVM::SetMaxRegisterAction::increase
+                                 : NVVM::SetMaxRegisterAction::decrease));
+    }
   }
   return success();
 }

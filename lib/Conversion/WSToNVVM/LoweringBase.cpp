@@ -40,6 +40,15 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
     layout.voteFlags = offset + 2 * 8;
     offset += 2 * 8 + 2 * 4 * int64_t(layout.voterIndex.size());
   }
+  if (llvm::any_of(kernel.getBody().getOps<BufferOp>(), [](BufferOp buf) {
+        return buf.getSpace() == MemorySpace::tmem;
+      })) {
+    // The slot, then one 8-byte slot per smem buffer (sm_100a keeps the
+    // MMA thread's Q descriptors there, SM100Lowering::descSlot).
+    layout.tmemSlot = offset;
+    offset += 8 * (1 + int64_t(llvm::range_size(
+                           kernel.getBody().getOps<BufferOp>())));
+  }
   layout.totalBytes = offset;
   if (offset > kSharedMemoryBytes)
     return kernel.emitOpError()
