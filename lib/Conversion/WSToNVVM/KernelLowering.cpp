@@ -79,8 +79,6 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   }
   emitPrologue();
   target.emitKernelStart();
-  if (target.regsPerWarpgroup() && failed(emitWarpgroupRegs()))
-    return failure();
   // Named barriers (the protocol allocates them: turns first, then one
   // per compute warpgroup); the hardware has 16, id 0 is __syncthreads.
   for (auto order : kernel.getBody().getOps<OrderOp>())
@@ -88,9 +86,14 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       if (protocol.turnBarrier(order, cast<FlatSymbolRefAttr>(r).getValue())
               .id > 15)
         return order.emitOpError() << "needs more than 15 named barriers";
-  for (auto role : kernel.getBody().getOps<RoleOp>())
-    if (failed(emitRole(role)))
+  if (target.regsPerWarpgroup()) {
+    if (failed(emitRolesExclusive()))
       return failure();
+  } else {
+    for (auto role : kernel.getBody().getOps<RoleOp>())
+      if (failed(emitRole(role)))
+        return failure();
+  }
   // A CTA of a pair may not exit while its partner can still arrive on its
   // barriers or multicast into its shared memory.
   if (kernel.getKvMulticast())
@@ -508,6 +511,27 @@ LogicalResult KernelLowering::emitTurn(Operation *op, bool wait) {
                                     c32(e.named.threads));
   }
   return success();
+}
+
+/// The roles as one if / else-if chain, warps in no role last (sm_100a: six
+/// roles, three of them with fewer registers than the entry). With one `if`
+/// per role, ptxas sees every role's code reachable after the others'
+/// setmaxnreg.dec, and the values later roles use live through the
+/// 48-register ones: they spill.
+LogicalResult KernelLowering::emitRolesExclusive() {
+  OpBuilder::InsertionGuard guard(b);
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    Value inRole = arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::uge, warp, c32(role.getWarpBegin())),
+        cmp(arith::CmpIPredicate::ult, warp, c32(role.getWarpEnd())));
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, inRole,
+                                  /*withElseRegion=*/true);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    if (failed(emitRole(role)))
+      return failure();
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  }
+  return emitWarpgroupRegs();
 }
 
 /// setmaxnreg sets a whole warpgroup's registers: every role of a

@@ -32,6 +32,7 @@ private:
   void clusterSync();
   Value numKVBlocks();
   LogicalResult emitRole(RoleOp role);
+  LogicalResult emitRolesExclusive();
   LogicalResult emitWarpgroupRegs();
   void startTile(RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);

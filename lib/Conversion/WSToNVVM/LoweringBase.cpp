@@ -43,11 +43,13 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
   if (llvm::any_of(kernel.getBody().getOps<BufferOp>(), [](BufferOp buf) {
         return buf.getSpace() == MemorySpace::tmem;
       })) {
-    // The slot, then one 8-byte slot per smem buffer (sm_100a keeps the
-    // MMA thread's Q descriptors there, SM100Lowering::descSlot).
+    // The slot, then one 8-byte slot per buffer stage (sm_100a keeps the
+    // MMA thread's descriptors there, SM100Lowering::descSlot).
     layout.tmemSlot = offset;
-    offset += 8 * (1 + int64_t(llvm::range_size(
-                           kernel.getBody().getOps<BufferOp>())));
+    int64_t stages = 0;
+    for (auto buf : kernel.getBody().getOps<BufferOp>())
+      stages += int64_t(buf.getStages());
+    offset += 8 * (1 + stages);
   }
   layout.totalBytes = offset;
   if (offset > kSharedMemoryBytes)

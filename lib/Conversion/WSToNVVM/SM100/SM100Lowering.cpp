@@ -17,10 +17,11 @@ using namespace mlir;
 using namespace blasst;
 using namespace blasst::ws;
 using namespace blasst::ws::lowering;
-namespace t5 = blasst::ws::lowering::sm100;
 
-/// Columns per tcgen05.ld/st of the row loops (32 registers per chunk).
+/// Columns per tcgen05.ld/st of the softmax row loops (32 registers per
+/// chunk) and of the correction role's (80 registers: 16).
 constexpr int64_t kChunk = 32;
+constexpr int64_t kCorrChunk = 16;
 
 std::unique_ptr<TargetLowering>
 blasst::ws::lowering::createSM100Lowering(KernelEnv &env) {
@@ -141,18 +142,26 @@ void SM100Lowering::emitKernelStart() {
     t5::emitTmemAlloc(b, loc, slot, allocColumns());
   }
   {
-    // The descriptors of the Q tiles (A of Q Kᵀ), for the MMA thread.
+    // The descriptors of every shared-memory operand stage (Q and K
+    // K-major, V MN-major), for the MMA thread.
     OpBuilder::InsertionGuard guard(b);
     openIf(cmp(arith::CmpIPredicate::eq, tid, c32(0)));
     llvm::StringSet<> done;
-    kernel.walk([&](MmaOp mma) {
-      BufferOp a = bufferOf(mma.getAAttr());
-      if (mma.getKind() != MmaKind::qk || a.getSpace() != MemorySpace::smem ||
-          !done.insert(a.getSymName()).second)
+    auto write = [&](BufferOp buf, bool mnMajor) {
+      if (buf.getSpace() != MemorySpace::smem ||
+          !done.insert(buf.getSymName()).second)
         return;
-      Value desc = t5::emitSmemDesc(b, loc, smemAddr(c32(offsetOf(a))),
-                                    t5::kMajorSwizzle128());
-      LLVM::StoreOp::create(b, loc, desc, smemPtr(c32(descSlot(a))), 8);
+      for (int64_t i = 0; i < int64_t(buf.getStages()); ++i) {
+        Value desc = t5::emitSmemDesc(
+            b, loc, smemAddr(c32(offsetOf(buf) + i * buf.getStageBytes())),
+            operandLayout(buf, mnMajor));
+        LLVM::StoreOp::create(b, loc, desc,
+                              smemPtr(c32(descSlot(buf) + 8 * i)), 8);
+      }
+    };
+    kernel.walk([&](MmaOp mma) {
+      write(bufferOf(mma.getAAttr()), /*mnMajor=*/false);
+      write(bufferOf(mma.getBAttr()), /*mnMajor=*/mma.getKind() == MmaKind::pv);
     });
   }
   t5::emitFenceBeforeThreadSync(b, loc);
@@ -166,9 +175,14 @@ int64_t SM100Lowering::descSlot(BufferOp buf) {
   for (auto other : kernel.getBody().getOps<BufferOp>()) {
     if (other == buf)
       break;
-    ++i;
+    i += int64_t(other.getStages());
   }
   return layout.tmemSlot + 8 * (1 + i);
+}
+
+Value SM100Lowering::loadDesc(BufferOp buf, Value stage) {
+  Value slot = add(c32(descSlot(buf)), mul(stage, c32(8)));
+  return LLVM::LoadOp::create(b, loc, i64, smemPtr(slot), 8);
 }
 
 void SM100Lowering::emitKernelEnd() {
@@ -262,8 +276,6 @@ LogicalResult SM100Lowering::emitMma(MmaOp op, RoleState &st) {
   t5::emitFenceAfterThreadSync(b, loc);
   auto [stage, phase] = stagePhase(st, bPipe, op.getAhead());
   (void)phase;
-  Value bBase = smemAddr(
-      add(c32(offsetOf(bb)), mul(stage, c32(bb.getStageBytes()))));
   int64_t bRows = bb.getShape()[0];
   Value base = reloadTmemBase();
   Value dAddr = t5::tmemAddr(b, loc, base, Value(), tmemColumn(d));
@@ -279,9 +291,8 @@ LogicalResult SM100Lowering::emitMma(MmaOp op, RoleState &st) {
       return op.emitOpError() << "has no tcgen05 shape M " << m << " N " << n;
     uint32_t idesc =
         t5::encodeInstrDescF16(ab, m, n, t5::Major::K, t5::Major::K);
-    Value aDesc =
-        LLVM::LoadOp::create(b, loc, i64, smemPtr(c32(descSlot(a))), 8);
-    Value bDesc = t5::emitSmemDesc(b, loc, bBase, t5::kMajorSwizzle128());
+    Value aDesc = loadDesc(a, c32(0));
+    Value bDesc = loadDesc(bb, stage);
     for (int64_t j = 0; j < k / 16; ++j) {
       int64_t panel = (j * 16) / kPanelElems, in = (j * 16) % kPanelElems;
       Value ad = t5::advanceSmemDesc(
@@ -303,8 +314,7 @@ LogicalResult SM100Lowering::emitMma(MmaOp op, RoleState &st) {
     return op.emitOpError() << "has no tcgen05 shape M " << m << " N " << n;
   uint32_t idesc =
       t5::encodeInstrDescF16(ab, m, n, t5::Major::K, t5::Major::MN);
-  Value bDesc = t5::emitSmemDesc(b, loc, bBase,
-                                 t5::mnMajorSwizzle128(bRows * kSwizzleBytes));
+  Value bDesc = loadDesc(bb, stage);
   // The first block overwrites O (whatever the correction role left there).
   Value accFirst = st.inLoop ? cmp(arith::CmpIPredicate::ne, st.kvBlock, c32(0))
                              : falseV;
@@ -495,11 +505,11 @@ LogicalResult SM100Lowering::emitCorrect(CorrectOp op, RoleState &st) {
   openIf(cmp(arith::CmpIPredicate::ne, st.kvBlock, c32(0)));
   t5::emitFenceAfterThreadSync(b, loc);
   int64_t col = tmemColumn(o), n = o.getShape()[1];
-  for (int64_t c = 0; c < n / kChunk; ++c) {
-    SmallVector<Value> v = loadF32(col + c * kChunk, kChunk);
+  for (int64_t c = 0; c < n / kCorrChunk; ++c) {
+    SmallVector<Value> v = loadF32(col + c * kCorrChunk, kCorrChunk);
     for (Value &x : v)
       x = fmul(x, factor);
-    storeF32(col + c * kChunk, v);
+    storeF32(col + c * kCorrChunk, v);
   }
   NVVM::Tcgen05WaitOp::create(
       b, loc,
@@ -533,16 +543,16 @@ LogicalResult SM100Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
   // The staging tile is row-major (row r at r · dv · 2 bytes): the epilogue
   // warp copies each row with one cp.async.bulk.
   Value rowBase = add(c32(offsetOf(stage)), mul(r, c32(dv * 2)));
-  for (int64_t c = 0; c < dv / kChunk; ++c) {
-    SmallVector<Value> v = loadF32(col + c * kChunk, kChunk);
-    for (int64_t q = 0; q < kChunk / 8; ++q) {
+  for (int64_t c = 0; c < dv / kCorrChunk; ++c) {
+    SmallVector<Value> v = loadF32(col + c * kCorrChunk, kCorrChunk);
+    for (int64_t q = 0; q < kCorrChunk / 8; ++q) {
       Value vec = LLVM::UndefOp::create(b, loc, VectorType::get({4}, i32));
       for (int64_t j = 0; j < 4; ++j)
         vec = LLVM::InsertElementOp::create(
             b, loc, vec,
             packPair(fmul(v[8 * q + 2 * j], inv), fmul(v[8 * q + 2 * j + 1], inv)),
             c32(j));
-      Value ptr = smemPtr(add(rowBase, c32(c * kChunk * 2 + q * 16)));
+      Value ptr = smemPtr(add(rowBase, c32(c * kCorrChunk * 2 + q * 16)));
       LLVM::StoreOp::create(b, loc, vec, ptr, 16);
     }
   }

@@ -15,8 +15,10 @@
 #define BLASST_LIB_CONVERSION_WSTONVVM_SM100_SM100LOWERING_H
 
 #include "../TargetLowering.h"
+#include "Tcgen05.h"
 
 namespace blasst::ws::lowering {
+namespace t5 = sm100;
 
 class SM100Lowering final : public TargetLowering {
 public:
@@ -78,11 +80,21 @@ private:
     return st.inLoop ? st.kvBlock : c32(0);
   }
 
-  /// The shared-memory slot of `buf`'s MMA descriptor (after the tensor
-  /// memory slot). The MMA thread reloads Q's descriptors and the tensor
-  /// memory base per product: computed once, LLVM keeps them all live
-  /// across the loop and the 48-register MMA warp spills.
+  /// The shared-memory slot of the MMA descriptor of `buf`'s stage 0 (the
+  /// stages follow, 8 bytes each). Thread 0 writes every operand's
+  /// descriptors at the start; the MMA thread reloads them and the tensor
+  /// memory base per product: computed in place, LLVM keeps them live
+  /// across the loop and from one tile's product to the next, and the
+  /// 48-register MMA warp spills.
   int64_t descSlot(BufferOp buf);
+  /// The smem descriptor layout of `buf` as an MMA operand: K-major, or
+  /// V's MN-major (B of P V).
+  t5::SmemOperandLayout operandLayout(BufferOp buf, bool mnMajor) {
+    return mnMajor ? t5::mnMajorSwizzle128(buf.getShape()[0] * kSwizzleBytes)
+                   : t5::kMajorSwizzle128();
+  }
+  /// The descriptor of `buf`'s stage `stage` (i32), read from its slot.
+  Value loadDesc(BufferOp buf, Value stage);
   Value reloadTmemBase() {
     return LLVM::LoadOp::create(b, loc, i32, smemPtr(c32(layout.tmemSlot)),
                                 4);
