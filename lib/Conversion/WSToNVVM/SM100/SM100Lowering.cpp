@@ -271,6 +271,12 @@ LogicalResult SM100Lowering::emitMma(MmaOp op, RoleState &st) {
     return op.emitOpError() << op.getBAttr() << " is carried by no pipe";
   auto ab = elemTy.isBF16() ? t5::MmaInputType::BF16 : t5::MmaInputType::F16;
   int64_t m = d.getShape()[0];
+  // Only for a KV block that exists (Q Kᵀ of block n + 1 in the last
+  // iteration, or of block 0 of a tile that sees no key, would compute
+  // scores nobody reads).
+  OpBuilder::InsertionGuard guard(b);
+  if (Value exists = blockExists(st, bPipe, op.getAhead()))
+    openIf(exists);
   // After the acquires (mbarrier waits): order the tensor-memory accesses
   // other threads made before their arrivals ahead of these products.
   t5::emitFenceAfterThreadSync(b, loc);
