@@ -391,12 +391,40 @@ LogicalResult SM100Lowering::emitReadScores(ReadScoresOp op, RoleState &st) {
   return success();
 }
 
+/// Fails when the schedule releases the pipe carrying `scores` between the
+/// ws.read_scores and `op` (cross-stage P: another tile's P may then lie
+/// over them). This lowering rereads S from tensor memory in row_max and
+/// exp2_store_p instead of holding the row in registers.
+static LogicalResult checkScoresHeld(Operation *op, BufferOp scores,
+                                     KernelOp kernel) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (isa<ReadScoresOp>(prev))
+      return success();
+    auto rel = dyn_cast<ReleaseOp>(prev);
+    if (!rel)
+      continue;
+    auto pipe = cast<PipeOp>(
+        SymbolTable::lookupSymbolIn(kernel, rel.getPipeAttr().getAttr()));
+    for (Attribute a : pipe.getBuffers())
+      if (cast<FlatSymbolRefAttr>(a).getValue() == scores.getSymName())
+        return op->emitOpError()
+               << "reads " << FlatSymbolRefAttr::get(scores.getSymNameAttr())
+               << " after the schedule released it (" << rel.getPipeAttr()
+               << "; cross-stage P): the sm_100a lowering rereads S from "
+                  "tensor memory and does not hold the row in registers; "
+                  "compile with --cross-stage-p=false";
+  }
+  return success();
+}
+
 LogicalResult SM100Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
   if (op.getAhead() && *op.getAhead())
     return op.emitOpError() << "with ahead is not lowered on sm_100a";
   BufferOp s = bufferOf(op.getScoresAttr());
+  if (failed(checkScoresHeld(op, s, kernel)))
+    return failure();
   int64_t col = tmemColumn(s), n = s.getShape()[1];
   Value block = blockOfScores(st);
   Value mx = cf(-INFINITY);
@@ -434,6 +462,8 @@ LogicalResult SM100Lowering::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   if (!st.mUse[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";
   BufferOp s = bufferOf(op.getScoresAttr()), p = bufferOf(op.getPAttr());
+  if (failed(checkScoresHeld(op, s, kernel)))
+    return failure();
   if (p.getSpace() != MemorySpace::tmem || p.getAliases() != s.getSymName() ||
       tmemColumn(p) != tmemColumn(s))
     return op.emitOpError()
