@@ -93,10 +93,15 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                               : 128;
   if (!o.stages)
     o.stages = 2;
+  // sm_100a: softmax 160, correction 96, MMA/load/epilogue 96. The
+  // lowering reads S in 32-column chunks (no row of S in registers, as FA4
+  // keeps: 192/80/48), ptxas allocates no more than the entry's 128 per
+  // thread anyway, and the MMA thread and the correction role spill at 48
+  // and 80.
   if (!o.producerRegs)
-    o.producerRegs = hopper ? 24 : 48;
+    o.producerRegs = hopper ? 24 : 96;
   if (!o.consumerRegs)
-    o.consumerRegs = hopper ? 240 : 192;
+    o.consumerRegs = hopper ? 240 : 160;
   return o;
 }
 

@@ -79,6 +79,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
   }
   emitPrologue();
+  target.emitKernelStart();
   // Named barriers (the protocol allocates them: turns first, then one
   // per compute warpgroup); the hardware has 16, id 0 is __syncthreads.
   for (auto order : kernel.getBody().getOps<OrderOp>())
@@ -86,13 +87,19 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       if (protocol.turnBarrier(order, cast<FlatSymbolRefAttr>(r).getValue())
               .id > 15)
         return order.emitOpError() << "needs more than 15 named barriers";
-  for (auto role : kernel.getBody().getOps<RoleOp>())
-    if (failed(emitRole(role)))
+  if (target.regsPerWarpgroup()) {
+    if (failed(emitRolesExclusive()))
       return failure();
+  } else {
+    for (auto role : kernel.getBody().getOps<RoleOp>())
+      if (failed(emitRole(role)))
+        return failure();
+  }
   // A CTA of a pair may not exit while its partner can still arrive on its
   // barriers or multicast into its shared memory.
   if (kernel.getKvMulticast())
     clusterSync();
+  target.emitKernelEnd();
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 
   // What the host needs to launch it (blasst-compile writes <stem>.meta).
@@ -205,6 +212,9 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   if (role.getKind() == RoleKind::load) {
     // One thread issues every TMA copy and drives the pipes.
     openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
+  } else if (role.getKind() == RoleKind::mma) {
+    // One thread issues every tcgen05.mma and commits them (sm_100a).
+    openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
   } else if (role.getKind() == RoleKind::compute) {
     st.barrierId = protocol.roleBarrier(role).id;
     if (st.barrierId > 15)
@@ -252,6 +262,13 @@ Value KernelLowering::launchThreshold() {
   return ifOp.getResult(0);
 }
 
+/// Whether a role carries the running state (O, m, l) through its kv_loop:
+/// sm_90a's compute roles, sm_100a's softmax roles (m and l of their rows).
+static bool carriesRunningState(RoleOp role) {
+  return role.getKind() == RoleKind::compute ||
+         role.getKind() == RoleKind::softmax;
+}
+
 /// The state a role starts each tile with: the tile's KV block count, and
 /// for compute roles O = 0, m = -inf, l = 0 and zero block counters.
 void KernelLowering::startTile(RoleState &st) {
@@ -265,7 +282,7 @@ void KernelLowering::startTile(RoleState &st) {
   st.numBlocks = numKVBlocks();
   if (st.countVotes)
     st.voteSkips = c32(0);
-  if (st.role.getKind() != RoleKind::compute)
+  if (!carriesRunningState(st.role))
     return;
   target.initRunningState(st);
   if (st.stats)
@@ -327,6 +344,9 @@ LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
       .Case([&](PackPOp o) { return target.emitPackP(o, st); })
       .Case([&](CorrectOp o) { return target.emitCorrect(o, st); })
       .Case([&](EpilogueOp o) { return target.emitEpilogue(o, st); })
+      .Case([&](ReadScoresOp o) { return target.emitReadScores(o, st); })
+      .Case([&](StoreRowSumsOp o) { return target.emitStoreRowSums(o, st); })
+      .Case([&](TmaStoreOp o) { return target.emitTmaStore(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
       .Case([&](AwaitVoteOp o) { return emitAwaitVote(o, st); })
       .Case([&](LoadFragOp o) { return target.emitLoadFrag(o, st); })
@@ -352,7 +372,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
              << "acquires pipe @" << entry.first() << " " << entry.second
              << " times per KV block; the sm_90a lowering needs exactly one";
 
-  bool compute = st.role.getKind() == RoleKind::compute;
+  bool compute = carriesRunningState(st.role);
   // Values a prologue computed for the loop's first iteration come in as
   // iteration arguments, and each iteration yields the next one's (the
   // protocol's LoopCarried says which): S of block n when the loop's Q Kᵀ
@@ -508,6 +528,69 @@ LogicalResult KernelLowering::emitTurn(Operation *op, bool wait) {
     else
       NVVM::BarrierArriveOp::create(b, loc, c32(e.named.id),
                                     c32(e.named.threads));
+  }
+  return success();
+}
+
+/// The roles as one if / else-if chain, warps in no role last (sm_100a: six
+/// roles, three of them with fewer registers than the entry). With one `if`
+/// per role, ptxas sees every role's code reachable after the others'
+/// setmaxnreg.dec, and the values later roles use live through the
+/// 48-register ones: they spill.
+LogicalResult KernelLowering::emitRolesExclusive() {
+  OpBuilder::InsertionGuard guard(b);
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    Value inRole = arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::uge, warp, c32(role.getWarpBegin())),
+        cmp(arith::CmpIPredicate::ult, warp, c32(role.getWarpEnd())));
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, inRole,
+                                  /*withElseRegion=*/true);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    if (failed(emitRole(role)))
+      return failure();
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  }
+  return emitWarpgroupRegs();
+}
+
+/// setmaxnreg sets a whole warpgroup's registers: every role of a
+/// warpgroup must ask for the same count, and a warp no role holds (sm_100a:
+/// warp 15, beside the MMA, load and epilogue warps) sets it too. Each warp
+/// executes it in its own branch, as CUTLASS's sm_100 kernels do.
+LogicalResult KernelLowering::emitWarpgroupRegs() {
+  int64_t numGroups = (kernel.getNumWarps() + 3) / 4;
+  int64_t start = (kRegistersPerCTA / (kernel.getNumWarps() * 32)) / 8 * 8;
+  for (int64_t g = 0; g < numGroups; ++g) {
+    std::optional<int64_t> regs;
+    SmallVector<bool, 4> held(4, false);
+    for (auto role : kernel.getBody().getOps<RoleOp>()) {
+      if (role.getWarpEnd() <= 4 * g || role.getWarpBegin() >= 4 * g + 4)
+        continue;
+      for (int64_t w = role.getWarpBegin(); w < role.getWarpEnd(); ++w)
+        if (w >= 4 * g && w < 4 * g + 4)
+          held[w - 4 * g] = true;
+      if (!role.getRegs())
+        continue;
+      if (regs && *regs != *role.getRegs())
+        return role.emitOpError()
+               << "asks for " << *role.getRegs() << " registers but warpgroup "
+               << g << " already has " << *regs
+               << " (setmaxnreg sets a whole warpgroup's)";
+      regs = role.getRegs();
+    }
+    if (!regs || *regs == start)
+      continue;
+    for (int64_t w = 0; w < 4; ++w) {
+      if (held[w] || 4 * g + w >= kernel.getNumWarps())
+        continue;
+      OpBuilder::InsertionGuard guard(b);
+      openIf(cmp(arith::CmpIPredicate::eq, warp, c32(4 * g + w)));
+      NVVM::SetMaxRegisterOp::create(
+          b, loc, b.getI32IntegerAttr(*regs),
+          NVVM::SetMaxRegisterActionAttr::get(
+              ctx, *regs > start ? NVVM::SetMaxRegisterAction::increase
+                                 : NVVM::SetMaxRegisterAction::decrease));
+    }
   }
   return success();
 }

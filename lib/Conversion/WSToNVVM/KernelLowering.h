@@ -33,6 +33,8 @@ private:
   Value numKVBlocks();
   LogicalResult emitRole(RoleOp role);
   Value launchThreshold();
+  LogicalResult emitRolesExclusive();
+  LogicalResult emitWarpgroupRegs();
   void startTile(RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
   LogicalResult emitSteps(Block &block, RoleState &st);
@@ -44,6 +46,8 @@ private:
   LogicalResult emitAcquire(AcquireOp op, RoleState &st);
   LogicalResult emitRelease(ReleaseOp op, RoleState &st);
   LogicalResult emitTmaLoad(TmaLoadOp op, RoleState &st);
+  /// Query rows of the Q copies before `op` in its block (several Q tiles).
+  int64_t qRowsBefore(TmaLoadOp op);
 
   // --- Skip regions (SkipRegions.cpp) ----------------------------------------
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);

@@ -40,6 +40,17 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
     layout.voteFlags = offset + 2 * 8;
     offset += 2 * 8 + 2 * 4 * int64_t(layout.voterIndex.size());
   }
+  if (llvm::any_of(kernel.getBody().getOps<BufferOp>(), [](BufferOp buf) {
+        return buf.getSpace() == MemorySpace::tmem;
+      })) {
+    // The slot, then one 8-byte slot per buffer stage (sm_100a keeps the
+    // MMA thread's descriptors there, SM100Lowering::descSlot).
+    layout.tmemSlot = offset;
+    int64_t stages = 0;
+    for (auto buf : kernel.getBody().getOps<BufferOp>())
+      stages += int64_t(buf.getStages());
+    offset += 8 * (1 + stages);
+  }
   layout.totalBytes = offset;
   if (offset > kSharedMemoryBytes)
     return kernel.emitOpError()

@@ -60,6 +60,9 @@ struct SmemLayout {
   /// one block late: with one barrier it could fall two phases behind),
   /// then their decisions, [block parity][voter] as i32.
   int64_t voteBarrier = -1, voteFlags = -1;
+  /// Kernels with tensor memory: the 4-byte slot tcgen05.alloc writes, then
+  /// 8 bytes per stage of each ws.buffer for the target's use.
+  int64_t tmemSlot = -1;
   /// The roles whose votes are published, in kernel order, and the first
   /// CTA row of each.
   llvm::StringMap<int64_t> voterIndex;

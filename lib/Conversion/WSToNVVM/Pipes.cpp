@@ -54,6 +54,11 @@ LogicalResult KernelLowering::emitRelease(ReleaseOp op, RoleState &st) {
     openIf(exists);
   auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
   (void)phase;
+  if (target.releasesByCommit(st)) {
+    // sm_100a's MMA thread: one arrival once its products are done.
+    target.emitCommitRelease(barrier(pipe, isProducer(pipe, st), stage));
+    return success();
+  }
   if (isProducer(pipe, st)) {
     Value full = barrier(pipe, true, stage);
     // A V copy on demand that was not issued (every voter skipped the
@@ -119,6 +124,10 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   case Tensor::q:
     tmap = param(kTmQ);
     seqCoord = mul(mBlock, c32(blockM));
+    // Several Q tiles per CTA (sm_100a): the k-th copy takes the rows after
+    // the earlier ones'.
+    if (int64_t before = qRowsBefore(op))
+      seqCoord = add(seqCoord, c32(before));
     headCoord = head;
     break;
   case Tensor::k:
@@ -159,4 +168,15 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, nullptr, Value());
   }
   return success();
+}
+
+int64_t KernelLowering::qRowsBefore(TmaLoadOp op) {
+  int64_t rows = 0;
+  for (auto load : op->getBlock()->getOps<TmaLoadOp>()) {
+    if (load == op)
+      break;
+    if (load.getTensor() == Tensor::q)
+      rows += bufferOf(load.getDstAttr()).getShape()[0];
+  }
+  return rows;
 }

@@ -62,10 +62,34 @@ public:
   /// i1: every row this thread holds has m_block - m < log2(lambda) or lies
   /// past the query sequence (it abstains). The driver makes it unanimous.
   virtual Value voteSkipsOwnRows(RoleState &st) = 0;
+
+  // --- Hooks a target may leave alone (sm_100a uses them) ---------------------
+  /// After the mbarriers are initialised, in every thread (tensor memory).
+  virtual void emitKernelStart() {}
+  /// Before the kernel returns, in every thread.
+  virtual void emitKernelEnd() {}
+  /// Roles share warpgroups: their setmaxnreg must agree, and idle warps of
+  /// such a warpgroup set it too (KernelLowering::emitWarpgroupRegs).
+  virtual bool regsPerWarpgroup() const { return false; }
+  /// Whether an MMA role's release of a pipe stage goes through the target.
+  virtual bool releasesByCommit(RoleState &st) { return false; }
+  /// Arrives on `mbar` once the MMAs issued so far complete (tcgen05.commit).
+  virtual void emitCommitRelease(Value mbar) {}
+  virtual LogicalResult emitReadScores(ReadScoresOp op, RoleState &st) {
+    return op.emitOpError() << "is not lowered on " << name();
+  }
+  virtual LogicalResult emitStoreRowSums(StoreRowSumsOp op, RoleState &st) {
+    return op.emitOpError() << "is not lowered on " << name();
+  }
+  virtual LogicalResult emitTmaStore(TmaStoreOp op, RoleState &st) {
+    return op.emitOpError() << "is not lowered on " << name();
+  }
 };
 
 /// The sm_90a implementation (SM90/SM90Lowering.cpp).
 std::unique_ptr<TargetLowering> createSM90Lowering(KernelEnv &env);
+/// The sm_100a implementation (SM100/SM100Lowering.cpp).
+std::unique_ptr<TargetLowering> createSM100Lowering(KernelEnv &env);
 
 } // namespace blasst::ws::lowering
 

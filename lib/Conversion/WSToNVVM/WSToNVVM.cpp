@@ -11,6 +11,7 @@
 //   Votes.cpp          BLASST votes, V on demand, statistics
 //   TargetLowering.h   the target interface
 //   SM90/              sm_90a: wgmma, register fragments, softmax, epilogue
+//   SM100/             sm_100a: tcgen05, tensor memory, roles per step
 //
 //===----------------------------------------------------------------------===//
 #include "KernelLowering.h"
@@ -78,11 +79,6 @@ void ConvertWSToNVVMPass::runOnOperation() {
     return signalPassFailure();
   }
   for (KernelOp kernel : kernels) {
-    if (kernel.getTarget() != ws::Target::sm_90a) {
-      kernel.emitOpError() << "cannot be lowered: the sm_100a lowering "
-                              "(tcgen05, tensor memory) is not built yet";
-      return signalPassFailure();
-    }
     if (kernel.getTarget() != *wanted) {
       kernel.emitOpError() << "targets " << stringifyTarget(kernel.getTarget())
                            << " but the pass lowers " << target;
@@ -93,7 +89,9 @@ void ConvertWSToNVVMPass::runOnOperation() {
       return signalPassFailure();
     ProtocolAnalysis protocol(kernel);
     KernelEnv env(kernel, *layout, protocol);
-    std::unique_ptr<TargetLowering> target = createSM90Lowering(env);
+    std::unique_ptr<TargetLowering> target =
+        kernel.getTarget() == ws::Target::sm_100a ? createSM100Lowering(env)
+                                                   : createSM90Lowering(env);
     if (failed(KernelLowering(env, *target).emit(module)))
       return signalPassFailure();
     kernel.erase();

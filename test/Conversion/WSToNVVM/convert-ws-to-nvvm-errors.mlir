@@ -1,7 +1,7 @@
 // RUN: blasst-opt %s -split-input-file --convert-ws-to-nvvm -verify-diagnostics
 // What the sm_90a lowering refuses, each with its reason.
 
-// expected-error @below {{cannot be lowered: the sm_100a lowering (tcgen05, tensor memory) is not built yet}}
+// expected-error @below {{targets sm_100a but the pass lowers sm_90a}}
 ws.kernel @b200 target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
   ws.role @r load warps [0, 1) {
   }

@@ -10,8 +10,13 @@ using namespace blasst::ws;
 
 /// Threads of `role` that arrive on a barrier: one elected thread of a load
 /// role (it issues the copies), every thread of the others.
+/// The arrivals a role makes on a barrier: one from a load role's elected
+/// thread (TMA) and from an MMA role's issuing thread (sm_100a: its
+/// releases are tcgen05.commit, one arrival each); every thread otherwise.
 static int64_t arrivingThreads(RoleOp role) {
-  return role.getKind() == RoleKind::load ? 1 : role.getNumWarps() * 32;
+  return role.getKind() == RoleKind::load || role.getKind() == RoleKind::mma
+             ? 1
+             : role.getNumWarps() * 32;
 }
 
 static RoleOp lookupRole(KernelOp kernel, Attribute ref) {

@@ -1,0 +1,48 @@
+// RUN: blasst-opt %s -split-input-file --convert-ws-to-nvvm=target=sm_100a -verify-diagnostics
+// What the sm_100a lowering refuses, each with its reason.
+
+// expected-error @below {{targets sm_90a but the pass lowers sm_100a}}
+ws.kernel @h200 target = sm_90a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+ws.kernel @compute_role target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  // expected-error @below {{role kind 'compute' is not lowered on sm_100a}}
+  ws.role @c compute warps [0, 4) rows [0, 128) {
+  }
+}
+
+// -----
+
+ws.kernel @softmax_split target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  // expected-error @below {{on sm_100a a softmax role is one warpgroup (4 warps from a multiple of 4), got warps [2, 6)}}
+  ws.role @s softmax warps [2, 6) rows [0, 128) {
+  }
+}
+
+// -----
+
+// S released right after read_scores (cross-stage P hands its columns to
+// the other tile's P): this lowering would reread overwritten scores.
+ws.kernel @s_released target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @s0 tmem [128, 128] f32 stages 1
+  ws.pipe @s0_pipe depth 1 producer @mma consumers [@softmax0] buffers [@s0]
+  ws.role @softmax0 softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      ws.acquire @s0_pipe
+      ws.read_scores @s0
+      ws.release @s0_pipe
+      // expected-error @below {{reads @s0 after the schedule released it (@s0_pipe; cross-stage P)}}
+      ws.row_max @s0
+    }
+  }
+  ws.role @mma mma warps [4, 5) {
+    ws.kv_loop {
+      ws.acquire @s0_pipe
+      ws.release @s0_pipe
+    }
+  }
+}
