@@ -142,14 +142,15 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
       vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
-  // Cross-stage P: by default wherever it applies (the two-tile sm_100a
-  // schedule); --cross-stage-p asks for it (an error where it cannot be
-  // done), --cross-stage-p=false leaves it out.
+  // Cross-stage P: only when asked for (--cross-stage-p; an error where it
+  // cannot be done) until the sm_100a lowering keeps a row of S in
+  // registers (it reads S from tensor memory again after the release that
+  // cross-stage P moves up, and refuses such a schedule).
   if (opts.crossStagePDepth && opts.crossStageP == false)
     return module.emitError()
            << "the cross-stage P handshake depth needs cross-stage P, which is "
               "off (--cross-stage-p=false)";
-  if (opts.crossStageP.value_or(true)) {
+  if (opts.crossStageP.value_or(false)) {
     ws::BLASSTCrossStagePOptions cOpts;
     cOpts.mode = opts.crossStageP ? "true" : "auto";
     if (opts.crossStagePDepth)
@@ -184,7 +185,9 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
   else if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
     BoolAttr on = record->getAs<BoolAttr>("cross_stage_p");
     if (!on || !on.getValue())
-      os << "  cross-stage P: off (each tile's P lies over its own S)\n";
+      os << "  cross-stage P: off (each tile's P lies over its own S; "
+            "--cross-stage-p builds it, ws IR only until the sm_100a "
+            "lowering supports it)\n";
   }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "

@@ -157,8 +157,8 @@ ws.kernel @multicast target = sm_90a, block_m = 64, block_n = 128, spec = <dtype
 // RUN: sed -e 's/@p0 tmem \[128, 128\] bf16 stages 1 aliases @s0/@p0 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]/' %t.b200.mlir > %t.cross.mlir
 // RUN: blasst-opt %t.cross.mlir --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=CROSS
 // CROSS: exp2_store_p block n reads @s0[0:128, 0:128] writes @s1[0:128, 64:128]
-// What blasst-compile builds by default (blasst-cross-stage-p): P of each
-// tile over the other half of the sibling's S.
-// RUN: blasst-compile --preset llama3-8b-prefill --target sm_100a --emit ws -o - 2>/dev/null | blasst-opt --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
+// What blasst-compile builds with --cross-stage-p: P of each tile over the
+// other half of the sibling's S.
+// RUN: blasst-compile --preset llama3-8b-prefill --target sm_100a --cross-stage-p --emit ws -o - 2>/dev/null | blasst-opt --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
 // DEFAULT: exp2_store_p block n reads @s0[0:128, 0:128] writes @s1[0:128, 64:128]
 // DEFAULT: exp2_store_p block n reads @s1[0:128, 0:128] writes @s0[0:128, 64:128]
