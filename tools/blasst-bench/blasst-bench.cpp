@@ -19,6 +19,7 @@
 #include "blasst/Runtime/AttentionKernel.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -668,6 +669,32 @@ Layout layoutFor(const Shape &s, int64_t oPad) {
   return l;
 }
 
+/// The launch arguments for shape `s` in layout `l`, with the tensors at
+/// `addr` (Q, K, V, O, LSE, statistics; LSE and statistics only where the
+/// spec has them).
+AttentionArgs argsFor(const Shape &s, const Layout &l, const AttentionSpec &spec,
+                      DType dtype, const std::array<uint64_t, 6> &addr) {
+  AttentionArgs args;
+  args.q = addr[0];
+  args.k = addr[1];
+  args.v = addr[2];
+  args.o = addr[3];
+  args.lse = spec.lse ? addr[4] : 0;
+  args.stats = spec.stats ? addr[5] : 0;
+  args.batch = s.batch;
+  args.seqQ = s.seqQ;
+  args.seqKV = s.seqKV;
+  args.numQHeads = s.qHeads;
+  args.numKVHeads = s.kvHeads;
+  args.headDim = s.headDim;
+  args.elementBytes = dtypeBytes(dtype);
+  args.qStrides = {l.q.batch, l.q.seq, l.q.head};
+  args.kStrides = {l.k.batch, l.k.seq, l.k.head};
+  args.vStrides = {l.v.batch, l.v.seq, l.v.head};
+  args.oStrides = {l.o.batch, l.o.seq, l.o.head};
+  return args;
+}
+
 /// Load: reads STEM.{cubin,meta,spec} into *kernel (loading the module on
 /// the GPU), records and prints what was loaded. False when it does not
 /// load.
@@ -877,24 +904,10 @@ std::string checkBeforeGpu(const Options &opt, const KernelFiles &files) {
   // The arguments the run will pass, at made-up (aligned) addresses.
   const Shape s = shapeFor(opt, spec);
   const Layout l = layoutFor(s, opt.oPad);
-  AttentionArgs args;
-  args.q = uint64_t(1) << 32;
-  args.k = uint64_t(2) << 32;
-  args.v = uint64_t(3) << 32;
-  args.o = uint64_t(4) << 32;
-  args.lse = spec.lse ? uint64_t(5) << 32 : 0;
-  args.stats = spec.stats ? uint64_t(6) << 32 : 0;
-  args.batch = s.batch;
-  args.seqQ = s.seqQ;
-  args.seqKV = s.seqKV;
-  args.numQHeads = s.qHeads;
-  args.numKVHeads = s.kvHeads;
-  args.headDim = s.headDim;
-  args.elementBytes = dtypeBytes(spec.dtype);
-  args.qStrides = {l.q.batch, l.q.seq, l.q.head};
-  args.kStrides = {l.k.batch, l.k.seq, l.k.head};
-  args.vStrides = {l.v.batch, l.v.seq, l.v.head};
-  args.oStrides = {l.o.batch, l.o.seq, l.o.head};
+  AttentionArgs args =
+      argsFor(s, l, spec, spec.dtype,
+              {uint64_t(1) << 32, uint64_t(2) << 32, uint64_t(3) << 32,
+               uint64_t(4) << 32, uint64_t(5) << 32, uint64_t(6) << 32});
   if (Status st = validateArgsForKernel(args, info, spec, info.kernelName); !st)
     return "these options make arguments the kernel cannot take (--seq, "
            "--seq-q, --seq-kv, --batch, --o-pad): " +
@@ -1022,24 +1035,10 @@ bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
     if (!st)
       return fail(r, st.message());
 
-  AttentionArgs args;
-  args.q = run->q.address();
-  args.k = run->k.address();
-  args.v = run->v.address();
-  args.o = run->o.address();
-  args.lse = spec.lse ? run->lse.address() : 0;
-  args.stats = spec.stats ? run->stats.address() : 0;
-  args.batch = s.batch;
-  args.seqQ = s.seqQ;
-  args.seqKV = s.seqKV;
-  args.numQHeads = s.qHeads;
-  args.numKVHeads = s.kvHeads;
-  args.headDim = s.headDim;
-  args.elementBytes = dtypeBytes(r.dtype);
-  args.qStrides = {l.q.batch, l.q.seq, l.q.head};
-  args.kStrides = {l.k.batch, l.k.seq, l.k.head};
-  args.vStrides = {l.v.batch, l.v.seq, l.v.head};
-  args.oStrides = {l.o.batch, l.o.seq, l.o.head};
+  AttentionArgs args =
+      argsFor(s, l, spec, r.dtype,
+              {run->q.address(), run->k.address(), run->v.address(),
+               run->o.address(), run->lse.address(), run->stats.address()});
 
   if (Status st = kernel.prepare(args, r.log2Threshold, &run->launch); !st)
     return fail(r, st.message());

@@ -321,7 +321,6 @@ bool Model::enqueue(State &t, const Instr &in, const Blk &b, int64_t tile,
   e[1] = int32_t(loopN);
   e[2] = int32_t(tile);
   ++count;
-  (void)b;
   return drainCommits(t);
 }
 
@@ -335,12 +334,18 @@ bool Model::drainCommits(State &t) {
     Blk b = blockAt(in, head[2], head[1]);
     if (!arrive(t, in, b, false, roles[mmaRole].consumerIdx[in.pipe]))
       return false;
-    std::copy(head + kQueueFields, head + count * kQueueFields, head);
-    --count;
-    std::fill(head + count * kQueueFields, head + (count + 1) * kQueueFields,
-              0);
+    popQueue(t);
   }
   return true;
+}
+
+void Model::popQueue(State &t) const {
+  int32_t &count = t[offQueue];
+  int32_t *head = &t[offQueue + 1];
+  std::copy(head + kQueueFields, head + count * kQueueFields, head);
+  --count;
+  // Unused entries stay zero: equal queues hash alike.
+  std::fill(head + count * kQueueFields, head + (count + 1) * kQueueFields, 0);
 }
 
 void Model::stepTensorCores(const State &s,
@@ -352,12 +357,10 @@ void Model::stepTensorCores(const State &s,
   const Instr &in = *instrs[head[0]];
   int64_t tile = head[2];
   Blk b = blockAt(in, tile, head[1]);
-  if (!applyEffects(t, in, b, tile, trips[std::min<size_t>(tile, trips.size() - 1)], -2))
+  if (!applyEffects(t, in, b, tile,
+                    trips[std::min<size_t>(tile, trips.size() - 1)], -2))
     return;
-  int32_t &count = t[offQueue];
-  std::copy(head + kQueueFields, head + count * kQueueFields, head);
-  --count;
-  std::fill(head + count * kQueueFields, head + (count + 1) * kQueueFields, 0);
+  popQueue(t);
   if (!drainCommits(t))
     return;
   Label l;

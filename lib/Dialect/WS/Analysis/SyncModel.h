@@ -312,6 +312,8 @@ private:
   /// Queues a product or a commit of the MMA role.
   bool enqueue(State &t, const Instr &in, const Blk &b, int64_t tile,
                int64_t loopN);
+  /// Removes the queue's head.
+  void popQueue(State &t) const;
   /// Does the commits at the head of the queue.
   bool drainCommits(State &t);
   /// The tensor cores finish the product at the head of the queue.

@@ -188,7 +188,9 @@ void Model::stepOnce(const State &s, int r,
   const Instr &in = *inp;
   const RoleProg &prog = roles[r];
   State t = s;
-  Label label{r, &in, 0, 0};
+  Label label;
+  label.actor = r;
+  label.instr = &in;
   auto fail = [&](const llvm::Twine &msg) {
     if (!violation)
       violation = Violation{msg.str(), in.op};

@@ -173,9 +173,8 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
     // S_t is free once read; then the token "S_t of block n read".
     tile.sRelease->moveAfter(tile.read);
     b.setInsertionPointAfter(tile.sRelease);
-    auto xa = AcquireOp::create(b, loc, sym(xName[t]), IntegerAttr());
+    AcquireOp::create(b, loc, sym(xName[t]), IntegerAttr());
     ReleaseOp::create(b, loc, sym(xName[t]), IntegerAttr());
-    (void)xa;
     // Tile 0's P of block n goes over S_1 once S_1 of block n was read (the
     // MMA warp issues P_0 V_n before Q_1 K_n+1ᵀ). Tile 1's goes over S_0
     // only once S_0 of block n + 1 was read (Q_0 K_n+1ᵀ is issued before
