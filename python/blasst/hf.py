@@ -39,7 +39,7 @@ SDPA path does.
 import threading
 
 __all__ = ["configure", "register", "skip_stats", "reset_stats",
-           "attention_forward", "NAME"]
+           "calibrate_layers", "attention_forward", "NAME"]
 
 NAME = "blasst"
 
@@ -60,6 +60,7 @@ class _Config:
 
 _config = _Config()
 _mask_seen = [None, None]  # the last mask checked, and its verdict
+_capture = None  # calibrate_layers: layer -> (q, k, v, causal, scale)
 
 
 def register():
@@ -111,6 +112,36 @@ def skip_stats():
     reset_stats() (layers that ran BLASST with collect_stats)."""
     return {layer: tuple(int(x) for x in t.tolist())
             for layer, t in sorted(_config.stats.items())}
+
+
+def calibrate_layers(model, input_ids, target_skip=0.7, **calibrate_kw):
+    """Per-layer `a` reaching `target_skip` on one forward pass of
+    `input_ids`: the pass runs dense while each layer's q, k, v are kept,
+    then blasst.calibrate() bisects each layer's threshold on them (no
+    recompiles). Returns {layer_idx: blasst.Calibration} (a float, with
+    .skip and .reached); pass {i: float(c)} as configure(per_layer=...).
+    The model must use attn_implementation="blasst"."""
+    import torch
+    import blasst
+    global _capture, _config
+    saved = _config
+    _config = _Config()  # dense while capturing
+    _capture = {}
+    try:
+        with torch.no_grad():
+            model(input_ids)
+        captured, _capture = _capture, None
+    finally:
+        _capture = None
+        _config = saved
+    if not captured:
+        raise RuntimeError("blasst.hf.calibrate_layers: no attention layer "
+                           "ran through blasst (attn_implementation="
+                           "\"blasst\"?)")
+    return {layer: blasst.calibrate(q, k, v, target_skip=target_skip,
+                                    causal=causal, scale=scale,
+                                    layout="bshd", **calibrate_kw)
+            for layer, (q, k, v, causal, scale) in sorted(captured.items())}
 
 
 def _sparsity(layer, a, device):
@@ -192,6 +223,8 @@ def attention_forward(module, query, key, value, attention_mask,
     # [B, H, S, D] views as [B, S, H, D]: O comes back contiguous in the
     # layout transformers reshapes to [B, S, H * D] without a copy.
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
+    if _capture is not None:
+        _capture[layer] = (q, k, v, causal, scaling)
     if a is None:
         o = blasst.attention(q, k, v, causal=causal, scale=scaling,
                              layout="bshd")
