@@ -8,9 +8,12 @@ heads, head_dim 64; see shared/REAL-ATTENTION.md), loaded by transformers
 goes through blasst.attention (blasst.hf, attn_implementation="blasst").
 
 Text (fixed, so that runs compare): the repository's Markdown documentation,
-README.md then docs/**/*.md sorted by path, joined with blank lines (prose
-with some code; --text code takes lib/**/*.cpp instead, --files any globs
-relative to the repository). It is tokenized once and cut into consecutive,
+README.md, docs/*.md, docs/reference/*.md, each glob sorted by path, joined
+with blank lines (technical prose with some code, about 55K tokens; not
+docs/results, which grows every round; --text code takes lib/**/*.cpp
+instead, --files any globs relative to the repository). It is in the tree
+that travels to the GPU machine, so both sides read the same text; the
+sha256 printed identifies it. It is tokenized once and cut into consecutive,
 non-overlapping windows of --window tokens (default 4096; SmolLM2's context
 is 8192); the first --windows of them are scored (each window on its own,
 from an empty cache). Perplexity = exp(mean next-token NLL) over all scored
@@ -48,7 +51,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, os.pardir, os.pardir))
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-TEXTS = {"docs": ["README.md", "docs/**/*.md"], "code": ["lib/**/*.cpp"]}
+TEXTS = {"docs": ["README.md", "docs/*.md", "docs/reference/*.md"],
+         "code": ["lib/**/*.cpp"]}
 
 
 def find_gguf(path):
