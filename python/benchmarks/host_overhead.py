@@ -8,7 +8,8 @@ launch through ctypes):
     python3 python/benchmarks/host_overhead.py [--json FILE]
 
 prints, for a small shape (B1 S128 H8 D64, bf16: the kernel takes a few us,
-so the host side is what is timed) and a GQA BLASST one:
+so the host side is what is timed) and a BLASST one with statistics in
+SDPA's layout:
   c_api      blasst_kernel_launch through ctypes, arguments prepared once
   op         blasst.attention (the eager fast path, see docs/python.md)
   dispatch   torch.ops.blasst.attention (the custom op through the dispatcher:
@@ -159,19 +160,21 @@ def gpu_main(args):
                                 torch.cuda.get_device_name(),
                                 _capi.version()))
     results = []
-    cases = [("B1 S128 H8 D64 dense", 8, 8, False, None),
-             ("B1 S128 H8/2 D64 causal BLASST+stats bhsd", 8, 2, True,
+    # Kernels in test/gpu/build-python.sh's and build-perplexity.sh's
+    # packages (the GPU machine has no compiler).
+    cases = [("B1 S128 H8 D64 dense", 8, 8, 64, False, None),
+             ("B1 S128 H8 D128 causal BLASST+stats bhsd", 8, 8, 128, True,
               1000.0)]
-    for name, hq, hkv, causal, a_value in cases:
-        q = torch.randn(1, 128, hq, 64, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(1, 128, hkv, 64, device="cuda", dtype=torch.bfloat16)
+    for name, hq, hkv, hd, causal, a_value in cases:
+        q = torch.randn(1, 128, hq, hd, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(1, 128, hkv, hd, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         o = torch.empty_like(q)
         sp = stats = None
         if a_value is not None:
             sp = blasst.Sparsity(a=a_value)
             stats = torch.zeros(1, hq, 2, dtype=torch.int64, device="cuda")
-        spec = _kernels.spec_text("bf16", 64, hq, hkv, causal,
+        spec = _kernels.spec_text("bf16", hd, hq, hkv, causal,
                                   stats=stats is not None,
                                   sparsity="a" if sp is not None else None)
         kernel, a = c_api_args(torch, blasst, q, k, v, o, spec, dev,
@@ -196,7 +199,7 @@ def gpu_main(args):
         kind = 0 if sp is None else 1
 
         def dispatch():
-            torch.ops.blasst.attention(qo, ko, vo, causal, 0.125, layout,
+            torch.ops.blasst.attention(qo, ko, vo, causal, hd ** -0.5, layout,
                                        threshold, kind, 1.0, False,
                                        sp is not None)
         qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))

@@ -5,7 +5,7 @@
 # takes at most 64 MiB per call: so the 98 MB GGUF travels in two halves.
 #   OUT/a: lib/libblasst.so, kernels/ (SmolLM2's attention: bf16, head_dim
 #          64, 9 q / 3 kv heads, causal; dense and BLASST with and without
-#          stats), the gguf wheel (pure Python), the GGUF's first half and
+#          stats; and python/benchmarks/host_overhead.py's two), the gguf wheel (pure Python), the GGUF's first half and
 #          its sha256                                       (~50 MB)
 #   OUT/b: the GGUF's second half                            (~50 MB)
 # Usage: test/gpu/build-perplexity.sh [BUILD_DIR (build)] [OUT (.device/ppl)]
@@ -29,6 +29,9 @@ aot() { "$PY" -m blasst.aot build -q -o "$OUT/a/kernels" "$@"; }
 base="dtype=bf16 head_dim=64 q_heads=9 kv_heads=3 causal=true lse=false"
 aot --grid "$base"
 aot --grid "$base sparsity=blasst:a=1 stats=true|false"
+# python/benchmarks/host_overhead.py's two kernels.
+aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=8 causal=false"
+aot --spec "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=true sparsity=blasst:a=1 stats=true"
 "$PY" -m blasst.aot check "$OUT/a/kernels" | tail -n 1
 
 # The gguf package for the device's Python 3.12, and a check that it is
