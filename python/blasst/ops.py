@@ -179,7 +179,10 @@ def _bshd_strides(t, layout):
     dimension of extent 1 is never stepped over, so its stride (which
     PyTorch leaves arbitrary, 0 after expand) becomes the tensor's span,
     which the kernel's checks accept."""
-    s, n = t.stride(), t.shape
+    return _bshd_strides_of(t.shape, t.stride(), layout)
+
+
+def _bshd_strides_of(n, s, layout):
     order = (0, 1, 2) if layout == "bshd" else (0, 2, 1)
     span = max([s[i] * n[i] for i in order if n[i] > 1] + [n[3]])
     return tuple(s[i] if n[i] > 1 else span for i in order), s[3]
@@ -282,8 +285,7 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     o_strides = [1] * 4
     for i in (2, 1, 0):
         o_strides[i] = o_strides[i + 1] * p.o_shape[i + 1]
-    a.o_strides[:] = (o_strides[0], o_strides[1], o_strides[2]) \
-        if layout == "bshd" else (o_strides[0], o_strides[2], o_strides[1])
+    a.o_strides[:] = _bshd_strides_of(p.o_shape, o_strides, layout)[0]
     a.threshold_source = _capi.THRESHOLD_SPEC if threshold is None \
         else _capi.THRESHOLD_DEVICE
     p.ref = ctypes.byref(a)

@@ -137,4 +137,12 @@ out = torch.compile(f, fullgraph=True, backend=backend)(q, q, q)
 assert len(graphs) == 1 and "blasst.attention" in graphs[0].code, \
     graphs[0].code
 assert launches() == n + 1 and out.shape == q.shape
+# O's strides in the plan are those of the O each call allocates (extent-1
+# dimensions included).
+for shape, layout in (((2, 64, 1, 64), "bshd"), ((2, 1, 64, 64), "bhsd"),
+                      ((1, 64, 4, 128), "bshd")):
+    x = bf16(*shape)
+    o = blasst.attention(x, x, x, layout=layout)
+    p = plans()[ops._key(x, x, x, False, layout, None, 0, 1.0, False, False)]
+    assert tuple(p.args.o_strides) == ops._bshd_strides(o, layout)[0], shape
 print("OK")
