@@ -461,7 +461,7 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
         scale = 1.0 / math.sqrt(q.shape[-1]) if isinstance(q, torch.Tensor) \
             and q.dim() == 4 else 1.0
     scale = float(scale)
-    if not (math.isfinite(scale) and scale > 0):
+    if not 0.0 < scale < math.inf:  # NaN fails too
         raise ValueError("blasst.attention: scale must be finite and > 0, "
                          "got %r" % scale)
     if sparsity is None:

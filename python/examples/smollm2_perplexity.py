@@ -204,12 +204,16 @@ def main():
         print("%-16s ppl %.4f  skip %.3f  (%.1f s)" % (
             name, ppl, row["skip"], row["seconds"]), flush=True)
 
-    if not args.no_sdpa:
-        record("sdpa", load("sdpa"), None)
     blasst.hf.configure(a=None)
     model = load(blasst.hf.NAME)
     print("loaded in %.1f s; %d layers" % (
         time.time() - t0, model.config.num_hidden_layers), flush=True)
+    if not args.no_sdpa:  # the same weights through transformers' SDPA
+        model.set_attn_implementation("sdpa")
+        assert model.config._attn_implementation == "sdpa"
+        record("sdpa", model, None)
+        model.set_attn_implementation(blasst.hf.NAME)
+        assert model.config._attn_implementation == blasst.hf.NAME
     record("blasst-dense", model, None)
     for a in [float(x) for x in args.a.split(",") if x]:
         blasst.hf.configure(a=a, collect_stats=True)
