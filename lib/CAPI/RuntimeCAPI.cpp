@@ -572,6 +572,13 @@ blasst_status convertArgs(const blasst_kernel *k,
   r->o = a->o;
   r->lse = a->lse;
   r->stats = a->stats;
+  if (uint32_t unknown = a->flags & ~uint32_t(BLASST_LAUNCH_ZERO_STATS)) {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%x", unknown);
+    return fail(BLASST_ERROR_INVALID_ARGUMENT,
+                kernel + "unknown launch flags " + hex);
+  }
+  r->zeroStats = a->flags & BLASST_LAUNCH_ZERO_STATS;
   r->batch = a->batch;
   r->seqQ = a->seq_q;
   r->seqKV = a->seq_kv;

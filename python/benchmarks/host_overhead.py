@@ -83,7 +83,9 @@ def c_api_args(torch, blasst, q, k, v, o, spec, device, threshold=None,
         a.threshold_source = _capi.THRESHOLD_DEVICE
         a.log2_threshold_ptr = threshold.data_ptr()
     if stats is not None:
+        # As the op does: the launch zeroes the counters (one memset).
         a.stats = stats.data_ptr()
+        a.flags = _capi.LAUNCH_ZERO_STATS
     return kernel, a
 
 

@@ -778,6 +778,10 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.o = args.o;
   launch.lse = args.lse;
   launch.stats = args.stats;
+  // int64 {visited, skipped} per batch entry and query head.
+  if (args.zeroStats && args.stats != 0)
+    launch.zeroStatsBytes =
+        size_t(args.batch) * size_t(args.numQHeads) * 2 * sizeof(int64_t);
   launch.seqQ = int32_t(args.seqQ);
   launch.seqKV = int32_t(args.seqKV);
   launch.oStrideB = args.oStrides.batch;
@@ -832,6 +836,14 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
   // A local copy: the parameter pointers must be non-const, and the copy
   // (about 500 bytes) keeps the descriptors 64-byte aligned.
   AttentionLaunch copy = prepared;
+  if (copy.zeroStatsBytes > 0)
+    if (CUresult r = api->memsetD32Async(copy.stats, 0,
+                                         copy.zeroStatsBytes / 4, stream);
+        r != CUDA_SUCCESS)
+      return Status::error(explain(
+          r, "cuMemsetD32Async failed while zeroing the statistics of "
+             "kernel " +
+                 quoted(kernelInfo.kernelName)));
   void *params[AttentionLaunch::kNumParams];
   copy.fillParams(params);
   return rt::launch(function, copy.grid, copy.block, copy.smemBytes, stream,

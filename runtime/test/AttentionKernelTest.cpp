@@ -703,6 +703,38 @@ TEST_F(FakeDriverTest, RunDefaultsToTheSpecsThreshold) {
   EXPECT_EQ(prepared.log2Threshold, 0.0f);
 }
 
+// AttentionArgs::zeroStats: one cuMemsetD32Async over the counters
+// ({visited, skipped} int64 per batch entry and head) before the kernel;
+// without it, none.
+TEST_F(FakeDriverTest, ZeroStatsMemsetsTheCountersBeforeTheLaunch) {
+  int (*memsets)() = nullptr;
+  void (*lastMemset)(uint64_t *, unsigned *, size_t *) = nullptr;
+  resolve("blasstFakeMemsets", &memsets);
+  resolve("blasstFakeLastMemset", &lastMemset);
+  AttentionSpec spec = sparseSpec();
+  spec.stats = true;
+  std::string cubin = tinyCubin(sampleInfo().kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             sampleInfo(), spec, &kernel)));
+  AttentionArgs args = sampleArgs();
+  args.stats = 0x7000000;
+  int before = memsets(), launched = launches();
+  ASSERT_TRUE(succeeds(kernel.run(args, nullptr)));
+  EXPECT_EQ(memsets(), before) << "no zeroStats: the caller zeroed them";
+  args.zeroStats = true;
+  ASSERT_TRUE(succeeds(kernel.run(args, nullptr)));
+  EXPECT_EQ(memsets(), before + 1);
+  EXPECT_EQ(launches(), launched + 2);
+  uint64_t ptr = 0;
+  unsigned value = 1;
+  size_t words = 0;
+  lastMemset(&ptr, &value, &words);
+  EXPECT_EQ(ptr, args.stats);
+  EXPECT_EQ(value, 0u);
+  EXPECT_EQ(words, size_t(args.batch * args.numQHeads * 4));
+}
+
 // Every runtime call that needs its object's context gives the calling
 // thread its previous current context back (another context, or none).
 TEST_F(FakeDriverTest, CallsRestoreTheCallersContext) {

@@ -385,6 +385,12 @@ static void test_jit_package(void) {
     CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
                 "softmax_scale");
     a.softmax_scale = 0.25;
+    a.flags = BLASST_LAUNCH_ZERO_STATS;
+    CHECK_OK(blasst_kernel_check_args(k, &a));
+    a.flags = 6;
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "unknown launch flags 0x6");
+    a.flags = 0;
     a.struct_size = 8;
     CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
                 "struct_size");

@@ -127,6 +127,9 @@ struct AttentionLaunch {
   Dim3 grid;
   Dim3 block;
   size_t smemBytes = 0;
+  /// > 0: launch() zeroes this many bytes at `stats` on the stream first
+  /// (AttentionArgs::zeroStats).
+  size_t zeroStatsBytes = 0;
 
   /// Fills `params` with pointers to the fields above, in ABI order, for
   /// cuLaunchKernelEx. Valid while this object is.

@@ -393,6 +393,10 @@ struct AttentionArgs {
   /// (kernel ABI parameter 13), read by the kernel when it runs instead of
   /// the by-value threshold. Only for BLASST kernels.
   uint64_t log2ThresholdPtr = 0;
+  /// The launch zeroes the counters at `stats` first (one cuMemsetD32Async
+  /// on the launch's stream, captured by CUDA graphs like the kernel), so
+  /// the caller need not: the kernel only adds to them.
+  bool zeroStats = false;
 
   int64_t batch = 0;
   int64_t seqQ = 0;
