@@ -93,14 +93,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                               : 128;
   if (!o.stages)
     o.stages = 2;
-  // sm_100a: softmax 192, correction 80, MMA/load/epilogue 48 (FA4's
-  // split). A softmax thread holds its row of S (128 f32 at block_n 128) in
-  // registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes at
-  // 160, 40 at 176).
+  // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
+  // 80 / 48). A softmax thread holds its row of S (128 f32 at block_n 128)
+  // in registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes
+  // at 160, 40 at 176). 192 / 80 / 48 and 184 / 88 / 56 spill 4 bytes in
+  // some kernels of the ptxas matrix (bf16 head_dim 128); 184 / 80 / 64
+  // assembles all of them without.
   if (!o.producerRegs)
-    o.producerRegs = hopper ? 24 : 48;
+    o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
-    o.consumerRegs = hopper ? 240 : 192;
+    o.consumerRegs = hopper ? 240 : 184;
   return o;
 }
 
