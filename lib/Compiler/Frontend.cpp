@@ -108,6 +108,22 @@ std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
   return "";
 }
 
+void blasst::resolveCrossStageP(ScheduleOptions &o) {
+  if (o.target != blasst::Target::SM100a)
+    return;
+  if (!o.crossStageP)
+    o.crossStageP = true;
+  if (!*o.crossStageP)
+    return;
+  ws::BLASSTCrossStagePOptions defaults;
+  if (!o.crossStagePDepth)
+    o.crossStagePDepth = defaults.depth;
+  if (!o.crossStagePHoldA)
+    o.crossStagePHoldA = defaults.holdA;
+  if (!o.crossStagePHoldB)
+    o.crossStagePHoldB = defaults.holdB;
+}
+
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote) {
   if (std::string why = checkTileKnobs(opts); !why.empty())
@@ -142,19 +158,26 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
       vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
-  // Cross-stage P: only when asked for (--cross-stage-p; an error where it
-  // cannot be done) until the sm_100a lowering keeps a row of S in
-  // registers (it reads S from tensor memory again after the release that
-  // cross-stage P moves up, and refuses such a schedule).
-  if (opts.crossStagePDepth && opts.crossStageP == false)
+  // Cross-stage P: on by default for sm_100a (--cross-stage-p=false leaves
+  // it out); asked for explicitly it is an error where it cannot be done
+  // (sm_90a keeps S in registers).
+  ScheduleOptions csp = opts;
+  resolveCrossStageP(csp);
+  if ((opts.crossStagePDepth || opts.crossStagePHoldA ||
+       opts.crossStagePHoldB) &&
+      csp.crossStageP == false)
     return module.emitError()
-           << "the cross-stage P handshake depth needs cross-stage P, which is "
-              "off (--cross-stage-p=false)";
-  if (opts.crossStageP.value_or(false)) {
+           << "the cross-stage P handshake depth and hold schedule need "
+              "cross-stage P, which is off (--cross-stage-p=false)";
+  if (csp.crossStageP.value_or(false)) {
     ws::BLASSTCrossStagePOptions cOpts;
     cOpts.mode = opts.crossStageP ? "true" : "auto";
-    if (opts.crossStagePDepth)
-      cOpts.depth = *opts.crossStagePDepth;
+    if (csp.crossStagePDepth)
+      cOpts.depth = *csp.crossStagePDepth;
+    if (csp.crossStagePHoldA)
+      cOpts.holdA = *csp.crossStagePHoldA;
+    if (csp.crossStagePHoldB)
+      cOpts.holdB = *csp.crossStagePHoldB;
     pm.addPass(ws::createBLASSTCrossStageP(cOpts));
   }
   // After the last ws transform: every schedule is proven deadlock-free and
@@ -186,8 +209,7 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     BoolAttr on = record->getAs<BoolAttr>("cross_stage_p");
     if (!on || !on.getValue())
       os << "  cross-stage P: off (each tile's P lies over its own S; "
-            "--cross-stage-p builds it, ws IR only until the sm_100a "
-            "lowering supports it)\n";
+            "on by default, --cross-stage-p=false turned it off)\n";
   }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "
