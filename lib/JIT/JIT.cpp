@@ -285,7 +285,7 @@ static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
   ScheduleOptions s = resolveSchedule(spec, knobs);
   // Cross-stage P's switch, depth and hold schedule (blasst-cross-stage-p's
   // options, not convert-attn-to-ws's) in the key too.
-  resolveCrossStageP(s);
+  resolveCrossStageP(spec, s);
   return s;
 }
 

@@ -322,14 +322,18 @@ TEST(JIT, CacheKeys) {
   distinct(jit::cacheKey(spec, Target::SM100a, holdB1), "cross_stage_p_hold_b");
   ScheduleOptions resolved;
   resolved.target = Target::SM100a;
-  resolveCrossStageP(resolved);
+  resolveCrossStageP(spec, resolved);
   EXPECT_EQ(formatSchedule(resolved),
             "block-m=0 block-n=0 stages=0 producer-regs=0 consumer-regs=0 "
             "cross-stage-p=true cross-stage-p-depth=2 cross-stage-p-hold-a=1 "
             "cross-stage-p-hold-b=4");
-  ScheduleOptions hopper;
-  resolveCrossStageP(hopper);
+  ScheduleOptions hopper, blasst100;
+  resolveCrossStageP(spec, hopper);
   EXPECT_FALSE(hopper.crossStageP) << "sm_90a: left unset";
+  blasst100.target = Target::SM100a;
+  resolveCrossStageP(sparse, blasst100);
+  EXPECT_FALSE(blasst100.crossStageP)
+      << "BLASST: left to the pass's auto mode";
 }
 
 TEST(JIT, CacheDirResolution) {
