@@ -108,6 +108,24 @@ std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
   return "";
 }
 
+void blasst::resolveCrossStageP(const AttentionSpec &spec,
+                                ScheduleOptions &o) {
+  if (o.target != blasst::Target::SM100a ||
+      (!spec.sparsity.isDense() && !o.crossStageP))
+    return;
+  if (!o.crossStageP)
+    o.crossStageP = true;
+  if (!*o.crossStageP)
+    return;
+  ws::BLASSTCrossStagePOptions defaults;
+  if (!o.crossStagePDepth)
+    o.crossStagePDepth = defaults.depth;
+  if (!o.crossStagePHoldA)
+    o.crossStagePHoldA = defaults.holdA;
+  if (!o.crossStagePHoldB)
+    o.crossStagePHoldB = defaults.holdB;
+}
+
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote) {
   if (std::string why = checkTileKnobs(opts); !why.empty())
@@ -142,19 +160,26 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
       vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
-  // Cross-stage P: only when asked for (--cross-stage-p; an error where it
-  // cannot be done) until the sm_100a lowering keeps a row of S in
-  // registers (it reads S from tensor memory again after the release that
-  // cross-stage P moves up, and refuses such a schedule).
-  if (opts.crossStagePDepth && opts.crossStageP == false)
+  // Cross-stage P: by default on sm_100a wherever it applies (auto mode;
+  // --cross-stage-p=false leaves it out); asked for explicitly it is an
+  // error where it cannot be done (sm_90a keeps S in registers). The
+  // defaults of depth and hold are the pass's (resolveCrossStageP spells
+  // them out for the JIT's cache key).
+  if ((opts.crossStagePDepth || opts.crossStagePHoldA ||
+       opts.crossStagePHoldB) &&
+      opts.crossStageP == false)
     return module.emitError()
-           << "the cross-stage P handshake depth needs cross-stage P, which is "
-              "off (--cross-stage-p=false)";
-  if (opts.crossStageP.value_or(false)) {
+           << "the cross-stage P handshake depth and hold schedule need "
+              "cross-stage P, which is off (--cross-stage-p=false)";
+  if (opts.crossStageP.value_or(opts.target == blasst::Target::SM100a)) {
     ws::BLASSTCrossStagePOptions cOpts;
     cOpts.mode = opts.crossStageP ? "true" : "auto";
     if (opts.crossStagePDepth)
       cOpts.depth = *opts.crossStagePDepth;
+    if (opts.crossStagePHoldA)
+      cOpts.holdA = *opts.crossStagePHoldA;
+    if (opts.crossStagePHoldB)
+      cOpts.holdB = *opts.crossStagePHoldB;
     pm.addPass(ws::createBLASSTCrossStageP(cOpts));
   }
   // After the last ws transform: every schedule is proven deadlock-free and
@@ -185,9 +210,8 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
   else if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
     BoolAttr on = record->getAs<BoolAttr>("cross_stage_p");
     if (!on || !on.getValue())
-      os << "  cross-stage P: off (each tile's P lies over its own S; "
-            "--cross-stage-p builds it, ws IR only until the sm_100a "
-            "lowering supports it)\n";
+      os << "  cross-stage P: off (each tile's P lies over its own S: "
+            "--cross-stage-p=false, or a kernel it does not apply to)\n";
   }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "

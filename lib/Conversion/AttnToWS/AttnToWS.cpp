@@ -93,15 +93,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                               : 128;
   if (!o.stages)
     o.stages = 2;
-  // sm_100a: softmax 160, correction 96, MMA/load/epilogue 96. The
-  // lowering reads S in 32-column chunks (no row of S in registers, as FA4
-  // keeps: 192/80/48), ptxas allocates no more than the entry's 128 per
-  // thread anyway, and the MMA thread and the correction role spill at 48
-  // and 80.
+  // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
+  // 80 / 48). A softmax thread holds its row of S (128 f32 at block_n 128)
+  // in registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes
+  // at 160, 40 at 176). 192 / 80 / 48 and 184 / 88 / 56 spill 4 bytes in
+  // some kernels of the ptxas matrix (bf16 head_dim 128); 184 / 80 / 64
+  // assembles all of them without.
   if (!o.producerRegs)
-    o.producerRegs = hopper ? 24 : 96;
+    o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
-    o.consumerRegs = hopper ? 240 : 160;
+    o.consumerRegs = hopper ? 240 : 184;
   return o;
 }
 

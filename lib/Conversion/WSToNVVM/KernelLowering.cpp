@@ -9,6 +9,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace blasst;
@@ -363,13 +364,20 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   if (st.inLoop)
     return loop.emitOpError() << "nested kv_loops are not supported";
   // Each pipe used in the loop must be acquired exactly once per iteration
-  // by this role: stage and phase then follow the block index.
-  llvm::StringMap<int> acquires;
-  loop.walk([&](AcquireOp a) { ++acquires[a.getPipe()]; });
-  for (auto &entry : acquires)
-    if (entry.second != 1)
+  // and look-ahead by this role: stage and phase then follow the block
+  // index (cross-stage P's tile 1 takes x0's token of block n and waits for
+  // block n + 1's, `ahead = 1`).
+  std::map<std::pair<std::string, uint64_t>, int> acquires;
+  loop.walk([&](AcquireOp a) {
+    ++acquires[{a.getPipe().str(), a.getAhead().value_or(0)}];
+  });
+  for (auto &[key, n] : acquires)
+    if (n != 1)
       return loop.emitOpError()
-             << "acquires pipe @" << entry.first() << " " << entry.second
+             << "acquires pipe @" << key.first
+             << (key.second ? " {ahead = " + std::to_string(key.second) + "}"
+                            : std::string())
+             << " " << n
              << " times per KV block; the sm_90a lowering needs exactly one";
 
   bool compute = carriesRunningState(st.role);

@@ -89,6 +89,9 @@ struct RoleState {
   Value threadInRole;       // i32 in [0, threads of the role).
   // Register tiles and row statistics (compute roles).
   Value s;          // S accumulator struct.
+  /// sm_100a: the thread's row of S (f32, masked), read once by
+  /// ws.read_scores and kept in registers for row_max and exp2_store_p.
+  SmallVector<Value> sRow;
   Value o;          // O accumulator struct (loop-carried).
   Value m[2], l[2]; // Running max (log2 domain) and partial sums.
   Value mBlock[2], mUse[2], corr[2];
