@@ -11,7 +11,8 @@
 # Usage: run-decode.sh [KDIR] [OUT]   (KDIR default .device/decode, from
 # build-decode-kernels.sh; its bin/blasst-bench is used). Env: CHECKS=0 (no
 # reference checks), SANITIZER=0 (no racecheck/memcheck), BENCH=0 (no
-# benchmark): each part alone fits a 10-minute device command.
+# benchmark): each part alone should fit a 10-minute device command; HDS="64"
+# / HDS="128" runs half of the check matrix.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-out}}"; mkdir -p "$OUT"
@@ -27,7 +28,7 @@ run() { local name="$1"; shift; runs=$((runs + 1))
   fi; }
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== decode vs the CPU reference (every element) ==="
-  for hd in 64 128; do
+  for hd in ${HDS:-64 128}; do
     for heads in "16 16" "32 8" "16 4" "8 1" "32 1"; do
       read -r qh kvh <<<"$heads"
       ks=()
