@@ -634,6 +634,10 @@ blasst_status convertArgs(const blasst_kernel *k,
                       " is out of range: the kernel takes softmax_scale * "
                       "log2(e) as a float32 in [1.2e-38, 3.4e38]");
   }
+  // The C API has no workspace argument yet: decode kernels (split KV) run
+  // with one split, correct but without the split's parallelism.
+  if (k->info.splitKV)
+    r->kvSplits = 1;
   if (rt::Status s = rt::validateArgsForKernel(*r, k->info, k->spec,
                                                k->info.kernelName);
       !s)

@@ -81,6 +81,9 @@ static int64_t toPassOption(int64_t knob) { return knob; }
 static std::string toPassOption(std::optional<bool> knob) {
   return printScheduleKnob(knob);
 }
+static int64_t toPassOption(std::optional<int64_t> knob) {
+  return knob.value_or(0);
+}
 
 std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
   auto bad = [](const char *knob, int64_t value, const std::string &why) {
@@ -202,6 +205,26 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     os << "  schedule: " << formatSchedule(scheduleFromAttr(*record));
     if (kernel.getReverseTiles())
       os << "  (last query blocks first)";
+    os << "\n";
+  }
+  // Decode: the packing and the KV splits.
+  if (std::optional<uint64_t> g = kernel.getQGroup()) {
+    int64_t tokens = kernel.getBlockM() / int64_t(*g);
+    os << "  decode: " << *g << " q heads x " << tokens
+       << " tokens per tile (one tile per kv head while seq_q <= " << tokens
+       << "; seq_q <= 8)";
+    if (kernel.getSplitKv()) {
+      os << ", split KV: ";
+      IntegerAttr n;
+      if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+        n = record->getAs<IntegerAttr>("kv_splits");
+      if (n)
+        os << n.getInt() << " splits";
+      else
+        os << "splits chosen at launch";
+      os << " (workspace: kernel parameter 14; the last split merges by "
+            "LSE)";
+    }
     os << "\n";
   }
   // Cross-stage P, where it did not run: why.

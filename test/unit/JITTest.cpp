@@ -267,6 +267,16 @@ TEST(JIT, CacheKeys) {
     distinct(jit::cacheKey(spec, kSM90, knobs), "a schedule knob");
   }
 
+  // Decode: the phase is another kernel, and so is a compiled-in KV split
+  // count (kv-splits; unset: chosen at launch).
+  AttentionSpec decode = spec;
+  decode.phase = Phase::Decode;
+  std::string decodeKey = jit::cacheKey(decode, kSM90);
+  distinct(decodeKey, "phase = decode");
+  ScheduleOptions splits;
+  splits.kvSplits = 4;
+  distinct(jit::cacheKey(decode, kSM90, splits), "kv_splits = 4");
+
   // V on demand: on by default for BLASST on the sm_90a overlap schedule
   // (asking for it is the same kernel), off is another kernel; dense specs
   // resolve it off.

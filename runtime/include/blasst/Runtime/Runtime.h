@@ -373,7 +373,8 @@ Status encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
                        int64_t batch, int64_t seqLen, int64_t heads,
                        int64_t headDim, const BSHDStrides &strides,
                        uint32_t boxSeq, uint32_t boxHeadDim,
-                       TmaSwizzle swizzle = TmaSwizzle::B128);
+                       TmaSwizzle swizzle = TmaSwizzle::B128,
+                       uint32_t boxHeads = 1);
 
 //===----------------------------------------------------------------------===//
 // Attention arguments
@@ -406,6 +407,16 @@ struct AttentionArgs {
   int64_t headDim = 0;
   /// Bytes per element of Q, K, V and O: 2 for bf16/f16 (1 and 4 accepted).
   int elementBytes = 2;
+
+  /// Decode kernels (split KV): device memory for the splits' partial O and
+  /// LSE and the per-tile counters (AttentionKernel::workspaceBytes; zeroed
+  /// before its first use, the kernel leaves it reusable; one launch at a
+  /// time), and its size. Needed when the launch uses more than one split.
+  uint64_t workspace = 0;
+  size_t workspaceBytes = 0;
+  /// Decode kernels: the KV splits (0: the kernel's kv_splits, else chosen
+  /// at launch).
+  int kvSplits = 0;
 
   BSHDStrides qStrides, kStrides, vStrides, oStrides;
 
