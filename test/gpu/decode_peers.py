@@ -1,0 +1,66 @@
+"""Decode peers on the H200, for test/gpu/run-decode.sh's benchmark shapes:
+PyTorch SDPA with its cuDNN and FlashAttention-2 backends (GQA through
+enable_gqa where the backend takes it, else K/V expanded outside the timing)
+and a device copy of the same K+V bytes (the bandwidth bound). bf16,
+head_dim 128, 32 q / 8 kv heads, one new token. Prints one JSON per line:
+ms (median) and TB/s of K+V bytes.
+usage: python3 test/gpu/decode_peers.py [batch:seq_kv ...]"""
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools", "bench"))
+from harness import time_ms  # noqa: E402
+
+QH, KVH, D = 32, 8, 128
+
+
+def main():
+    shapes = [tuple(int(x) for x in s.split(":")) for s in sys.argv[1:]] or \
+        [(8, 32768), (8, 131072), (1, 131072)]
+    for batch, skv in shapes:
+        q = torch.randn(batch, QH, 1, D, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(batch, KVH, skv, D, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        kv_bytes = 2 * k.numel() * k.element_size()
+        row = {"batch": batch, "seq_kv": skv, "kv_bytes": kv_bytes}
+        dst = torch.empty_like(k)
+
+        def copy():
+            dst.copy_(k)
+            dst.copy_(v)
+        ms = time_ms(copy, warmup=10, iters=50)
+        row["copy_ms"], row["copy_tb_s"] = ms, kv_bytes / ms / 1e9
+        for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                              ("fa2", SDPBackend.FLASH_ATTENTION)):
+            for gqa in (True, False):
+                kk, vv = (k, v) if gqa else (
+                    k.repeat_interleave(QH // KVH, 1),
+                    v.repeat_interleave(QH // KVH, 1))
+                try:
+                    with sdpa_kernel(backend):
+                        def f():
+                            F.scaled_dot_product_attention(
+                                q, kk, vv, enable_gqa=gqa)
+                        ms = time_ms(f, warmup=10, iters=50)
+                    key = name + ("_gqa" if gqa else "_expanded")
+                    # Expanded K/V reads 4x the bytes; TB/s counts the
+                    # GQA bytes (what a decode kernel must read) anyway.
+                    row[key + "_ms"] = ms
+                    row[key + "_tb_s"] = kv_bytes / ms / 1e9
+                except RuntimeError as e:
+                    row[name + ("_gqa" if gqa else "_expanded")] = \
+                        "unsupported: " + str(e).splitlines()[0][:80]
+                del kk, vv
+        print(json.dumps(row), flush=True)
+        del q, k, v, dst
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
