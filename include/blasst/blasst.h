@@ -236,6 +236,16 @@ typedef struct blasst_attention_args {
   uint32_t flags;
   /* Device address of one float (BLASST_THRESHOLD_DEVICE), 4-byte aligned. */
   uint64_t log2_threshold_ptr;
+  /* Decode kernels (phase = decode, split KV; ignored by others): the
+   * device memory for the splits' partial O and LSE and the per-tile
+   * counters, of blasst_kernel_workspace_bytes() bytes, zeroed before its
+   * first use (the kernel leaves it reusable; one launch at a time per
+   * workspace); 0 if the launch uses one split. kv_splits: 0 for the
+   * kernel's own choice (its kv_splits, else from the SM count). */
+  uint64_t workspace;
+  uint64_t workspace_bytes;
+  int32_t kv_splits;
+  uint32_t reserved;
 } blasst_attention_args;
 
 /* blasst_attention_args.flags. */
@@ -254,6 +264,11 @@ BLASST_API void blasst_attention_args_init(blasst_attention_args *args);
 BLASST_API blasst_status blasst_log2_threshold(blasst_sparsity kind,
                                                double value, float *out);
 
+/* The workspace bytes a launch with `args` needs (0: none, e.g. one KV
+ * split or a prefill kernel), and the KV splits it uses (may be NULL). */
+BLASST_API blasst_status blasst_kernel_workspace_bytes(
+    const blasst_kernel *kernel, const blasst_attention_args *args,
+    uint64_t *bytes, int32_t *kv_splits);
 /* Checks `args` against the kernel without the driver: the checks a launch
  * makes before it touches the GPU (shapes, heads, strides, alignment, the
  * LSE/stats/threshold buffers the kernel needs). */

@@ -555,7 +555,7 @@ namespace {
 /// The runtime's arguments and the threshold, or INVALID_ARGUMENT.
 blasst_status convertArgs(const blasst_kernel *k,
                           const blasst_attention_args *a, rt::AttentionArgs *r,
-                          float *threshold) {
+                          float *threshold, bool forLaunch = true) {
   if (!k || !a)
     return fail(BLASST_ERROR_INVALID_ARGUMENT, "kernel and args must not be "
                                                "null");
@@ -579,6 +579,16 @@ blasst_status convertArgs(const blasst_kernel *k,
                 kernel + "unknown launch flags " + hex);
   }
   r->zeroStats = a->flags & BLASST_LAUNCH_ZERO_STATS;
+  if (a->kv_splits < 0)
+    return fail(BLASST_ERROR_INVALID_ARGUMENT,
+                kernel + "kv_splits is " + std::to_string(a->kv_splits) +
+                    "; 0 (the kernel's choice) or a count >= 1");
+  if (a->reserved != 0)
+    return fail(BLASST_ERROR_INVALID_ARGUMENT,
+                kernel + "args.reserved must be 0");
+  r->workspace = a->workspace;
+  r->workspaceBytes = size_t(a->workspace_bytes);
+  r->kvSplits = a->kv_splits;
   r->batch = a->batch;
   r->seqQ = a->seq_q;
   r->seqKV = a->seq_kv;
@@ -634,9 +644,11 @@ blasst_status convertArgs(const blasst_kernel *k,
                       " is out of range: the kernel takes softmax_scale * "
                       "log2(e) as a float32 in [1.2e-38, 3.4e38]");
   }
-  // The C API has no workspace argument yet: decode kernels (split KV) run
-  // with one split, correct but without the split's parallelism.
-  if (k->info.splitKV)
+  // A decode kernel launched without a workspace and without a split count
+  // runs one split (correct, without the split's parallelism): what callers
+  // written before the workspace fields get. blasst_kernel_workspace_bytes
+  // asks for the kernel's own choice instead.
+  if (k->info.splitKV && forLaunch && a->workspace == 0 && a->kv_splits == 0)
     r->kvSplits = 1;
   if (rt::Status s = rt::validateArgsForKernel(*r, k->info, k->spec,
                                                k->info.kernelName);
@@ -646,6 +658,23 @@ blasst_status convertArgs(const blasst_kernel *k,
 }
 
 } // namespace
+
+blasst_status blasst_kernel_workspace_bytes(const blasst_kernel *k,
+                                           const blasst_attention_args *a,
+                                           uint64_t *bytes,
+                                           int32_t *kvSplits) {
+  if (!bytes)
+    return fail(BLASST_ERROR_INVALID_ARGUMENT, "bytes must not be null");
+  rt::AttentionArgs r;
+  float threshold = 0;
+  if (blasst_status s = convertArgs(k, a, &r, &threshold, /*forLaunch=*/false);
+      s != BLASST_OK)
+    return s;
+  *bytes = uint64_t(k->kernel.workspaceBytes(r));
+  if (kvSplits)
+    *kvSplits = int32_t(k->kernel.kvSplitsFor(r));
+  return ok();
+}
 
 blasst_status blasst_kernel_check_args(const blasst_kernel *k,
                                        const blasst_attention_args *a) {

@@ -78,6 +78,8 @@ class AttentionArgs(ctypes.Structure):
         ("log2_threshold", ctypes.c_float),
         ("flags", ctypes.c_uint32),
         ("log2_threshold_ptr", ctypes.c_uint64),
+        ("workspace", ctypes.c_uint64), ("workspace_bytes", ctypes.c_uint64),
+        ("kv_splits", ctypes.c_int32), ("reserved", ctypes.c_uint32),
     ]
 
     def __init__(self):

@@ -391,6 +391,20 @@ static void test_jit_package(void) {
     CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
                 "unknown launch flags 0x6");
     a.flags = 0;
+    {
+      uint64_t bytes = 7;
+      int32_t splits = 0;
+      CHECK_OK(blasst_kernel_workspace_bytes(k, &a, &bytes, &splits));
+      CHECK(bytes == 0 && splits == 1); /* a prefill kernel: none */
+    }
+    a.kv_splits = -1;
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "kv_splits is -1");
+    a.kv_splits = 0;
+    a.reserved = 1;
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "args.reserved must be 0");
+    a.reserved = 0;
     a.struct_size = 8;
     CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
                 "struct_size");
