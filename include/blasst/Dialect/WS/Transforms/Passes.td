@@ -15,7 +15,11 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
     every mbarrier arrival happens on both paths and the pipeline never
     desynchronises; Q·Kᵀ and the K/V loads stay (prefill; --blasst-v-on-demand
     then leaves out the V copies of skipped blocks, all but those it issues
-    before the votes after a run of kept blocks). Kernels with no sparsity policy
+    before the votes after a run of kept blocks). On sm_100a the voters are
+    the softmax roles; each also stores its decision in a word of its own
+    (`ws.store_vote`, a new smem [1, 1] i32 buffer) that the MMA warp and the
+    correction role read (`ws.load_vote`) before their own skip regions
+    around P·V and the rescale. Kernels with no sparsity policy
     are left untouched, so their code is byte-identical to a build without
     the pass.
   }];
