@@ -71,6 +71,11 @@ std::string CrossStagePPass::analyse(KernelOp kernel, Tile (&tiles)[2],
   }
   if (softmax.size() != 2 || !mma)
     return "needs two softmax roles (two tiles) and an MMA role";
+  // The skip path would also have to take and hand on the handshake token
+  // of every block (not built yet).
+  if (kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return "BLASST votes: cross-stage P with skip regions is not built yet";
   for (int t = 0; t < 2; ++t) {
     Tile &tile = tiles[t];
     tile.softmax = softmax[t];
