@@ -36,18 +36,18 @@ struct InsertVotePass
 } // namespace
 
 /// sm_100a: the voters are the softmax roles, but the MMA warp issues P V
-/// and the correction role rescales O. Each voter stores its decision in a
-/// word of its own (`ws.store_vote`, after the acquire before its first
-/// skip region: the correction role has read the previous block's word by
-/// then, and the MMA warp read it before it issued the Q Kᵀ whose scores
-/// the voter waited for); the MMA warp and the correction role read it
-/// (`ws.load_vote`) after the acquires that follow that store's release and
-/// leave out P V and the rescale. Every acquire and release stays on both
-/// paths. blasst-verify-sync proves the hand-over (the word is a buffer).
+/// and the correction role rescales O. A voter hands its decision on with
+/// what its skip regions would have handed on: before the region that stores
+/// P (or the factors), inside that pipe's acquire and release, it writes the
+/// decision to a word of that buffer's own (`ws.store_vote @vote_p0`); the
+/// role that reads the buffer reads the word after its acquire of the same
+/// pipe (`ws.load_vote`) and leaves out P V (or the rescale). So each word
+/// is written and read under the pipe that carries its buffer, with or
+/// without cross-stage P. Every acquire and release stays on both paths.
+/// blasst-verify-sync proves the hand-over (the words are buffers).
 LogicalResult InsertVotePass::shareVotes(KernelOp kernel) {
   // The voters' words, and which buffers name a voter: its P and factors.
   llvm::StringMap<FlatSymbolRefAttr> wordOf;
-  SmallVector<std::pair<KVLoopOp, FlatSymbolRefAttr>> stores;
   Operation *lastBuffer = nullptr;
   for (auto buf : kernel.getBody().getOps<BufferOp>())
     lastBuffer = buf;
@@ -57,27 +57,27 @@ LogicalResult InsertVotePass::shareVotes(KernelOp kernel) {
     role.walk([&](KVLoopOp l) { loop = l; });
     if (!loop || loop.getBody().front().getOps<VoteOp>().empty())
       continue;
-    std::string name = ("vote_" + role.getSymName()).str();
-    b.setInsertionPointAfter(lastBuffer);
-    auto word = BufferOp::create(
-        b, role.getLoc(), b.getStringAttr(name),
-        MemorySpaceAttr::get(b.getContext(), MemorySpace::smem),
-        b.getDenseI64ArrayAttr({1, 1}), TypeAttr::get(b.getI32Type()),
-        b.getI64IntegerAttr(1), FlatSymbolRefAttr(), DenseI64ArrayAttr());
-    lastBuffer = word;
-    auto ref = FlatSymbolRefAttr::get(word.getSymNameAttr());
-    for (auto e : loop.getBody().getOps<UnlessSkippedOp>()) {
-      e.walk([&](Exp2StoreOp x) { wordOf[x.getP()] = ref; });
-      e.walk([&](SoftmaxUpdateOp u) {
+    for (auto region : loop.getBody().front().getOps<UnlessSkippedOp>()) {
+      SmallVector<StringRef> handed;
+      region.walk([&](Exp2StoreOp x) { handed.push_back(x.getP()); });
+      region.walk([&](SoftmaxUpdateOp u) {
         if (u.getFactorsAttr())
-          wordOf[u.getFactorsAttr().getValue()] = ref;
+          handed.push_back(u.getFactorsAttr().getValue());
       });
+      for (StringRef buf : handed) {
+        b.setInsertionPointAfter(lastBuffer);
+        auto word = BufferOp::create(
+            b, role.getLoc(), b.getStringAttr(("vote_" + buf).str()),
+            MemorySpaceAttr::get(b.getContext(), MemorySpace::smem),
+            b.getDenseI64ArrayAttr({1, 1}), TypeAttr::get(b.getI32Type()),
+            b.getI64IntegerAttr(1), FlatSymbolRefAttr(), DenseI64ArrayAttr());
+        lastBuffer = word;
+        auto ref = FlatSymbolRefAttr::get(word.getSymNameAttr());
+        wordOf[buf] = ref;
+        b.setInsertionPoint(region);
+        StoreVoteOp::create(b, region.getLoc(), ref);
+      }
     }
-    auto first = loop.getBody().front().getOps<UnlessSkippedOp>();
-    if (first.empty())
-      return loop.emitOpError() << "votes but skips nothing";
-    b.setInsertionPoint(*first.begin());
-    StoreVoteOp::create(b, loop.getLoc(), ref);
   }
   // Readers: the P V products and rescales of roles that do not vote.
   for (auto role : kernel.getBody().getOps<RoleOp>()) {

@@ -1,15 +1,18 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_100a --blasst-insert-vote | FileCheck %s
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_100a --blasst-insert-vote --blasst-insert-vote | FileCheck %s
 // sm_100a: each softmax role votes on its tile after its row max and
-// stores the decision in a word of its own after the factor pipe's
-// acquire; the MMA warp and the correction role read it after their
-// acquires and skip P V and the rescale. Every acquire and release stays
+// stores the decision in a word per buffer it hands on (the factors, P),
+// inside that pipe's acquire and release, before the skip region; the
+// correction role and the MMA warp read the word after their acquire of
+// the same pipe and skip the rescale and P V. Every acquire and release stays
 // outside the skip regions; the pass is idempotent.
 
 // CHECK-LABEL: ws.kernel @sparse
 // CHECK: ws.buffer @o1 tmem
-// CHECK-NEXT: ws.buffer @vote_softmax0 smem [1, 1] i32 stages 1
-// CHECK-NEXT: ws.buffer @vote_softmax1 smem [1, 1] i32 stages 1
+// CHECK-NEXT: ws.buffer @vote_f0 smem [1, 1] i32 stages 1
+// CHECK-NEXT: ws.buffer @vote_p0 smem [1, 1] i32 stages 1
+// CHECK-NEXT: ws.buffer @vote_f1 smem [1, 1] i32 stages 1
+// CHECK-NEXT: ws.buffer @vote_p1 smem [1, 1] i32 stages 1
 // CHECK: ws.role @softmax0
 // CHECK-NEXT: ws.kv_loop {
 // CHECK-NEXT: ws.acquire @s0_pipe
@@ -17,12 +20,13 @@
 // CHECK-NEXT: ws.row_max @s0
 // CHECK-NEXT: ws.vote @s0 {stats}
 // CHECK-NEXT: ws.acquire @f0_pipe
-// CHECK-NEXT: ws.store_vote @vote_softmax0
+// CHECK-NEXT: ws.store_vote @vote_f0
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.softmax_update @s0 -> @f0
 // CHECK-NEXT: }
 // CHECK-NEXT: ws.release @f0_pipe
 // CHECK-NEXT: ws.acquire @p0_pipe
+// CHECK-NEXT: ws.store_vote @vote_p0
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.exp2_store_p @s0 -> @p0
 // CHECK-NEXT: }
@@ -32,12 +36,12 @@
 // CHECK: ws.role @softmax1
 // CHECK: ws.vote @s1 {stats}
 // CHECK-NEXT: ws.acquire @f1_pipe
-// CHECK-NEXT: ws.store_vote @vote_softmax1
+// CHECK-NEXT: ws.store_vote @vote_f1
 // CHECK: ws.role @correction
 // CHECK-NEXT: ws.kv_loop {
 // CHECK-NEXT: ws.acquire @f0_pipe
 // CHECK-NEXT: ws.acquire @o0_pipe
-// CHECK-NEXT: ws.load_vote @vote_softmax0
+// CHECK-NEXT: ws.load_vote @vote_f0
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.correct @o0 by @f0
 // CHECK-NEXT: }
@@ -45,7 +49,7 @@
 // CHECK-NEXT: ws.release @f0_pipe
 // CHECK-NEXT: ws.acquire @f1_pipe
 // CHECK-NEXT: ws.acquire @o1_pipe
-// CHECK-NEXT: ws.load_vote @vote_softmax1
+// CHECK-NEXT: ws.load_vote @vote_f1
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.correct @o1 by @f1
 // CHECK-NEXT: }
@@ -54,7 +58,7 @@
 // CHECK: ws.kv_loop {
 // CHECK: ws.acquire @p0_pipe
 // CHECK-NEXT: ws.acquire @o0_pipe
-// CHECK-NEXT: ws.load_vote @vote_softmax0
+// CHECK-NEXT: ws.load_vote @vote_p0
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.mma pv @p0, @v -> @o0
 // CHECK-NEXT: }
@@ -64,7 +68,7 @@
 // CHECK-NEXT: ws.mma qk @q0, @k -> @s0 {ahead = 1 : i64}
 // CHECK: ws.acquire @p1_pipe
 // CHECK-NEXT: ws.acquire @o1_pipe
-// CHECK-NEXT: ws.load_vote @vote_softmax1
+// CHECK-NEXT: ws.load_vote @vote_p1
 // CHECK-NEXT: ws.unless_skipped {
 // CHECK-NEXT: ws.mma pv @p1, @v -> @o1
 // CHECK-NEXT: }

@@ -1031,8 +1031,10 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
   ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1
   ws.buffer @o0 tmem [128, 64] f32 stages 1
   ws.buffer @o1 tmem [128, 64] f32 stages 1
-  ws.buffer @vote_softmax0 smem [1, 1] i32 stages 1
-  ws.buffer @vote_softmax1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p1 smem [1, 1] i32 stages 1
   ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 32768
   ws.pipe @k_pipe depth 2 producer @load consumers [@mma] buffers [@k] tx_bytes 16384
   ws.pipe @v_pipe depth 2 producer @load consumers [@mma] buffers [@v] tx_bytes 16384
@@ -1056,12 +1058,13 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
       ws.row_max @s0
       ws.vote @s0
       ws.acquire @f0_pipe
-      ws.store_vote @vote_softmax0
+      ws.store_vote @vote_f0
       ws.unless_skipped {
         ws.softmax_update @s0 -> @f0
       }
       ws.release @f0_pipe
       ws.acquire @p0_pipe
+      ws.store_vote @vote_p0
       ws.unless_skipped {
         ws.exp2_store_p @s0 -> @p0
       }
@@ -1079,12 +1082,13 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
       ws.row_max @s1
       ws.vote @s1
       ws.acquire @f1_pipe
-      ws.store_vote @vote_softmax1
+      ws.store_vote @vote_f1
       ws.unless_skipped {
         ws.softmax_update @s1 -> @f1
       }
       ws.release @f1_pipe
       ws.acquire @p1_pipe
+      ws.store_vote @vote_p1
       ws.unless_skipped {
         ws.exp2_store_p @s1 -> @p1
       }
@@ -1099,7 +1103,7 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
     ws.kv_loop {
       ws.acquire @f0_pipe
       ws.acquire @o0_pipe
-      ws.load_vote @vote_softmax0
+      ws.load_vote @vote_f0
       ws.unless_skipped {
         ws.correct @o0 by @f0
       }
@@ -1107,7 +1111,7 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
       ws.release @f0_pipe
       ws.acquire @f1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_f1
       ws.unless_skipped {
         ws.correct @o1 by @f1
       }
@@ -1140,8 +1144,8 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
     ws.kv_loop {
       ws.acquire @v_pipe
       ws.acquire @k_pipe {ahead = 1 : i64}
-      // expected-error @+1 {{read before write: @mma reads @vote_softmax0 (stage 0) expecting the decision on block 0 but finds nothing (never written)}}
-      ws.load_vote @vote_softmax0
+      // expected-error @+1 {{read before write: @mma reads @vote_p0 (stage 0) expecting the decision on block 0 but finds nothing (never written)}}
+      ws.load_vote @vote_p0
       ws.acquire @p0_pipe
       ws.acquire @o0_pipe
       ws.unless_skipped {
@@ -1154,7 +1158,7 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
       ws.release @s0_pipe {ahead = 1 : i64}
       ws.acquire @p1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_p1
       ws.unless_skipped {
         ws.mma pv @p1, @v -> @o1
       }
@@ -1196,8 +1200,8 @@ ws.kernel @mma_reads_early target = sm_100a, block_m = 256, block_n = 128, spec 
 
 // -----
 
-// softmax0 stores its decision after releasing the factors: the correction
-// role may read the word first.
+// softmax0 stores the decision for the correction role after releasing the
+// factors: the correction role may read the word first.
 // expected-note @+1 {{with 1 KV block}}
 ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, spec = <dtype = bf16, head_dim = 64, head_dim_v = 64, q_heads = 8, kv_heads = 8, causal = false, phase = prefill, softmax_scale = default, sparsity = blasst(ln_lambda = -8.000000e+00), lse = false, stats = false> schedule {block_m = 256 : i64, block_n = 128 : i64, consumer_regs = 160 : i64, kv_multicast = false, overlap = false, p_in_registers = false, persistent = false, pingpong = false, producer_regs = 96 : i64, q_in_registers = false, stages = 2 : i64, v_on_demand = false} {
   ws.buffer @q0 smem [128, 64] bf16 stages 1
@@ -1216,8 +1220,10 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
   ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1
   ws.buffer @o0 tmem [128, 64] f32 stages 1
   ws.buffer @o1 tmem [128, 64] f32 stages 1
-  ws.buffer @vote_softmax0 smem [1, 1] i32 stages 1
-  ws.buffer @vote_softmax1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p1 smem [1, 1] i32 stages 1
   ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 32768
   ws.pipe @k_pipe depth 2 producer @load consumers [@mma] buffers [@k] tx_bytes 16384
   ws.pipe @v_pipe depth 2 producer @load consumers [@mma] buffers [@v] tx_bytes 16384
@@ -1245,8 +1251,9 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
         ws.softmax_update @s0 -> @f0
       }
       ws.release @f0_pipe
-      ws.store_vote @vote_softmax0
+      ws.store_vote @vote_f0
       ws.acquire @p0_pipe
+      ws.store_vote @vote_p0
       ws.unless_skipped {
         ws.exp2_store_p @s0 -> @p0
       }
@@ -1264,12 +1271,13 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
       ws.row_max @s1
       ws.vote @s1
       ws.acquire @f1_pipe
-      ws.store_vote @vote_softmax1
+      ws.store_vote @vote_f1
       ws.unless_skipped {
         ws.softmax_update @s1 -> @f1
       }
       ws.release @f1_pipe
       ws.acquire @p1_pipe
+      ws.store_vote @vote_p1
       ws.unless_skipped {
         ws.exp2_store_p @s1 -> @p1
       }
@@ -1284,8 +1292,8 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
     ws.kv_loop {
       ws.acquire @f0_pipe
       ws.acquire @o0_pipe
-      // expected-error @+1 {{read before write: @correction reads @vote_softmax0 (stage 0) expecting the decision on block 0 but finds nothing (never written)}}
-      ws.load_vote @vote_softmax0
+      // expected-error @+1 {{read before write: @correction reads @vote_f0 (stage 0) expecting the decision on block 0 but finds nothing (never written)}}
+      ws.load_vote @vote_f0
       ws.unless_skipped {
         ws.correct @o0 by @f0
       }
@@ -1293,7 +1301,7 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
       ws.release @f0_pipe
       ws.acquire @f1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_f1
       ws.unless_skipped {
         ws.correct @o1 by @f1
       }
@@ -1328,7 +1336,7 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
       ws.acquire @k_pipe {ahead = 1 : i64}
       ws.acquire @p0_pipe
       ws.acquire @o0_pipe
-      ws.load_vote @vote_softmax0
+      ws.load_vote @vote_p0
       ws.unless_skipped {
         ws.mma pv @p0, @v -> @o0
       }
@@ -1339,7 +1347,7 @@ ws.kernel @store_after_release target = sm_100a, block_m = 256, block_n = 128, s
       ws.release @s0_pipe {ahead = 1 : i64}
       ws.acquire @p1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_p1
       ws.unless_skipped {
         ws.mma pv @p1, @v -> @o1
       }
@@ -1401,8 +1409,10 @@ ws.kernel @mma_unaware target = sm_100a, block_m = 256, block_n = 128, spec = <d
   ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1
   ws.buffer @o0 tmem [128, 64] f32 stages 1
   ws.buffer @o1 tmem [128, 64] f32 stages 1
-  ws.buffer @vote_softmax0 smem [1, 1] i32 stages 1
-  ws.buffer @vote_softmax1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p1 smem [1, 1] i32 stages 1
   ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 32768
   ws.pipe @k_pipe depth 2 producer @load consumers [@mma] buffers [@k] tx_bytes 16384
   ws.pipe @v_pipe depth 2 producer @load consumers [@mma] buffers [@v] tx_bytes 16384
@@ -1426,12 +1436,13 @@ ws.kernel @mma_unaware target = sm_100a, block_m = 256, block_n = 128, spec = <d
       ws.row_max @s0
       ws.vote @s0
       ws.acquire @f0_pipe
-      ws.store_vote @vote_softmax0
+      ws.store_vote @vote_f0
       ws.unless_skipped {
         ws.softmax_update @s0 -> @f0
       }
       ws.release @f0_pipe
       ws.acquire @p0_pipe
+      ws.store_vote @vote_p0
       ws.unless_skipped {
         ws.exp2_store_p @s0 -> @p0
       }
@@ -1449,12 +1460,13 @@ ws.kernel @mma_unaware target = sm_100a, block_m = 256, block_n = 128, spec = <d
       ws.row_max @s1
       ws.vote @s1
       ws.acquire @f1_pipe
-      ws.store_vote @vote_softmax1
+      ws.store_vote @vote_f1
       ws.unless_skipped {
         ws.softmax_update @s1 -> @f1
       }
       ws.release @f1_pipe
       ws.acquire @p1_pipe
+      ws.store_vote @vote_p1
       ws.unless_skipped {
         ws.exp2_store_p @s1 -> @p1
       }
@@ -1469,7 +1481,7 @@ ws.kernel @mma_unaware target = sm_100a, block_m = 256, block_n = 128, spec = <d
     ws.kv_loop {
       ws.acquire @f0_pipe
       ws.acquire @o0_pipe
-      ws.load_vote @vote_softmax0
+      ws.load_vote @vote_f0
       ws.unless_skipped {
         ws.correct @o0 by @f0
       }
@@ -1477,7 +1489,7 @@ ws.kernel @mma_unaware target = sm_100a, block_m = 256, block_n = 128, spec = <d
       ws.release @f0_pipe
       ws.acquire @f1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_f1
       ws.unless_skipped {
         ws.correct @o1 by @f1
       }
@@ -1521,7 +1533,7 @@ ws.kernel @mma_unaware target = sm_100a, block_m = 256, block_n = 128, spec = <d
       ws.release @s0_pipe {ahead = 1 : i64}
       ws.acquire @p1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_p1
       ws.unless_skipped {
         ws.mma pv @p1, @v -> @o1
       }
@@ -1583,8 +1595,10 @@ ws.kernel @correction_unaware target = sm_100a, block_m = 256, block_n = 128, sp
   ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1
   ws.buffer @o0 tmem [128, 64] f32 stages 1
   ws.buffer @o1 tmem [128, 64] f32 stages 1
-  ws.buffer @vote_softmax0 smem [1, 1] i32 stages 1
-  ws.buffer @vote_softmax1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p1 smem [1, 1] i32 stages 1
   ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 32768
   ws.pipe @k_pipe depth 2 producer @load consumers [@mma] buffers [@k] tx_bytes 16384
   ws.pipe @v_pipe depth 2 producer @load consumers [@mma] buffers [@v] tx_bytes 16384
@@ -1608,12 +1622,13 @@ ws.kernel @correction_unaware target = sm_100a, block_m = 256, block_n = 128, sp
       ws.row_max @s0
       ws.vote @s0
       ws.acquire @f0_pipe
-      ws.store_vote @vote_softmax0
+      ws.store_vote @vote_f0
       ws.unless_skipped {
         ws.softmax_update @s0 -> @f0
       }
       ws.release @f0_pipe
       ws.acquire @p0_pipe
+      ws.store_vote @vote_p0
       ws.unless_skipped {
         ws.exp2_store_p @s0 -> @p0
       }
@@ -1631,12 +1646,13 @@ ws.kernel @correction_unaware target = sm_100a, block_m = 256, block_n = 128, sp
       ws.row_max @s1
       ws.vote @s1
       ws.acquire @f1_pipe
-      ws.store_vote @vote_softmax1
+      ws.store_vote @vote_f1
       ws.unless_skipped {
         ws.softmax_update @s1 -> @f1
       }
       ws.release @f1_pipe
       ws.acquire @p1_pipe
+      ws.store_vote @vote_p1
       ws.unless_skipped {
         ws.exp2_store_p @s1 -> @p1
       }
@@ -1657,7 +1673,7 @@ ws.kernel @correction_unaware target = sm_100a, block_m = 256, block_n = 128, sp
       ws.release @f0_pipe
       ws.acquire @f1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_f1
       ws.unless_skipped {
         ws.correct @o1 by @f1
       }
@@ -1692,7 +1708,7 @@ ws.kernel @correction_unaware target = sm_100a, block_m = 256, block_n = 128, sp
       ws.acquire @k_pipe {ahead = 1 : i64}
       ws.acquire @p0_pipe
       ws.acquire @o0_pipe
-      ws.load_vote @vote_softmax0
+      ws.load_vote @vote_p0
       ws.unless_skipped {
         ws.mma pv @p0, @v -> @o0
       }
@@ -1703,7 +1719,7 @@ ws.kernel @correction_unaware target = sm_100a, block_m = 256, block_n = 128, sp
       ws.release @s0_pipe {ahead = 1 : i64}
       ws.acquire @p1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_p1
       ws.unless_skipped {
         ws.mma pv @p1, @v -> @o1
       }
@@ -1765,8 +1781,10 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
   ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s1
   ws.buffer @o0 tmem [128, 64] f32 stages 1
   ws.buffer @o1 tmem [128, 64] f32 stages 1
-  ws.buffer @vote_softmax0 smem [1, 1] i32 stages 1
-  ws.buffer @vote_softmax1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p0 smem [1, 1] i32 stages 1
+  ws.buffer @vote_f1 smem [1, 1] i32 stages 1
+  ws.buffer @vote_p1 smem [1, 1] i32 stages 1
   ws.pipe @q_pipe depth 1 producer @load consumers [@mma] buffers [@q0, @q1] tx_bytes 32768
   ws.pipe @k_pipe depth 2 producer @load consumers [@mma] buffers [@k] tx_bytes 16384
   ws.pipe @v_pipe depth 2 producer @load consumers [@mma] buffers [@v] tx_bytes 16384
@@ -1790,12 +1808,13 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
       ws.row_max @s0
       ws.vote @s0
       ws.acquire @f0_pipe
-      ws.store_vote @vote_softmax0
+      ws.store_vote @vote_f0
       ws.unless_skipped {
         ws.softmax_update @s0 -> @f0
       }
       ws.release @f0_pipe
       ws.acquire @p0_pipe
+      ws.store_vote @vote_p0
       ws.unless_skipped {
         ws.exp2_store_p @s0 -> @p0
       }
@@ -1813,12 +1832,13 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
       ws.row_max @s1
       ws.vote @s1
       ws.acquire @f1_pipe
-      ws.store_vote @vote_softmax1
+      ws.store_vote @vote_f1
       ws.unless_skipped {
         ws.softmax_update @s1 -> @f1
       }
       ws.release @f1_pipe
       ws.acquire @p1_pipe
+      ws.store_vote @vote_p1
       ws.unless_skipped {
         ws.exp2_store_p @s1 -> @p1
       }
@@ -1833,7 +1853,7 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
     ws.kv_loop {
       ws.acquire @f0_pipe
       ws.acquire @o0_pipe
-      ws.load_vote @vote_softmax0
+      ws.load_vote @vote_f0
       ws.unless_skipped {
         ws.correct @o0 by @f0
       }
@@ -1841,7 +1861,7 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
       ws.release @f0_pipe
       ws.acquire @f1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_f1
       ws.unless_skipped {
         ws.correct @o1 by @f1
       }
@@ -1876,7 +1896,7 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
       ws.acquire @k_pipe {ahead = 1 : i64}
       ws.acquire @p0_pipe
       ws.acquire @o0_pipe
-      ws.load_vote @vote_softmax0
+      ws.load_vote @vote_p0
       ws.unless_skipped {
         ws.mma pv @p0, @v -> @o0
         // expected-error @+1 {{cannot be skipped: pipe traffic and votes must run on both paths}}
@@ -1888,7 +1908,7 @@ ws.kernel @skip_drops_arrival target = sm_100a, block_m = 256, block_n = 128, sp
       ws.release @s0_pipe {ahead = 1 : i64}
       ws.acquire @p1_pipe
       ws.acquire @o1_pipe
-      ws.load_vote @vote_softmax1
+      ws.load_vote @vote_p1
       ws.unless_skipped {
         ws.mma pv @p1, @v -> @o1
       }

@@ -539,10 +539,12 @@ def WS_StoreVoteOp : WS_StepOp<"store_vote"> {
   let description = [{
     sm_100a: after the role's `ws.vote`, one thread writes the decision
     (nonzero: skipped) to the shared-memory word `@w` (smem, [1, 1], i32).
-    The pipe release after it publishes it (an mbarrier arrive orders the
-    store before the waiters' reads): the MMA warp and the correction role
-    read it with `ws.load_vote @w` after their acquires and leave out the
-    block's P V and rescale. On sm_100a block 0 is always kept (its P V
+    `blasst-insert-vote` puts it inside the acquire and release of the pipe
+    that carries what the next skip region hands on (the factors, P); that
+    release publishes it (an mbarrier arrive orders the store before the
+    waiters' reads), and the role that reads the buffer reads the word with
+    `ws.load_vote @w` after its acquire of the pipe and leaves out the
+    block's rescale or P V. On sm_100a block 0 is always kept (its P V
     overwrites O).
   }];
   let arguments = (ins FlatSymbolRefAttr:$word);
