@@ -220,8 +220,8 @@ typedef struct blasst_attention_args {
    * BLASST_ATTR_LSE. */
   uint64_t lse;
   /* int64 [batch, q_heads, 2] (visited, skipped KV blocks), contiguous,
-   * zeroed by the caller (the kernel adds to it): given iff the kernel
-   * has BLASST_ATTR_STATS. */
+   * zeroed by the caller or by the launch (BLASST_LAUNCH_ZERO_STATS; the
+   * kernel adds to it): given iff the kernel has BLASST_ATTR_STATS. */
   uint64_t stats;
   int64_t batch, seq_q, seq_kv, q_heads, kv_heads, head_dim;
   /* Element strides {batch, seq, head}. */
@@ -232,10 +232,19 @@ typedef struct blasst_attention_args {
    * (the kernel subtracts log2(seq_kv)), ln_lambda * log2(e) for
    * `ln_lambda` kernels; capped at log2(lambda_max) in the kernel. */
   float log2_threshold;
-  uint32_t reserved;
+  /* blasst_launch_flags, or-ed. */
+  uint32_t flags;
   /* Device address of one float (BLASST_THRESHOLD_DEVICE), 4-byte aligned. */
   uint64_t log2_threshold_ptr;
 } blasst_attention_args;
+
+/* blasst_attention_args.flags. */
+typedef enum blasst_launch_flags {
+  /* The launch zeroes the stats counters first (one cuMemsetD32Async on
+   * the launch's stream, captured by CUDA graphs like the kernel), so the
+   * caller need not: with it, stats may be uninitialised memory. */
+  BLASST_LAUNCH_ZERO_STATS = 1u
+} blasst_launch_flags;
 
 /* Zeroes `args` and sets struct_size. */
 BLASST_API void blasst_attention_args_init(blasst_attention_args *args);

@@ -572,6 +572,13 @@ blasst_status convertArgs(const blasst_kernel *k,
   r->o = a->o;
   r->lse = a->lse;
   r->stats = a->stats;
+  if (uint32_t unknown = a->flags & ~uint32_t(BLASST_LAUNCH_ZERO_STATS)) {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%x", unknown);
+    return fail(BLASST_ERROR_INVALID_ARGUMENT,
+                kernel + "unknown launch flags " + hex);
+  }
+  r->zeroStats = a->flags & BLASST_LAUNCH_ZERO_STATS;
   r->batch = a->batch;
   r->seqQ = a->seq_q;
   r->seqKV = a->seq_kv;
@@ -627,6 +634,10 @@ blasst_status convertArgs(const blasst_kernel *k,
                       " is out of range: the kernel takes softmax_scale * "
                       "log2(e) as a float32 in [1.2e-38, 3.4e38]");
   }
+  // The C API has no workspace argument yet: decode kernels (split KV) run
+  // with one split, correct but without the split's parallelism.
+  if (k->info.splitKV)
+    r->kvSplits = 1;
   if (rt::Status s = rt::validateArgsForKernel(*r, k->info, k->spec,
                                                k->info.kernelName);
       !s)

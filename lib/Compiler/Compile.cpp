@@ -152,6 +152,9 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.smemBytes = lowered->smemBytes;
   info.persistent = lowered->persistent ? 1 : 0;
   info.clusterM = lowered->clusterM;
+  info.qGroup = lowered->qGroup;
+  info.splitKV = lowered->splitKV ? 1 : 0;
+  info.kvSplits = lowered->kvSplits;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return error(Stage::Cubin, "invalid kernel metadata: " + s.message(),

@@ -81,6 +81,9 @@ static int64_t toPassOption(int64_t knob) { return knob; }
 static std::string toPassOption(std::optional<bool> knob) {
   return printScheduleKnob(knob);
 }
+static int64_t toPassOption(std::optional<int64_t> knob) {
+  return knob.value_or(0);
+}
 
 std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
   auto bad = [](const char *knob, int64_t value, const std::string &why) {
@@ -106,6 +109,24 @@ std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
                  "most 256 (the N of one " +
                      std::string(hopper ? "wgmma" : "tcgen05.mma") + ")");
   return "";
+}
+
+void blasst::resolveCrossStageP(const AttentionSpec &spec,
+                                ScheduleOptions &o) {
+  if (o.target != blasst::Target::SM100a ||
+      (!spec.sparsity.isDense() && !o.crossStageP))
+    return;
+  if (!o.crossStageP)
+    o.crossStageP = true;
+  if (!*o.crossStageP)
+    return;
+  ws::BLASSTCrossStagePOptions defaults;
+  if (!o.crossStagePDepth)
+    o.crossStagePDepth = defaults.depth;
+  if (!o.crossStagePHoldA)
+    o.crossStagePHoldA = defaults.holdA;
+  if (!o.crossStagePHoldB)
+    o.crossStagePHoldB = defaults.holdB;
 }
 
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
@@ -142,19 +163,26 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
       vOpts.speculateAfter = *opts.vSpeculateAfter;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
-  // Cross-stage P: only when asked for (--cross-stage-p; an error where it
-  // cannot be done) until the sm_100a lowering keeps a row of S in
-  // registers (it reads S from tensor memory again after the release that
-  // cross-stage P moves up, and refuses such a schedule).
-  if (opts.crossStagePDepth && opts.crossStageP == false)
+  // Cross-stage P: by default on sm_100a wherever it applies (auto mode;
+  // --cross-stage-p=false leaves it out); asked for explicitly it is an
+  // error where it cannot be done (sm_90a keeps S in registers). The
+  // defaults of depth and hold are the pass's (resolveCrossStageP spells
+  // them out for the JIT's cache key).
+  if ((opts.crossStagePDepth || opts.crossStagePHoldA ||
+       opts.crossStagePHoldB) &&
+      opts.crossStageP == false)
     return module.emitError()
-           << "the cross-stage P handshake depth needs cross-stage P, which is "
-              "off (--cross-stage-p=false)";
-  if (opts.crossStageP.value_or(false)) {
+           << "the cross-stage P handshake depth and hold schedule need "
+              "cross-stage P, which is off (--cross-stage-p=false)";
+  if (opts.crossStageP.value_or(opts.target == blasst::Target::SM100a)) {
     ws::BLASSTCrossStagePOptions cOpts;
     cOpts.mode = opts.crossStageP ? "true" : "auto";
     if (opts.crossStagePDepth)
       cOpts.depth = *opts.crossStagePDepth;
+    if (opts.crossStagePHoldA)
+      cOpts.holdA = *opts.crossStagePHoldA;
+    if (opts.crossStagePHoldB)
+      cOpts.holdB = *opts.crossStagePHoldB;
     pm.addPass(ws::createBLASSTCrossStageP(cOpts));
   }
   // After the last ws transform: every schedule is proven deadlock-free and
@@ -179,15 +207,34 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
       os << "  (last query blocks first)";
     os << "\n";
   }
+  // Decode: the packing and the KV splits.
+  if (std::optional<uint64_t> g = kernel.getQGroup()) {
+    int64_t tokens = kernel.getBlockM() / int64_t(*g);
+    os << "  decode: " << *g << " q heads x " << tokens
+       << " tokens per tile (one tile per kv head while seq_q <= " << tokens
+       << "; seq_q <= 8)";
+    if (kernel.getSplitKv()) {
+      os << ", split KV: ";
+      IntegerAttr n;
+      if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+        n = record->getAs<IntegerAttr>("kv_splits");
+      if (n)
+        os << n.getInt() << " splits";
+      else
+        os << "splits chosen at launch";
+      os << " (workspace: kernel parameter 14; the last split merges by "
+            "LSE)";
+    }
+    os << "\n";
+  }
   // Cross-stage P, where it did not run: why.
   if (kernel.getTarget() == ws::Target::sm_90a)
     os << "  cross-stage P: not applicable (sm_90a keeps S in registers)\n";
   else if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
     BoolAttr on = record->getAs<BoolAttr>("cross_stage_p");
     if (!on || !on.getValue())
-      os << "  cross-stage P: off (each tile's P lies over its own S; "
-            "--cross-stage-p builds it, ws IR only until the sm_100a "
-            "lowering supports it)\n";
+      os << "  cross-stage P: off (each tile's P lies over its own S: "
+            "--cross-stage-p=false, or a kernel it does not apply to)\n";
   }
   os << "  CTA: " << kernel.getNumWarps() * 32 << " threads ("
      << kernel.getNumWarps() << " warps), shared memory "

@@ -282,7 +282,11 @@ static AttentionSpec withoutThreshold(AttentionSpec spec) {
 static ScheduleOptions resolvedSchedule(const AttentionSpec &spec,
                                         Target target, ScheduleOptions knobs) {
   knobs.target = target;
-  return resolveSchedule(spec, knobs);
+  ScheduleOptions s = resolveSchedule(spec, knobs);
+  // Cross-stage P's switch, depth and hold schedule (blasst-cross-stage-p's
+  // options, not convert-attn-to-ws's) in the key too.
+  resolveCrossStageP(spec, s);
+  return s;
 }
 
 /// The key over a *resolved* schedule.

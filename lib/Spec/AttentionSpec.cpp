@@ -302,6 +302,16 @@ SpecOrError parseSpecImpl(const std::string &text,
       std::string key = token.substr(0, eq);
       std::string value = token.substr(eq + 1);
 
+      // The KV caches serving engines use (issue 20): later steps of the
+      // decode work, named so that a spec asking for them is told so.
+      if (key == "page_size" || key == "block_table" || key == "kv_cache")
+        return fail("a paged KV cache ('" + key +
+                    "') is not implemented yet: decode reads a contiguous "
+                    "[batch, seq_kv, kv_heads, head_dim] cache");
+      if (key == "kv_lengths" || key == "seq_lens")
+        return fail("per-sequence KV lengths ('" + key +
+                    "') are not implemented yet: every sequence of a batch "
+                    "has the launch's seq_kv");
       bool known = false;
       for (const char *k : kKnownKeys)
         known |= key == k;
@@ -783,5 +793,21 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
            "(2x256) exceed it";
   if (spec.phase == Phase::Decode && !spec.sparsity.isDense())
     return "BLASST decode (skipping V loads) is not implemented yet";
+  if (spec.phase == Phase::Decode) {
+    // The decode schedule (q heads of a KV head packed into one 64-row
+    // tile, split KV) exists for sm_90a at head_dim 64 and 128.
+    if (target != Target::SM90a)
+      return std::string("phase = decode is not implemented on ") +
+             targetName + " yet (the decode schedule is sm_90a's)";
+    if (spec.headDim != 64 && spec.headDim != 128)
+      return "head_dim " + std::to_string(spec.headDim) +
+             " is not supported with phase = decode: supported 64, 128";
+    int g = spec.gqaRatio();
+    if (g > 64 || (g & (g - 1)) != 0)
+      return "q_heads / kv_heads = " + std::to_string(g) +
+             " is not supported with phase = decode: the q heads of a kv "
+             "head are packed into one 64-row tile, so the ratio must be a "
+             "power of two up to 64";
+  }
   return "";
 }

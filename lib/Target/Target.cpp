@@ -294,6 +294,13 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   if (auto c = dyn_cast_or_null<IntegerAttr>(
           kernelFunc->getAttr("blasst.cluster_m")))
     k.clusterM = int(c.getInt());
+  if (auto g = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.q_group")))
+    k.qGroup = int(g.getInt());
+  k.splitKV = kernelFunc->hasAttr("blasst.split_kv");
+  if (auto n = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.kv_splits")))
+    k.kvSplits = int(n.getInt());
   return k;
 }
 

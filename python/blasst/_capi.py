@@ -48,6 +48,7 @@ ATTR = {
 DTYPE_NAMES = {0: "bf16", 1: "f16"}
 SPARSITY_NONE, SPARSITY_A, SPARSITY_LN_LAMBDA = 0, 1, 2
 THRESHOLD_SPEC, THRESHOLD_VALUE, THRESHOLD_DEVICE = 0, 1, 2
+LAUNCH_ZERO_STATS = 1  # blasst_launch_flags
 
 
 class BlasstError(RuntimeError):
@@ -75,7 +76,7 @@ class AttentionArgs(ctypes.Structure):
         ("v_strides", ctypes.c_int64 * 3), ("o_strides", ctypes.c_int64 * 3),
         ("softmax_scale", ctypes.c_double),
         ("log2_threshold", ctypes.c_float),
-        ("reserved", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
         ("log2_threshold_ptr", ctypes.c_uint64),
     ]
 

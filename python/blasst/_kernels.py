@@ -21,6 +21,9 @@ _packages = []
 _kernels = {}  # (key, device) -> _capi.Kernel
 _by_spec = {}  # (spec text, device, target) -> the same kernels
 _compile_count = 0
+# Bumped by clear_cache(): the op's per-call plans (ops.py) hold kernels and
+# are rebuilt when it changes.
+generation = 0
 
 
 def add_package(directory):
@@ -45,9 +48,11 @@ def packages():
 
 def clear_cache():
     """Forgets the loaded kernels (the next call loads them again)."""
+    global generation
     with _lock:
         _kernels.clear()
         _by_spec.clear()
+        generation += 1
 
 
 def spec_text(dtype, head_dim, q_heads, kv_heads, causal, lse=False,

@@ -14,7 +14,9 @@ kernel through strides (no copy); any strides work whose head_dim stride is
 before a launch; call .contiguous() (or .clone() for a misaligned view).
 """
 
+import ctypes
 import math
+import operator
 import threading
 from typing import Optional, Tuple
 
@@ -27,6 +29,7 @@ __all__ = ["attention", "Sparsity"]
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 _LAYOUTS = ("bshd", "bhsd")
 _LOG2E = 1.4426950408889634
+_DEVICE_TYPE = "cuda"  # where the kernels run
 
 
 class Sparsity:
@@ -95,6 +98,13 @@ class Sparsity:
         self.threshold.fill_(t)
         self.value = value
 
+    def _tensor(self):
+        """The threshold tensor, unchecked (the op's plan checks it)."""
+        src = self._source
+        if src is None:
+            return self.threshold
+        return torch.log2(src) if self.kind == "a" else src * _LOG2E
+
     def log2_threshold(self, device):
         """The threshold tensor for a launch on `device`."""
         if self._source is not None:
@@ -133,7 +143,7 @@ def _dims(q, k, v, layout):
             raise TypeError("blasst.attention: %s has dtype %s; the kernels "
                             "take torch.bfloat16 or torch.float16"
                             % (name, t.dtype))
-        if t.device.type != "cuda" and t.device.type != "meta":
+        if t.device.type != _DEVICE_TYPE and t.device.type != "meta":
             raise ValueError("blasst.attention: %s is on %s; the kernels run "
                              "on CUDA devices" % (name, t.device))
     if not (q.dtype == k.dtype == v.dtype):
@@ -169,7 +179,10 @@ def _bshd_strides(t, layout):
     dimension of extent 1 is never stepped over, so its stride (which
     PyTorch leaves arbitrary, 0 after expand) becomes the tensor's span,
     which the kernel's checks accept."""
-    s, n = t.stride(), t.shape
+    return _bshd_strides_of(t.shape, t.stride(), layout)
+
+
+def _bshd_strides_of(n, s, layout):
     order = (0, 1, 2) if layout == "bshd" else (0, 2, 1)
     span = max([s[i] * n[i] for i in order if n[i] > 1] + [n[3]])
     return tuple(s[i] if n[i] > 1 else span for i in order), s[3]
@@ -195,13 +208,44 @@ def _check_memory(name, t, layout):
             "(a view at an odd offset): call .clone()" % (name, t.data_ptr()))
 
 
-_args_local = threading.local()
+# The GPU ordinal of a device and the raw current stream of a GPU (with
+# _DEVICE_TYPE: what the CPU benchmark, python/benchmarks/host_overhead.py
+# --stub, stands in).
+def _device_index(device):
+    return device.index if device.index is not None \
+        else torch.cuda.current_device()
 
 
-def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
-            return_lse, return_stats):
+# torch._C._cuda_getCurrentRawStream(index) returns the cudaStream_t as an
+# int without building a torch.cuda.Stream (what inductor's generated code
+# calls); torch.cuda.current_stream where a build lacks it.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+    (lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
+class _Plan:
+    """What a launch of one (shapes, strides, dtypes, devices, flags) needs,
+    checked once: the kernel, a blasst_attention_args with every field but
+    the data pointers and the scale filled in, the output shapes. Data
+    pointers (and their alignment) are checked at every call."""
+
+    __slots__ = ("empty", "o_shape", "lse_shape", "stats_shape", "dtype",
+                 "device", "index", "args", "ref", "fn", "handle", "kernel",
+                 "generation")
+
+
+# Plans per thread (a plan's args struct is written at every call and read
+# by the C API while the GIL is released: threads must not share one).
+_tls = threading.local()
+_MAX_PLANS = 256  # a dynamic-shape workload starts over past this
+
+
+def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
+          return_stats):
+    """Checks everything about the arguments but the data pointers (the
+    errors name the problem) and builds their _Plan."""
     B, Sq, Skv, Hq, Hkv, D = _dims(q, k, v, layout)
-    if q.device.type != "cuda":
+    if q.device.type != _DEVICE_TYPE:
         raise ValueError("blasst.attention: the inputs are on %s; the "
                          "kernels run on CUDA devices" % q.device)
     if kind not in (0, 1, 2) or (kind == 0) != (threshold is None):
@@ -209,59 +253,134 @@ def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
                          "sparsity kind (1: a, 2: ln_lambda) and only then "
                          "(got kind %r, threshold %s)"
                          % (kind, "None" if threshold is None else "a tensor"))
-    f32 = torch.float32
-    if threshold is not None and (threshold.dtype != f32 or
+    if threshold is not None and (threshold.dtype != torch.float32 or
                                   threshold.numel() != 1 or
                                   threshold.device != q.device):
         raise ValueError("blasst.attention: the threshold must be one "
                          "float32 on %s, got %s on %s" % (
                              q.device, threshold.dtype, threshold.device))
-    if B * Sq > 0:
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            _check_memory(name, t, layout)
-    if layout == "bshd":
-        o = q.new_empty((B, Sq, Hq, D))
-    else:
-        o = q.new_empty((B, Hq, Sq, D))
-    lse = q.new_empty((B, Hq, Sq) if return_lse else (0,), dtype=f32)
-    # The kernel adds to the counters: they start at zero.
-    stats = torch.zeros((B, Hq, 2), dtype=torch.int64, device=q.device) \
-        if return_stats else q.new_empty((0,), dtype=torch.int64)
-    if B * Sq == 0:
-        return o, lse, stats
+    p = _Plan()
+    p.empty = B * Sq == 0
+    p.o_shape = (B, Sq, Hq, D) if layout == "bshd" else (B, Hq, Sq, D)
+    p.lse_shape = (B, Hq, Sq) if return_lse else (0,)
+    p.stats_shape = (B, Hq, 2) if return_stats else (0,)
+    p.dtype, p.device = q.dtype, q.device
+    p.generation = _kernels.generation
+    if p.empty:
+        return p
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_memory(name, t, layout)
     sparsity = {0: None, 1: "a", 2: "ln_lambda"}[kind]
     spec = _kernels.spec_text(_DTYPES[q.dtype], D, Hq, Hkv, causal,
                               return_lse, return_stats, sparsity, lambda_max)
-    device = q.device.index if q.device.index is not None \
-        else torch.cuda.current_device()
-    kernel = _kernels.get_kernel(spec, device)
-
-    a = getattr(_args_local, "args", None)
-    if a is None:
-        a = _args_local.args = _capi.AttentionArgs()
-    a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), \
-        o.data_ptr()
-    a.lse = lse.data_ptr() if return_lse else 0
-    a.stats = stats.data_ptr() if return_stats else 0
+    p.index = _device_index(q.device)
+    p.kernel = _kernels.get_kernel(spec, p.index)
+    a = p.args = _capi.AttentionArgs()
     a.batch, a.seq_q, a.seq_kv = B, Sq, Skv
     a.q_heads, a.kv_heads, a.head_dim = Hq, Hkv, D
     a.q_strides[:] = _bshd_strides(q, layout)[0]
     a.k_strides[:] = _bshd_strides(k, layout)[0]
     a.v_strides[:] = _bshd_strides(v, layout)[0]
-    a.o_strides[:] = _bshd_strides(o, layout)[0]
-    a.softmax_scale = scale
+    # O is allocated contiguous in q's layout.
+    o_strides = [1] * 4
+    for i in (2, 1, 0):
+        o_strides[i] = o_strides[i + 1] * p.o_shape[i + 1]
+    a.o_strides[:] = _bshd_strides_of(p.o_shape, o_strides, layout)[0]
+    a.threshold_source = _capi.THRESHOLD_SPEC if threshold is None \
+        else _capi.THRESHOLD_DEVICE
+    a.flags = _capi.LAUNCH_ZERO_STATS if return_stats else 0
+    p.ref = ctypes.byref(a)
+    p.fn = _capi.lib().blasst_kernel_launch
+    p.handle = p.kernel._h
+    return p
+
+
+def _misaligned(q, k, v):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.data_ptr() % 16:
+            return ValueError(
+                "blasst.attention: %s's data pointer 0x%x is not 16-byte "
+                "aligned (a view at an odd offset): call .clone()"
+                % (name, t.data_ptr()))
+    return None
+
+
+def _key(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
+         return_stats):
+    """Everything a _Plan's checks and fields depend on: a changed shape,
+    stride, dtype, device or flag is another plan."""
+    return (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
+            q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+            causal, layout, kind, lambda_max, return_lse, return_stats,
+            None if threshold is None else
+            (threshold.dtype, threshold.shape, threshold.device))
+
+
+def _plans():
+    try:
+        return _tls.plans
+    except AttributeError:
+        plans = _tls.plans = {}
+        return plans
+
+
+def _get_plan(plans, key, q, k, v, causal, layout, threshold, kind,
+              lambda_max, return_lse, return_stats):
+    p = plans.get(key)
+    if p is None or p.generation != _kernels.generation:
+        if len(plans) >= _MAX_PLANS:
+            plans.clear()
+        p = plans[key] = _plan(q, k, v, causal, layout, threshold, kind,
+                               lambda_max, return_lse, return_stats)
+    return p
+
+
+def _run(p, q, k, v, scale, threshold, return_lse, return_stats):
+    """Launches a plan's kernel on q, k, v; returns O, and LSE / stats when
+    asked for (None otherwise)."""
+    o = torch.empty(p.o_shape, dtype=p.dtype, device=p.device)
+    lse = torch.empty(p.lse_shape, dtype=torch.float32, device=p.device) \
+        if return_lse else None
+    # The kernel adds to the counters: the launch zeroes them first
+    # (BLASST_LAUNCH_ZERO_STATS: one memset on the stream, cheaper on the
+    # host than torch.zeros).
+    stats = torch.empty(p.stats_shape, dtype=torch.int64, device=p.device) \
+        if return_stats else None
+    if p.empty:
+        if stats is not None:
+            stats.zero_()
+        return o, lse, stats
+    qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
+    if (qp | kp | vp) & 15:
+        raise _misaligned(q, k, v)
+    a = p.args
+    a.q, a.k, a.v, a.o = qp, kp, vp, o.data_ptr()
+    if return_lse:
+        a.lse = lse.data_ptr()
+    if return_stats:
+        a.stats = stats.data_ptr()
     if threshold is not None:
-        a.threshold_source = _capi.THRESHOLD_DEVICE
         a.log2_threshold_ptr = threshold.data_ptr()
-    else:
-        a.threshold_source = _capi.THRESHOLD_SPEC
-        a.log2_threshold_ptr = 0
-    stream = torch.cuda.current_stream(q.device).cuda_stream
-    if device != torch.cuda.current_device():
-        with torch.cuda.device(device):
-            kernel.launch(a, stream)
-    else:
-        kernel.launch(a, stream)
+    a.softmax_scale = scale
+    status = p.fn(p.handle, p.ref, _raw_stream(p.index))
+    if status:
+        _capi.check(status)
+    return o, lse, stats
+
+
+def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
+            return_lse, return_stats):
+    """The op's implementation (every output a tensor)."""
+    key = _key(q, k, v, causal, layout, threshold, kind, lambda_max,
+               return_lse, return_stats)
+    p = _get_plan(_plans(), key, q, k, v, causal, layout, threshold, kind,
+                  lambda_max, return_lse, return_stats)
+    o, lse, stats = _run(p, q, k, v, scale, threshold, return_lse,
+                         return_stats)
+    if lse is None:
+        lse = torch.empty((0,), dtype=torch.float32, device=p.device)
+    if stats is None:
+        stats = torch.empty((0,), dtype=torch.int64, device=p.device)
     return o, lse, stats
 
 
@@ -294,6 +413,40 @@ else:  # PyTorch before 2.4: no custom_op; eager only
     _op = _launch
 
 
+# Eager calls skip the dispatcher (torch.ops.blasst.attention costs more
+# host time than the launch itself) where that is exactly what the op would
+# do: plain tensors on the GPU, nothing tracing or transforming them, no
+# autograd graph to record. Everything else goes through the op, as before:
+# torch.compile / torch.export (is_compiling is True while dynamo traces, so
+# the op lands in the graph), FakeTensor and other subclasses or dispatch
+# modes, TorchFunctionModes, torch.jit.trace, functorch transforms (vmap,
+# grad), inputs that require grad while grad mode is on (the op's autograd
+# behaviour: no derivative), the profiler (so traces show the op).
+_Tensor = torch.Tensor
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        None) or (lambda: False)
+_fn_modes = getattr(torch._C, "_is_torch_function_mode_enabled",
+                    lambda: False)
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+_jit_tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
+_transforms = getattr(torch._C, "_are_functorch_transforms_active",
+                      lambda: False)
+_grad_enabled = torch.is_grad_enabled
+_profiler = torch.autograd.profiler
+_on_device = operator.attrgetter("is_cuda")  # the stub benchmark: is_cpu
+
+
+def _direct(q, k, v):
+    return (not _is_compiling()
+            and type(q) is _Tensor and type(k) is _Tensor
+            and type(v) is _Tensor and _on_device(q)
+            and not ((q.requires_grad or k.requires_grad or v.requires_grad)
+                     and _grad_enabled())
+            and not _fn_modes() and _dispatch_modes() == 0
+            and _jit_tracing() is None and not _transforms()
+            and not getattr(_profiler, "_is_profiler_enabled", False))
+
+
 def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
               return_lse=False, return_stats=False, layout="bshd"):
     """Attention over q [B, Sq, Hq, D] and k, v [B, Skv, Hkv, D] (or
@@ -313,7 +466,7 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
         scale = 1.0 / math.sqrt(q.shape[-1]) if isinstance(q, torch.Tensor) \
             and q.dim() == 4 else 1.0
     scale = float(scale)
-    if not (math.isfinite(scale) and scale > 0):
+    if not 0.0 < scale < math.inf:  # NaN fails too
         raise ValueError("blasst.attention: scale must be finite and > 0, "
                          "got %r" % scale)
     if sparsity is None:
@@ -322,14 +475,33 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
                              "sparsity (a dense kernel skips nothing)")
         threshold, kind, lambda_max = None, 0, 1.0
     elif isinstance(sparsity, Sparsity):
-        threshold = sparsity.log2_threshold(q.device)
         kind = 1 if sparsity.kind == "a" else 2
         lambda_max = sparsity.lambda_max
+        threshold = None
     else:
         raise TypeError("blasst.attention: sparsity must be None or a "
                         "blasst.Sparsity, got %s" % type(sparsity).__name__)
-    o, lse, stats = _op(q, k, v, bool(causal), scale, layout, threshold,
-                        kind, lambda_max, bool(return_lse), bool(return_stats))
+    causal, return_lse, return_stats = \
+        bool(causal), bool(return_lse), bool(return_stats)
+    if _direct(q, k, v):
+        if sparsity is not None:
+            threshold = sparsity._tensor()
+        key = _key(q, k, v, causal, layout, threshold, kind, lambda_max,
+                   return_lse, return_stats)
+        plans = _plans()
+        p = plans.get(key)
+        if p is None or p.generation != _kernels.generation:
+            if threshold is not None:  # the error that names the Sparsity
+                sparsity.log2_threshold(q.device)
+            p = _get_plan(plans, key, q, k, v, causal, layout, threshold,
+                          kind, lambda_max, return_lse, return_stats)
+        o, lse, stats = _run(p, q, k, v, scale, threshold, return_lse,
+                             return_stats)
+    else:
+        if sparsity is not None:
+            threshold = sparsity.log2_threshold(q.device)
+        o, lse, stats = _op(q, k, v, causal, scale, layout, threshold, kind,
+                            lambda_max, return_lse, return_stats)
     if not return_lse and not return_stats:
         return o
     out = (o,)

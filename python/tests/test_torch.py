@@ -4,6 +4,9 @@ tracing. Skipped where PyTorch is not installed (this machine, CI); the GPU
 tests are test/gpu/python_op.py.
 """
 
+import os
+import subprocess
+import sys
 import unittest
 
 try:
@@ -176,6 +179,45 @@ class TorchOpTest(unittest.TestCase):
         opcheck(torch.ops.blasst.attention.default,
                 (q, k, k, False, 0.125, "bshd", None, 0, 1.0, True, False),
                 test_utils=("test_schema", "test_faketensor"))
+
+
+def fake_driver():
+    """The fake libcuda (build/runtime/libblasst-fake-cuda.so), or None."""
+    path = os.environ.get("BLASST_FAKE_DRIVER", "")
+    if not path:
+        from blasst import _capi
+        try:
+            lib = _capi.library_path()
+        except OSError:
+            return None
+        path = os.path.join(os.path.dirname(lib), os.pardir, "runtime",
+                            "libblasst-fake-cuda.so")
+    return path if os.path.isfile(path) else None
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed")
+class FastPathTest(unittest.TestCase):
+    def test_fast_path_and_plans_with_the_fake_driver(self):
+        # In a subprocess: libblasst.so must load the fake driver from the
+        # start, and the op's device hooks are replaced there.
+        from blasst import _capi
+        driver = fake_driver()
+        if driver is None:
+            self.skipTest("no fake driver (build/runtime/"
+                          "libblasst-fake-cuda.so)")
+        if not _capi.jit_available():
+            self.skipTest("no libblasst_jit.so to compile the kernels")
+        env = dict(os.environ, BLASST_LIBCUDA=os.path.abspath(driver))
+        here = os.path.dirname(os.path.abspath(__file__))
+        r = subprocess.run([sys.executable,
+                            os.path.join(here, "_stub_fast_path.py")],
+                           env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=600)
+        out = r.stdout.decode(errors="replace")
+        if "ptxas" in out and "not found" in out:
+            self.skipTest("no ptxas")
+        self.assertEqual(r.returncode, 0, out[-3000:])
+        self.assertIn("OK", out)
 
 
 if __name__ == "__main__":

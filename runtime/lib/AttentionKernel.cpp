@@ -94,12 +94,21 @@ const IntKey kIntKeys[] = {
     {"cluster_m", &KernelInfo::clusterM, 1, 2,
      "CTAs per cluster along x (2: K/V multicast pairs, K/V boxes of "
      "block_n / 2 rows); optional, default 1"},
+    {"q_group", &KernelInfo::qGroup, 0, 64,
+     "decode: q heads of a KV head packed into a tile; optional, default 0"},
+    {"split_kv", &KernelInfo::splitKV, 0, 1,
+     "decode: 1 when the kernel splits KV and takes the workspace; optional, "
+     "default 0"},
+    {"kv_splits", &KernelInfo::kvSplits, 0, 1024,
+     "decode: the split count compiled in (0: chosen at launch); optional, "
+     "default 0"},
 };
 
 const char *const kKnownKeys[] = {
     "abi_version", "kernel",    "target",        "block_m",
     "block_n",     "threads",   "smem_bytes",    "compiler_version",
-    "persistent",  "cluster_m", "content_sha256"};
+    "persistent",  "cluster_m", "content_sha256", "q_group",
+    "split_kv",    "kv_splits"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -201,6 +210,18 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("block_n = " + std::to_string(info.blockN) +
                          " is not divisible by cluster_m = " +
                          std::to_string(info.clusterM));
+  if (info.splitKV && !info.qGroup)
+    return Status::error("split_kv = 1 needs q_group (a decode kernel)");
+  if (info.kvSplits && !info.splitKV)
+    return Status::error("kv_splits = " + std::to_string(info.kvSplits) +
+                         " needs split_kv = 1");
+  if (info.qGroup && info.blockM % info.qGroup)
+    return Status::error("q_group = " + std::to_string(info.qGroup) +
+                         " does not divide block_m = " +
+                         std::to_string(info.blockM));
+  if (info.qGroup && (info.persistent || info.clusterM > 1))
+    return Status::error("q_group cannot be combined with persistent or "
+                         "cluster_m");
   if (info.compilerVersion.find_first_of("\r\n") != std::string::npos)
     return Status::error("compiler_version contains a line break");
   if (trim(info.compilerVersion) != info.compilerVersion)
@@ -218,7 +239,10 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
     // (persistent is optional: written only when set, so the metadata of
     // the one-CTA-per-tile kernels reads as before.)
     if ((k.field != &KernelInfo::persistent || info.persistent) &&
-        (k.field != &KernelInfo::clusterM || info.clusterM != 1))
+        (k.field != &KernelInfo::clusterM || info.clusterM != 1) &&
+        (k.field != &KernelInfo::qGroup || info.qGroup) &&
+        (k.field != &KernelInfo::splitKV || info.splitKV) &&
+        (k.field != &KernelInfo::kvSplits || info.kvSplits))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -428,6 +452,17 @@ Status blasst::rt::validateArgsForKernel(const AttentionArgs &args,
   if (!spec.stats && args.stats != 0)
     return fail("a stats pointer was given but the kernel was compiled with "
                 "stats = false and would not write it");
+  if (spec.phase == Phase::Decode && args.seqQ > kMaxDecodeSeqQ)
+    return fail("seqQ is " + std::to_string(args.seqQ) +
+                " but a decode kernel (phase = decode) takes at most " +
+                std::to_string(kMaxDecodeSeqQ) +
+                " new tokens per sequence; use a prefill kernel");
+  if (args.kvSplits < 0)
+    return fail("kvSplits is " + std::to_string(args.kvSplits) +
+                "; it must be 0 (chosen at launch) or positive");
+  if (args.kvSplits > 1 && !info.splitKV)
+    return fail("kvSplits is " + std::to_string(args.kvSplits) +
+                " but the kernel does not split KV (a decode kernel does)");
   if (args.log2ThresholdPtr != 0 && spec.sparsity.isDense())
     return fail("a threshold pointer was given but the kernel is dense (no "
                 "sparsity policy) and would not read it");
@@ -588,6 +623,7 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[11] = &scaleLog2;
   params[12] = &log2Threshold;
   params[13] = &log2ThresholdPtr;
+  params[14] = &workspace;
 }
 
 //===----------------------------------------------------------------------===//
@@ -611,6 +647,18 @@ Status blasst::rt::checkKernelDescription(const KernelInfo &info,
   if (std::string why = checkSupported(spec, target); !why.empty())
     return Status::error("the spec is not one the compiler builds for " +
                          info.target + ": " + why);
+  // The decode schedule packs a KV head's q heads (q_group) and splits KV;
+  // the launcher's grid and Q box follow the metadata.
+  bool decode = spec.phase == Phase::Decode;
+  if (decode != (info.qGroup > 0) || (decode && !info.splitKV) ||
+      (decode && info.qGroup != spec.gqaRatio()))
+    return Status::error(
+        "the metadata (q_group = " + std::to_string(info.qGroup) +
+        ", split_kv = " + std::to_string(info.splitKV) +
+        ") does not match the spec (phase = " + toString(spec.phase) +
+        ", q_heads / kv_heads = " + std::to_string(spec.gqaRatio()) +
+        "): a decode kernel has q_group = q_heads / kv_heads and split_kv = "
+        "1, other kernels neither");
   return Status::success();
 }
 
@@ -778,6 +826,10 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.o = args.o;
   launch.lse = args.lse;
   launch.stats = args.stats;
+  // int64 {visited, skipped} per batch entry and query head.
+  if (args.zeroStats && args.stats != 0)
+    launch.zeroStatsBytes =
+        size_t(args.batch) * size_t(args.numQHeads) * 2 * sizeof(int64_t);
   launch.seqQ = int32_t(args.seqQ);
   launch.seqKV = int32_t(args.seqKV);
   launch.oStrideB = args.oStrides.batch;
@@ -789,6 +841,37 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.log2ThresholdPtr = args.log2ThresholdPtr;
   launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
                      unsigned(args.numQHeads), unsigned(args.batch));
+  if (kernelInfo.qGroup) {
+    // Decode: the q_group q heads of a KV head by block_m / q_group tokens
+    // per tile; grid (query tiles x splits, kv heads, batch).
+    uint32_t g = uint32_t(kernelInfo.qGroup), tokens = blockM / g;
+    if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q,
+                                   args.batch, args.seqQ, args.numQHeads,
+                                   args.headDim, args.qStrides, tokens,
+                                   kTmaBoxHeadDim, TmaSwizzle::B128, g);
+        !s)
+      return Status::error(doing + s.message());
+    int splits = kvSplitsFor(args);
+    size_t need = workspaceBytes(args);
+    if (need && args.workspace == 0)
+      return Status::error(
+          doing + "the launch splits KV " + std::to_string(splits) +
+          " ways and needs a workspace of " + std::to_string(need) +
+          " bytes (AttentionArgs::workspace, sized by "
+          "AttentionKernel::workspaceBytes), or kvSplits = 1");
+    if (need && args.workspaceBytes < need)
+      return Status::error(doing + "the workspace has " +
+                           std::to_string(args.workspaceBytes) +
+                           " bytes but this launch (" + std::to_string(splits) +
+                           " KV splits) needs " + std::to_string(need));
+    if (need && args.workspace % 16)
+      return Status::error(doing + "the workspace is not 16-byte aligned");
+    launch.workspace = need ? args.workspace : 0;
+    launch.kvSplits = splits;
+    int64_t tiles = (args.seqQ + tokens - 1) / tokens;
+    launch.grid = Dim3(unsigned(tiles * splits), unsigned(args.numKVHeads),
+                       unsigned(args.batch));
+  }
   if (kernelInfo.clusterM > 1) {
     // Whole clusters; an extra CTA past the last query block loads its
     // share of K/V for its partner and writes nothing.
@@ -814,6 +897,41 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   return Status::success();
 }
 
+int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
+  if (!kernelInfo.splitKV || kernelInfo.qGroup < 1 || args.seqKV < 1)
+    return 1;
+  int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
+  int64_t tiles = std::max<int64_t>(1, args.batch) *
+                  std::max<int64_t>(1, args.numKVHeads) *
+                  ((std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens);
+  int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
+  int64_t splits = args.kvSplits > 0      ? args.kvSplits
+                   : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
+                                             : 0;
+  if (!splits) {
+    // One CTA per SM (the schedule takes most of the shared memory): as
+    // many splits as fill the SMs once, each at least two KV blocks.
+    int64_t sms = numSMs > 0 ? numSMs : 132;
+    splits = tiles >= sms ? 1 : sms / tiles;
+    splits = std::min<int64_t>(splits, std::max<int64_t>(1, blocks / 2));
+  }
+  // No empty split beyond the blocks, and grid x within its limit.
+  splits = std::min<int64_t>({splits, blocks, 1024});
+  return int(std::max<int64_t>(1, splits));
+}
+
+size_t AttentionKernel::workspaceBytes(const AttentionArgs &args) const {
+  int splits = kvSplitsFor(args);
+  if (splits <= 1)
+    return 0;
+  int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
+  int64_t tiles = args.batch * args.numKVHeads * ((args.seqQ + tokens - 1) / tokens);
+  int64_t slots = tiles * splits;
+  return size_t(slots) * size_t(kernelInfo.blockM) *
+             size_t(kernelSpec.headDimV + 1) * sizeof(float) +
+         size_t(tiles) * sizeof(int32_t);
+}
+
 Status AttentionKernel::launch(const AttentionLaunch &prepared,
                                CUstream stream) const {
   if (!valid())
@@ -832,6 +950,14 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
   // A local copy: the parameter pointers must be non-const, and the copy
   // (about 500 bytes) keeps the descriptors 64-byte aligned.
   AttentionLaunch copy = prepared;
+  if (copy.zeroStatsBytes > 0)
+    if (CUresult r = api->memsetD32Async(copy.stats, 0,
+                                         copy.zeroStatsBytes / 4, stream);
+        r != CUDA_SUCCESS)
+      return Status::error(explain(
+          r, "cuMemsetD32Async failed while zeroing the statistics of "
+             "kernel " +
+                 quoted(kernelInfo.kernelName)));
   void *params[AttentionLaunch::kNumParams];
   copy.fillParams(params);
   return rt::launch(function, copy.grid, copy.block, copy.smemBytes, stream,

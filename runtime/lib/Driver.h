@@ -45,6 +45,7 @@ namespace blasst::rt::detail {
   X(memcpyHtoD, cuMemcpyHtoD_v2)                                               \
   X(memcpyDtoH, cuMemcpyDtoH_v2)                                               \
   X(memsetD8, cuMemsetD8_v2)                                                   \
+  X(memsetD32Async, cuMemsetD32Async)                                          \
   X(streamSynchronize, cuStreamSynchronize)                                    \
   X(eventCreate, cuEventCreate)                                                \
   X(eventRecord, cuEventRecord)                                                \

@@ -534,7 +534,7 @@ Status blasst::rt::encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
                                    int64_t seqLen, int64_t heads,
                                    int64_t headDim, const BSHDStrides &strides,
                                    uint32_t boxSeq, uint32_t boxHeadDim,
-                                   TmaSwizzle swizzle) {
+                                   TmaSwizzle swizzle, uint32_t boxHeads) {
   std::string where =
       "TMA descriptor for " + quoted(tensorName ? tensorName : "tensor") + ": ";
   // Negative values would wrap to huge unsigned ones below and be reported
@@ -561,7 +561,7 @@ Status blasst::rt::encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
                             uint64_t(seqLen), uint64_t(batch)};
   const uint64_t strideBytes[3] = {bytes(strides.head), bytes(strides.seq),
                                    bytes(strides.batch)};
-  const uint32_t box[4] = {boxHeadDim, 1, boxSeq, 1};
+  const uint32_t box[4] = {boxHeadDim, boxHeads, boxSeq, 1};
   return encodeTensorMap(
       out, tensorName, dataType, 4, globalAddress, dims, strideBytes, box,
       nullptr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,

@@ -135,7 +135,7 @@ TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
-  EXPECT_NE(text.find("abi_version = 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("abi_version = 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
   EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
   KernelInfo parsed;
@@ -190,7 +190,7 @@ TEST(KernelInfoTest, WriteAndReadFile) {
 TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
   std::string text = "# produced by blasst-compile\r\n"
                      "\r\n"
-                     "  abi_version=2\r\n"
+                     "  abi_version=3\r\n"
                      "kernel   =   k0\r\n"
                      "target = sm_100a\r\n"
                      "block_m = 64\n"
@@ -219,7 +219,7 @@ TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
 
 TEST(KernelInfoTest, MissingRequiredKey) {
   KernelInfo info;
-  Status s = parseKernelInfo("abi_version = 2\nkernel = k\ntarget = sm_90a\n"
+  Status s = parseKernelInfo("abi_version = 3\nkernel = k\ntarget = sm_90a\n"
                              "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
                              "a.meta", &info);
   EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
@@ -233,14 +233,14 @@ TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
   KernelInfo info;
   Status s = parseKernelInfo(text, "v1.meta", &info);
   EXPECT_TRUE(failsWith(s, "v1.meta:3: the kernel was built for kernel ABI "
-                           "version 1, but this runtime implements version 2"));
+                           "version 1, but this runtime implements version 3"));
   EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
                         "m:1: abi_version 'one' is not an integer"));
 }
 
 TEST(KernelInfoTest, BadValuesNameTheLine) {
   KernelInfo info;
-  std::string base = "abi_version = 2\nkernel = k\n";
+  std::string base = "abi_version = 3\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
   // Bytes of a binary file reach the message escaped.
@@ -449,7 +449,7 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
   void *expected[] = {&l.tmQ,          &l.tmK,      &l.tmV,      &l.o,
                       &l.lse,          &l.stats,    &l.seqQ,     &l.seqKV,
                       &l.oStrideB,     &l.oStrideS, &l.oStrideH, &l.scaleLog2,
-                      &l.log2Threshold, &l.log2ThresholdPtr};
+                      &l.log2Threshold, &l.log2ThresholdPtr, &l.workspace};
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -701,6 +701,97 @@ TEST_F(FakeDriverTest, RunDefaultsToTheSpecsThreshold) {
   EXPECT_EQ(prepared.log2Threshold, spec);
   ASSERT_TRUE(succeeds(kernel.prepare(sampleArgs(), 0.0f, &prepared)));
   EXPECT_EQ(prepared.log2Threshold, 0.0f);
+}
+
+// AttentionArgs::zeroStats: one cuMemsetD32Async over the counters
+// ({visited, skipped} int64 per batch entry and head) before the kernel;
+// without it, none.
+TEST_F(FakeDriverTest, ZeroStatsMemsetsTheCountersBeforeTheLaunch) {
+  int (*memsets)() = nullptr;
+  void (*lastMemset)(uint64_t *, unsigned *, size_t *) = nullptr;
+  resolve("blasstFakeMemsets", &memsets);
+  resolve("blasstFakeLastMemset", &lastMemset);
+  AttentionSpec spec = sparseSpec();
+  spec.stats = true;
+  std::string cubin = tinyCubin(sampleInfo().kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             sampleInfo(), spec, &kernel)));
+  AttentionArgs args = sampleArgs();
+  args.stats = 0x7000000;
+  int before = memsets(), launched = launches();
+  ASSERT_TRUE(succeeds(kernel.run(args, nullptr)));
+  EXPECT_EQ(memsets(), before) << "no zeroStats: the caller zeroed them";
+  args.zeroStats = true;
+  ASSERT_TRUE(succeeds(kernel.run(args, nullptr)));
+  EXPECT_EQ(memsets(), before + 1);
+  EXPECT_EQ(launches(), launched + 2);
+  uint64_t ptr = 0;
+  unsigned value = 1;
+  size_t words = 0;
+  lastMemset(&ptr, &value, &words);
+  EXPECT_EQ(ptr, args.stats);
+  EXPECT_EQ(value, 0u);
+  EXPECT_EQ(words, size_t(args.batch * args.numQHeads * 4));
+}
+
+// Decode kernels (q_group, split_kv): the grid is (query tiles x splits, kv
+// heads, batch), the split count follows AttentionArgs::kvSplits or the SM
+// count, and a launch with several splits needs the workspace.
+TEST_F(FakeDriverTest, DecodeGridSplitsAndWorkspace) {
+  KernelInfo info = sampleInfo();
+  info.blockM = 64;
+  info.threads = 256;
+  info.qGroup = 4;
+  info.splitKV = 1;
+  AttentionSpec spec = sampleSpec();
+  spec.phase = Phase::Decode;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads
+  a.seqQ = 4;
+  a.seqKV = 5000; // 40 blocks of 128 keys
+  // 16 tiles (2 x 8 kv heads, 4 tokens fit one 16-token tile), 132 SMs: 8.
+  EXPECT_EQ(kernel.kvSplitsFor(a), 8);
+  size_t bytes = size_t(16 * 8) * 64 * 129 * 4 + 16 * 4;
+  EXPECT_EQ(kernel.workspaceBytes(a), bytes);
+  AttentionLaunch prepared;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "the launch splits KV 8 ways and needs a workspace of " +
+                            std::to_string(bytes) + " bytes"));
+  a.workspace = 0x50000000;
+  a.workspaceBytes = bytes - 4;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "needs " + std::to_string(bytes)));
+  a.workspaceBytes = bytes;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(8,8,2)");
+  EXPECT_EQ(prepared.workspace, 0x50000000u);
+  EXPECT_EQ(prepared.kvSplits, 8);
+  // One split: no workspace passed, grid x = query tiles.
+  a.kvSplits = 1;
+  EXPECT_EQ(kernel.workspaceBytes(a), 0u);
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(1,8,2)");
+  EXPECT_EQ(prepared.workspace, 0u);
+  // No more splits than KV blocks.
+  a.kvSplits = 100;
+  a.seqKV = 300;
+  EXPECT_EQ(kernel.kvSplitsFor(a), 3);
+  a.kvSplits = 0;
+  a.seqQ = 9;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "seqQ is 9 but a decode kernel (phase = decode) takes "
+                        "at most 8 new tokens per sequence"));
+  // Metadata that does not match the spec's phase.
+  KernelInfo prefill = info;
+  prefill.qGroup = 0;
+  prefill.splitKV = 0;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              prefill, spec, &kernel),
+                        "does not match the spec (phase = decode"));
 }
 
 // Every runtime call that needs its object's context gives the calling

@@ -25,6 +25,12 @@ float lastThreshold = 0;
 CUcontext contextAtLaunch = nullptr;
 int dynamicSmem = 0;
 std::atomic<uint64_t> nextAddress{0x100000000ull};
+struct Memset {
+  CUdeviceptr ptr;
+  unsigned value;
+  size_t words;
+} lastMemset{};
+std::atomic<int> memsets{0};
 } // namespace
 
 extern "C" {
@@ -37,6 +43,13 @@ CUcontext blasstFakePrimaryContext() {
   return reinterpret_cast<CUcontext>(&primaryContext);
 }
 int blasstFakeSetCurrentCalls() { return setCurrentCalls; }
+/// cuMemsetD32Async calls, and the last one's pointer, value and words.
+int blasstFakeMemsets() { return memsets; }
+void blasstFakeLastMemset(uint64_t *ptr, unsigned *value, size_t *words) {
+  *ptr = lastMemset.ptr;
+  *value = lastMemset.value;
+  *words = lastMemset.words;
+}
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuDriverGetVersion(int *v) {
@@ -169,6 +182,12 @@ CUresult CUDAAPI cuMemcpyDtoH(void *dst, CUdeviceptr, size_t bytes) {
   return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 CUresult CUDAAPI cuMemsetD8(CUdeviceptr, unsigned char, size_t) {
+  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr p, unsigned int value,
+                                  size_t words, CUstream) {
+  lastMemset = {p, value, words};
+  memsets.fetch_add(1);
   return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }

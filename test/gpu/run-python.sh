@@ -2,7 +2,8 @@
 # The Python op on the H200 (no LLVM there): the package's unit tests with
 # PyTorch, then test/gpu/python_op.py (correctness against float64, CUDA
 # graph replay with a changed threshold, torch.compile, calibration, kernel
-# packages without LLVM, timing beside SDPA). Kernels and libblasst.so come
+# packages without LLVM, timing beside SDPA), then the host overhead per call
+# (python/benchmarks/host_overhead.py). Kernels and libblasst.so come
 # from DIR, built here by test/gpu/build-python.sh; the JIT library is
 # pointed at nothing, so every kernel must come from the package.
 # Usage (repository root, on the device):
@@ -24,5 +25,9 @@ unit=$?; tail -n 3 "$OUT/unit.log"
 echo "=== test/gpu/python_op.py ==="
 python3 test/gpu/python_op.py --out "$OUT" 2>&1 | tee "$OUT/python-op.log"
 op=${PIPESTATUS[0]}
-echo "unit tests exit $unit, python_op exit $op" | tee "$OUT/summary.txt"
-exit $(( unit != 0 || op != 0 ))
+echo "=== python/benchmarks/host_overhead.py ==="
+python3 python/benchmarks/host_overhead.py --json "$OUT/host-overhead.json" 2>&1 \
+  | tee "$OUT/host-overhead.log"
+bench=${PIPESTATUS[0]}
+echo "unit tests exit $unit, python_op exit $op, host_overhead exit $bench" | tee "$OUT/summary.txt"
+exit $(( unit != 0 || op != 0 || bench != 0 ))

@@ -74,7 +74,8 @@ TEST(ScheduleKnobsTest, EveryKnobIsAnOptionOfItsPass) {
     if (std::string(knob.pass) != "convert-attn-to-ws")
       continue;
     EXPECT_EQ(std::string(knob.name), knob.passOption);
-    EXPECT_EQ(it->second, knob.kind == KnobKind::Size ? "0" : "auto");
+    // Sizes and counts: 0 (the default / unset); switches: auto.
+    EXPECT_EQ(it->second, knob.kind == KnobKind::Switch ? "auto" : "0");
     attnToWSKnobs.insert(knob.name);
   }
   for (const auto &[name, value] : options["convert-attn-to-ws"])

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "blasst/JIT/JIT.h"
+#include "blasst/Compiler/Frontend.h"
 #include "blasst/Conversion/AttnToWS/AttnToWS.h"
 #include "blasst/Target/Target.h"
 
@@ -266,6 +267,16 @@ TEST(JIT, CacheKeys) {
     distinct(jit::cacheKey(spec, kSM90, knobs), "a schedule knob");
   }
 
+  // Decode: the phase is another kernel, and so is a compiled-in KV split
+  // count (kv-splits; unset: chosen at launch).
+  AttentionSpec decode = spec;
+  decode.phase = Phase::Decode;
+  std::string decodeKey = jit::cacheKey(decode, kSM90);
+  distinct(decodeKey, "phase = decode");
+  ScheduleOptions splits;
+  splits.kvSplits = 4;
+  distinct(jit::cacheKey(decode, kSM90, splits), "kv_splits = 4");
+
   // V on demand: on by default for BLASST on the sm_90a overlap schedule
   // (asking for it is the same kernel), off is another kernel; dense specs
   // resolve it off.
@@ -300,6 +311,39 @@ TEST(JIT, CacheKeys) {
   pingpong.vSpeculateAfter = 1;
   EXPECT_TRUE(*resolveSchedule(sparse, pingpong).vOnDemand)
       << "a speculation depth asks for V on demand";
+
+  // Cross-stage P on sm_100a: on by default with depth 2 and hold 1 / 4
+  // (asking for them is the same kernel); off, another depth or another
+  // hold schedule is another kernel. sm_90a keys leave it out.
+  std::string b200 = jit::cacheKey(spec, Target::SM100a);
+  ScheduleOptions cspOn, cspOff, depth4, holdA2, holdB1;
+  cspOn.crossStageP = true;
+  cspOn.crossStagePDepth = 2;
+  cspOn.crossStagePHoldA = 1;
+  cspOn.crossStagePHoldB = 4;
+  cspOff.crossStageP = false;
+  depth4.crossStagePDepth = 4;
+  holdA2.crossStagePHoldA = 2;
+  holdB1.crossStagePHoldB = 1;
+  EXPECT_EQ(jit::cacheKey(spec, Target::SM100a, cspOn), b200);
+  distinct(jit::cacheKey(spec, Target::SM100a, cspOff), "cross_stage_p=false");
+  distinct(jit::cacheKey(spec, Target::SM100a, depth4), "cross_stage_p_depth");
+  distinct(jit::cacheKey(spec, Target::SM100a, holdA2), "cross_stage_p_hold_a");
+  distinct(jit::cacheKey(spec, Target::SM100a, holdB1), "cross_stage_p_hold_b");
+  ScheduleOptions resolved;
+  resolved.target = Target::SM100a;
+  resolveCrossStageP(spec, resolved);
+  EXPECT_EQ(formatSchedule(resolved),
+            "block-m=0 block-n=0 stages=0 producer-regs=0 consumer-regs=0 "
+            "cross-stage-p=true cross-stage-p-depth=2 cross-stage-p-hold-a=1 "
+            "cross-stage-p-hold-b=4");
+  ScheduleOptions hopper, blasst100;
+  resolveCrossStageP(spec, hopper);
+  EXPECT_FALSE(hopper.crossStageP) << "sm_90a: left unset";
+  blasst100.target = Target::SM100a;
+  resolveCrossStageP(sparse, blasst100);
+  EXPECT_FALSE(blasst100.crossStageP)
+      << "BLASST: left to the pass's auto mode";
 }
 
 TEST(JIT, CacheDirResolution) {

@@ -324,6 +324,105 @@ TEST(ReferenceAttention, MatchesNaive) {
     }
 }
 
+// The decode kernels' split KV (docs/design.md, Decode): each split's
+// normalised O and log2 LSE over an even share of the tile's key blocks
+// (causal: up to the tile's last token's diagonal; later shares shorter or
+// empty), merged by LSE, equals plain attention. That is why blasst-bench
+// checks decode against the plain reference: split boundaries are
+// invisible in the result.
+TEST(ReferenceAttention, DecodeSplitMergeEqualsPlainAttention) {
+  const int64_t blockN = 16;
+  for (bool causal : {false, true})
+    for (int64_t seqQ : {1, 3, 8})
+      for (int64_t seqKV : {5, 40, 103})
+        for (int64_t splits : {1, 2, 3, 7}) {
+          Shape shape = makeShape(2, seqQ, seqKV, 4, 2, 8, 8, causal, 0.4);
+          Inputs in = makeInputs(shape, DType::BF16, 0, 7, Distribution::Normal);
+          const Shape &sh = in.shape;
+          SCOPED_TRACE("causal " + std::to_string(causal) + " seqQ " +
+                       std::to_string(seqQ) + " seqKV " +
+                       std::to_string(seqKV) + " splits " +
+                       std::to_string(splits));
+          Reference ref;
+          referenceOf(in, allRows(sh), 1, &ref);
+          // One tile holds every token (the kernel's packing: all rows of a
+          // kv head); the split partition is the lowering's.
+          int64_t total = (seqKV + blockN - 1) / blockN;
+          if (causal) {
+            int64_t lastKey = std::max<int64_t>(0, seqQ + seqKV - seqQ);
+            total = std::min(total, (lastKey + blockN - 1) / blockN);
+          }
+          int64_t per = (total + splits - 1) / splits;
+          double maxErr = 0;
+          int lseBad = 0;
+          for (int64_t b = 0; b < sh.batch; ++b)
+            for (int64_t h = 0; h < sh.qHeads; ++h)
+              for (int64_t i = 0; i < seqQ; ++i) {
+                int64_t kh = h / (sh.qHeads / sh.kvHeads);
+                int64_t visible = sh.visibleKeys(i);
+                std::vector<double> lse2(static_cast<size_t>(splits));
+                std::vector<std::vector<double>> part(static_cast<size_t>(splits));
+                for (int64_t sp = 0; sp < splits; ++sp) {
+                  int64_t begin = std::min(sp * per, total);
+                  int64_t count = std::min(total - begin, per);
+                  int64_t k0 = begin * blockN;
+                  int64_t k1 = std::min((begin + count) * blockN, visible);
+                  std::vector<double> sc;
+                  double m = -INFINITY;
+                  for (int64_t j = k0; j < k1; ++j) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < sh.headDim; ++d)
+                      dot += double(in.q[size_t(b * in.qs.batch + i * in.qs.seq +
+                                                h * in.qs.head + d)]) *
+                             in.k[size_t(b * in.ks.batch + j * in.ks.seq +
+                                         kh * in.ks.head + d)];
+                    sc.push_back(dot * sh.scale * kLog2E);
+                    m = std::max(m, sc.back());
+                  }
+                  part[size_t(sp)].assign(size_t(sh.headDimV), 0.0);
+                  double l = 0;
+                  for (int64_t j = k0; j < k1; ++j) {
+                    double p = std::exp2(sc[size_t(j - k0)] - m);
+                    l += p;
+                    for (int64_t d = 0; d < sh.headDimV; ++d)
+                      part[size_t(sp)][size_t(d)] +=
+                          p * in.v[size_t(b * in.vs.batch + j * in.vs.seq +
+                                          kh * in.vs.head + d)];
+                  }
+                  for (double &x : part[size_t(sp)])
+                    x = l > 0 ? x / l : 0.0;
+                  lse2[size_t(sp)] = l > 0 ? m + std::log2(l) : -INFINITY;
+                }
+                // The merge of the last split's CTA.
+                double mx = -INFINITY;
+                for (double x : lse2)
+                  mx = std::max(mx, x);
+                bool none = std::isinf(mx);
+                double sum = 0;
+                std::vector<double> o(size_t(sh.headDimV), 0.0);
+                for (int64_t sp = 0; sp < splits; ++sp) {
+                  double w = none ? 0.0 : std::exp2(lse2[size_t(sp)] - mx);
+                  sum += w;
+                  for (int64_t d = 0; d < sh.headDimV; ++d)
+                    o[size_t(d)] += w * part[size_t(sp)][size_t(d)];
+                }
+                size_t r = ref.index(sh, b, h, size_t(i));
+                for (int64_t d = 0; d < sh.headDimV; ++d)
+                  maxErr = std::max(
+                      maxErr,
+                      std::fabs((none ? 0.0 : o[size_t(d)] / sum) -
+                                ref.o[r * size_t(sh.headDimV) + size_t(d)]));
+                double lse = none ? -INFINITY : (mx + std::log2(sum)) * M_LN2;
+                if (std::isinf(ref.lse[r]))
+                  lseBad += !std::isinf(lse);
+                else
+                  lseBad += !(std::fabs(lse - ref.lse[r]) <= 1e-9);
+              }
+          EXPECT_LE(maxErr, 1e-12);
+          EXPECT_EQ(lseBad, 0);
+        }
+}
+
 // The case with seqQ > seqKV really has rows that see no key.
 TEST(ReferenceAttention, MaskedRowsAreCovered) {
   const Shape &s = kReferenceCases[5].shape;

@@ -729,12 +729,43 @@ TEST(SpecSupport, DtypesAndPhases) {
   EXPECT_EQ(checkSupported(s, Target::SM90a), "");
   s.phase = Phase::Decode;
   EXPECT_EQ(checkSupported(s, Target::SM90a), "");
-  EXPECT_EQ(checkSupported(s, Target::SM100a), "");
+  EXPECT_EQ(checkSupported(s, Target::SM100a),
+            "phase = decode is not implemented on sm_100a yet (the decode "
+            "schedule is sm_90a's)");
+  // Decode packs a kv head's q heads into one 64-row tile.
+  AttentionSpec d = s;
+  d.headDim = d.headDimV = 256;
+  EXPECT_EQ(checkSupported(d, Target::SM90a),
+            "head_dim 256 is not supported with phase = decode: supported 64, "
+            "128");
+  d = s;
+  d.numQHeads = 24; // 3 per kv head
+  EXPECT_CONTAINS(checkSupported(d, Target::SM90a),
+                  "q_heads / kv_heads = 3 is not supported with phase = decode");
+  d.numQHeads = 128;
+  d.numKVHeads = 1;
+  EXPECT_CONTAINS(checkSupported(d, Target::SM90a),
+                  "q_heads / kv_heads = 128 is not supported");
+  d.numQHeads = 64;
+  EXPECT_EQ(checkSupported(d, Target::SM90a), "");
   s.sparsity = {SparsityKind::ScaleFactor, 256};
   EXPECT_EQ(checkSupported(s, Target::SM90a),
             "BLASST decode (skipping V loads) is not implemented yet");
   s.phase = Phase::Prefill;
   EXPECT_EQ(checkSupported(s, Target::SM90a), "");
+}
+
+// The paged cache and per-sequence lengths are later steps of decode:
+// refused by name.
+TEST(SpecFiles, PagedAndVarlenKVAreRefusedByName) {
+  SpecOrError r = parseSpec("phase=decode page_size=64", "s");
+  ASSERT_FALSE(r);
+  EXPECT_CONTAINS(r.error, "a paged KV cache ('page_size') is not "
+                           "implemented yet");
+  r = parseSpec("phase=decode kv_lengths=per_sequence", "s");
+  ASSERT_FALSE(r);
+  EXPECT_CONTAINS(r.error, "per-sequence KV lengths ('kv_lengths') are not "
+                           "implemented yet");
 }
 
 TEST(SpecSupport, InvalidSpecsAreReportedFirst) {

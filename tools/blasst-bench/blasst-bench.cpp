@@ -76,6 +76,10 @@ shape:
   --seq-kv N           key/value length (default: 1024, or --seq-q)
   --o-pad N            extra elements in O's row (seq) stride (default 0);
                        must keep the stride a multiple of 8 elements
+  --kv-splits N        decode kernels: split each tile's KV blocks N ways
+                       (default: the kernel's kv_splits, else chosen at
+                       launch from batch x kv heads, the length and the SM
+                       count); the workspace is allocated and zeroed here
 inputs:
   --seed S             RNG seed (default 1234); inputs depend only on the seed
   --dist uniform|normal   uniform in [-1,1] (default) or standard normal
@@ -145,6 +149,7 @@ struct Options {
   int64_t batch = 1;
   std::optional<int64_t> seqQ, seqKV;
   int64_t oPad = 0;
+  int64_t kvSplits = 0; // --kv-splits (decode): 0 = the kernel's / launch's
   CheckMode check = CheckMode::Full;
   int64_t checkRows = 0;
   int64_t warmup = 10;
@@ -264,6 +269,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         o->seqKV = n;
     } else if (arg == "--o-pad") {
       err = intArg(&o->oPad, 0, 1 << 20);
+    } else if (arg == "--kv-splits") {
+      err = intArg(&o->kvSplits, 1, 1024);
     } else if (arg == "--check") {
       if ((err = need(&v)).empty()) {
         if (v == "full") {
@@ -392,6 +399,9 @@ struct KernelResult {
   Dim3 grid, block;
   size_t smemBytes = 0;
   float log2Threshold = 0;
+  int64_t kvSplitsAsked = 0; ///< --kv-splits (0: the kernel's / launch's)
+  int kvSplits = 1;          ///< the launch's KV splits (decode kernels)
+  double kvBytes = 0;        ///< K+V bytes a launch reads (bandwidth)
 
   /// A load/launch/driver error (the kernel then counts as failed).
   std::string error;
@@ -745,6 +755,7 @@ void setUpShape(const Options &opt, const AttentionSpec &spec,
   s = shapeFor(opt, spec);
   r.shapeKnown = true;
   r.oPad = opt.oPad;
+  r.kvSplitsAsked = opt.kvSplits;
   r.flops = s.flops();
   std::printf("  shape: %s (batch x seq_q x seq_kv, q/kv heads, head dim), "
               "scale %.6g, O row stride +%" PRId64 "\n",
@@ -962,7 +973,7 @@ std::string checkJsonPath(const std::string &path) {
 struct DeviceRun {
   const Context *ctx = nullptr;
   const AttentionKernel *kernel = nullptr;
-  DeviceBuffer q, k, v, o, lse, stats;
+  DeviceBuffer q, k, v, o, lse, stats, workspace;
   AttentionLaunch launch;
   /// O and LSE with their poisoned guards (LSE empty without lse = true).
   std::vector<uint16_t> outO;
@@ -1039,15 +1050,34 @@ bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
       argsFor(s, l, spec, r.dtype,
               {run->q.address(), run->k.address(), run->v.address(),
                run->o.address(), run->lse.address(), run->stats.address()});
+  // Decode: the KV splits' workspace, zeroed once (the kernel leaves its
+  // counters at zero for the next launch).
+  args.kvSplits = int(r.kvSplitsAsked);
+  if (size_t bytes = kernel.workspaceBytes(args)) {
+    if (Status st = DeviceBuffer::allocate(ctx, bytes, "workspace",
+                                           &run->workspace);
+        !st)
+      return fail(r, st.message());
+    if (Status st = run->workspace.fill(0); !st)
+      return fail(r, st.message());
+    args.workspace = run->workspace.address();
+    args.workspaceBytes = bytes;
+  }
 
   if (Status st = kernel.prepare(args, r.log2Threshold, &run->launch); !st)
     return fail(r, st.message());
   r.grid = run->launch.grid;
   r.block = run->launch.block;
   r.smemBytes = run->launch.smemBytes;
-  std::printf("  launch: grid %s, block %s, %zu B dynamic smem\n",
+  r.kvSplits = run->launch.kvSplits;
+  std::printf("  launch: grid %s, block %s, %zu B dynamic smem%s\n",
               run->launch.grid.str().c_str(), run->launch.block.str().c_str(),
-              run->launch.smemBytes);
+              run->launch.smemBytes,
+              kernel.info().splitKV
+                  ? (", " + std::to_string(r.kvSplits) + " KV split" +
+                     (r.kvSplits == 1 ? "" : "s"))
+                        .c_str()
+                  : "");
   run->outO.resize(oElements);
   run->outLse.resize(lseElements);
   return true;
@@ -1313,6 +1343,13 @@ bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
               r.medianMs, r.minMs, r.meanMs, opt.iters, opt.warmup,
               r.flops / (r.medianMs * 1e-3) / 1e12, r.flops,
               r.shape.effectiveSeqKV());
+  // Bandwidth: the bytes of K and V the kernel must read, per second at
+  // the median (decode is bound by it).
+  const Shape &sh = r.shape;
+  r.kvBytes = double(sh.batch) * double(sh.seqKV) * double(sh.kvHeads) *
+              double(sh.headDim + sh.headDimV) * dtypeBytes(r.dtype);
+  std::printf("  bandwidth: %.3f TB/s of K+V at the median (%.4g bytes)\n",
+              r.kvBytes / (r.medianMs * 1e-3) / 1e12, r.kvBytes);
   return true;
 }
 
@@ -1464,6 +1501,11 @@ bool writeJson(const std::string &path, const Options &opt,
         j << (f ? ", " : "") << jsonString(c.failures[f]);
       j << "]}";
     }
+    if (r.kvBytes > 0 && r.medianMs > 0)
+      j << ",\n      \"kv_bytes\": " << jsonNumber(r.kvBytes)
+        << ", \"kv_tb_per_s\": "
+        << jsonNumber(r.kvBytes / (r.medianMs * 1e-3) / 1e12)
+        << ", \"kv_splits\": " << r.kvSplits;
     if (r.vsFirstCompared)
       j << ",\n      \"vs_first\": {\"stem\": " << jsonString(r.vsFirstStem)
         << ", \"rel_l2\": " << jsonNumber(r.vsFirstRelL2)

@@ -35,6 +35,9 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "setmaxnreg budget of the load/producer warpgroup (0: default)">,
     Option<"consumerRegs", "consumer-regs", "int64_t", /*default=*/"0",
            "setmaxnreg budget of the compute/softmax warpgroups (0: default)">,
+    Option<"kvSplits", "kv-splits", "int64_t", /*default=*/"0",
+           "sm_90a decode: CTAs that split each tile's KV blocks (0: chosen "
+           "at launch from batch, kv heads, length and SM count)">,
     Option<"overlap", "overlap", "std::string", /*default=*/"\"auto\"",
            "sm_90a: intra-warpgroup overlap (block n's P V and block n+1's "
            "Q Kᵀ issued together; block n+1's softmax runs during P V): "

@@ -54,6 +54,9 @@ struct LoweredKernel {
   int blockM = 0, blockN = 0, threads = 0, smemBytes = 0;
   bool persistent = false; ///< Grid x = resident CTAs walking the tiles.
   int clusterM = 1; ///< CTAs per cluster along x (2: K/V multicast pairs).
+  int qGroup = 0;   ///< Decode: q heads packed per tile (0: not packed).
+  bool splitKV = false; ///< Decode: split KV with the workspace parameter.
+  int kvSplits = 0; ///< Decode: splits fixed at compile time (0: at launch).
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -39,8 +39,17 @@ ws::Target blasst::toWSTarget(blasst::Target target) {
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
   bool hopper = o.target == blasst::Target::SM90a;
+  // Decode (sm_90a): one consumer warpgroup of 64 rows holds the seq_q
+  // tokens of all q heads of a KV head (q_group), 128-key blocks, and as
+  // many K/V stages as shared memory takes (the kernel streams K/V and
+  // computes little: depth hides the memory latency).
+  bool decode = hopper && spec.phase == Phase::Decode;
   if (!o.blockM)
-    o.blockM = hopper ? 128 : 256;
+    o.blockM = decode ? 64 : hopper ? 128 : 256;
+  if (decode && !o.blockN)
+    o.blockN = 128;
+  if (decode && !o.stages)
+    o.stages = spec.headDim > 64 ? 3 : 4;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
   // in registers; block_n 176 at head_dim 128 and 80 at head_dim 256, as
   // FA3), the fastest measured, dense and with BLASST
@@ -93,15 +102,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                               : 128;
   if (!o.stages)
     o.stages = 2;
-  // sm_100a: softmax 160, correction 96, MMA/load/epilogue 96. The
-  // lowering reads S in 32-column chunks (no row of S in registers, as FA4
-  // keeps: 192/80/48), ptxas allocates no more than the entry's 128 per
-  // thread anyway, and the MMA thread and the correction role spill at 48
-  // and 80.
+  // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
+  // 80 / 48). A softmax thread holds its row of S (128 f32 at block_n 128)
+  // in registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes
+  // at 160, 40 at 176). 192 / 80 / 48 and 184 / 88 / 56 spill 4 bytes in
+  // some kernels of the ptxas matrix (bf16 head_dim 128); 184 / 80 / 64
+  // assembles all of them without.
   if (!o.producerRegs)
-    o.producerRegs = hopper ? 24 : 96;
+    o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
-    o.consumerRegs = hopper ? 240 : 160;
+    o.consumerRegs = hopper ? 240 : 184;
   return o;
 }
 
@@ -193,11 +203,13 @@ struct KernelBuilder {
 };
 } // namespace
 
-/// sm_90a: producer warpgroup + two consumer warpgroups of blockM/2 rows.
+/// sm_90a: producer warpgroup + consumer warpgroups of 64 rows each (two
+/// for prefill's 128-row tiles, one for decode's 64).
 static void buildHopper(KernelBuilder &kb, KernelOp kernel,
                         const AttentionSpec &spec, const ScheduleOptions &o,
                         bool lse) {
-  int64_t d = spec.headDim, dv = spec.headDimV, half = o.blockM / 2;
+  int64_t numConsumers = o.blockM / 64;
+  int64_t d = spec.headDim, dv = spec.headDimV, half = o.blockM / numConsumers;
   int64_t bytes = dtypeBytes(spec.dtype);
   kb.buffer("q", MemorySpace::smem, o.blockM, d, kb.et, 1);
   kb.buffer("k", MemorySpace::smem, o.blockN, d, kb.et, o.stages);
@@ -216,7 +228,8 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   StringRef qA = *o.qInRegisters ? "qr" : "q";
   if (*o.qInRegisters)
     kb.buffer("qr", MemorySpace::regs, half, d, kb.et, 1);
-  StringRef consumers[] = {"consumer0", "consumer1"};
+  StringRef allConsumers[] = {"consumer0", "consumer1"};
+  ArrayRef<StringRef> consumers(allConsumers, numConsumers);
   kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, o.blockM * d * bytes);
   kb.pipe("k_pipe", o.stages, "producer", consumers, {"k"},
           o.blockN * d * bytes);
@@ -239,7 +252,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   kb.release("v_pipe");
   kb.endRegion(kernel);
 
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < numConsumers; ++i) {
     kb.role(consumers[i], RoleKind::compute, 4 + 4 * i, 8 + 4 * i,
             o.consumerRegs, std::make_pair(i * half, (i + 1) * half));
     kb.acquire("q_pipe");
@@ -588,7 +601,12 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
   bool persistent = opts.persistent.value_or(false);
   // The longest causal tiles (the last query blocks) first; a persistent
   // CTA walks its tiles that way too.
-  bool reverseTiles = spec.causal || persistent;
+  // Decode: the q heads of a KV head packed into the tile (q_group) and the
+  // KV blocks split across CTAs (split_kv). A decode tile holds every new
+  // token, so there is no longest tile to start first.
+  bool decode = spec.phase == Phase::Decode &&
+                opts.target == blasst::Target::SM90a;
+  bool reverseTiles = !decode && (spec.causal || persistent);
   auto kernel = KernelOp::create(
       b, loc, b.getStringAttr(name),
       TargetAttr::get(ctx, toWSTarget(opts.target)),
@@ -596,7 +614,9 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       attn::SpecAttr::fromSpec(ctx, spec),
       persistent ? b.getUnitAttr() : UnitAttr(),
       opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr(),
-      reverseTiles ? b.getUnitAttr() : UnitAttr(), scheduleAttr(ctx, opts));
+      reverseTiles ? b.getUnitAttr() : UnitAttr(),
+      decode ? b.getI64IntegerAttr(spec.gqaRatio()) : IntegerAttr(),
+      decode ? b.getUnitAttr() : UnitAttr(), scheduleAttr(ctx, opts));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -618,6 +638,18 @@ LogicalResult readKnob(ModuleOp module, StringRef name, const Option &option,
     return success();
   return module.emitError() << "convert-attn-to-ws: option " << name
                             << " must not be negative, got " << knob;
+}
+
+/// A count knob's pass option: a number, 0 for unset (the default).
+template <typename Option>
+LogicalResult readKnob(ModuleOp module, StringRef name, const Option &option,
+                       std::optional<int64_t> &knob) {
+  int64_t v = option;
+  if (v < 0)
+    return module.emitError() << "convert-attn-to-ws: option " << name
+                              << " must not be negative, got " << v;
+  knob = v ? std::optional<int64_t>(v) : std::nullopt;
+  return success();
 }
 
 /// An on/off knob's pass option: auto, true or false.
@@ -679,6 +711,25 @@ struct ConvertAttnToWSPass
                             "non-causal prefill without persistent CTAs "
                             "(a causal pair visits different numbers of KV "
                             "blocks)";
+        return signalPassFailure();
+      }
+      if (spec.phase == Phase::Decode) {
+        std::string why;
+        if (opts.blockM != 64)
+          why = "block-m=" + std::to_string(opts.blockM) +
+                ": the decode schedule packs the tokens of a kv head's q "
+                "heads into one 64-row tile (one consumer warpgroup)";
+        else if (*opts.persistent || *opts.kvMulticast || *opts.pingpong)
+          why = "persistent, kv-multicast and pingpong are prefill "
+                "schedules";
+        if (!why.empty()) {
+          op.emitOpError() << "decode schedule: " << why;
+          return signalPassFailure();
+        }
+      } else if (opts.kvSplits) {
+        op.emitOpError() << "kv-splits=" << *opts.kvSplits
+                         << ": split KV is the decode schedule's (phase = "
+                            "decode)";
         return signalPassFailure();
       }
       if (*opts.persistent && spec.headDim > 128) {

@@ -9,6 +9,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace blasst;
@@ -28,7 +29,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
                            smemName, Attribute(), /*alignment=*/kTileAlign,
                            /*addrSpace=*/3);
 
-  SmallVector<Type> params(kNumParams);
+  // split_kv kernels (decode) take the workspace as parameter 14.
+  SmallVector<Type> params(kNumParams + (kernel.getSplitKv() ? 1 : 0));
+  if (kernel.getSplitKv())
+    params[kWorkspace] = ptrGen;
   params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
   params[kO] = params[kLse] = params[kStats] = ptrGen;
   params[kSeqQ] = params[kSeqKV] = i32;
@@ -57,6 +61,9 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   for (unsigned i : {kO, kLse, kStats})
     func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
                     b.getUnitAttr());
+  if (kernel.getSplitKv())
+    func.setArgAttr(kWorkspace, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
 
   Block *entry = func.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
@@ -74,6 +81,29 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
+  if (qGroup) {
+    // Decode: grid y is the KV head; the tile's rows are the tokens of its
+    // q_group q heads (head: the first of them). With split KV, grid x is
+    // query tile + tiles x split.
+    kvHead = head;
+    head = mul(kvHead, c32(qGroup));
+    numQTiles = divu(add(param(kSeqQ), c32(tokensPerTile - 1)),
+                     c32(tokensPerTile));
+    if (kernel.getSplitKv()) {
+      Value x = NVVM::BlockIdXOp::create(b, loc, i32);
+      numSplits = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
+      split = divu(x, numQTiles);
+      mBlock = remu(x, numQTiles);
+      // The split's KV blocks: an even share of the tile's blocks (the
+      // last splits may get fewer, or none: then O = 0 and LSE = -inf).
+      Value total = numKVBlocks();
+      Value per = divu(add(total, sub(numSplits, c32(1))), numSplits);
+      kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
+      kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
+      kvEndKey = arith::MinUIOp::create(
+          b, loc, param(kSeqKV), mul(add(kvBegin, kvCount), c32(blockN)));
+    }
+  }
   if (kernel.getKvMulticast()) {
     ctaRank = NVVM::BlockInClusterIdXOp::create(b, loc, i32);
     partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
@@ -111,6 +141,14 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
                   b.getDenseI32ArrayAttr({2, 1, 1}));
     func->setAttr("blasst.cluster_m", b.getI32IntegerAttr(2));
+  }
+  if (qGroup)
+    func->setAttr("blasst.q_group", b.getI64IntegerAttr(qGroup));
+  if (kernel.getSplitKv()) {
+    func->setAttr("blasst.split_kv", b.getUnitAttr());
+    if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+      if (auto n = record->getAs<IntegerAttr>("kv_splits"))
+        func->setAttr("blasst.kv_splits", b.getI64IntegerAttr(n.getInt()));
   }
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
@@ -161,12 +199,18 @@ void KernelLowering::clusterSync() {
 Value KernelLowering::numKVBlocks() {
   // ceil(seqKV / blockN); causal (bottom-right): keys up to the last row's
   // diagonal, (mBlock + 1) * blockM + seqKV - seqQ.
+  // Split KV: the CTA's share (computed once, emitKernel).
+  if (kvCount)
+    return kvCount;
   Value seqKV = param(kSeqKV);
   Value n = divu(add(seqKV, c32(blockN - 1)), c32(blockN));
   if (!spec.causal)
     return n;
+  // Decode: the tile's last token is (mBlock + 1) * tokensPerTile - 1.
   Value lastKey =
-      sub(add(mul(add(mBlock, c32(1)), c32(blockM)), seqKV), param(kSeqQ));
+      sub(add(mul(add(mBlock, c32(1)), c32(qGroup ? tokensPerTile : blockM)),
+              seqKV),
+          param(kSeqQ));
   lastKey = arith::MaxSIOp::create(b, loc, lastKey, c32(0));
   Value nCausal = divu(add(lastKey, c32(blockN - 1)), c32(blockN));
   return arith::MinUIOp::create(b, loc, n, nCausal);
@@ -367,13 +411,20 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   if (st.inLoop)
     return loop.emitOpError() << "nested kv_loops are not supported";
   // Each pipe used in the loop must be acquired exactly once per iteration
-  // by this role: stage and phase then follow the block index.
-  llvm::StringMap<int> acquires;
-  loop.walk([&](AcquireOp a) { ++acquires[a.getPipe()]; });
-  for (auto &entry : acquires)
-    if (entry.second != 1)
+  // and look-ahead by this role: stage and phase then follow the block
+  // index (cross-stage P's tile 1 takes x0's token of block n and waits for
+  // block n + 1's, `ahead = 1`).
+  std::map<std::pair<std::string, uint64_t>, int> acquires;
+  loop.walk([&](AcquireOp a) {
+    ++acquires[{a.getPipe().str(), a.getAhead().value_or(0)}];
+  });
+  for (auto &[key, n] : acquires)
+    if (n != 1)
       return loop.emitOpError()
-             << "acquires pipe @" << entry.first() << " " << entry.second
+             << "acquires pipe @" << key.first
+             << (key.second ? " {ahead = " + std::to_string(key.second) + "}"
+                            : std::string())
+             << " " << n
              << " times per KV block; the sm_90a lowering needs exactly one";
 
   bool compute = carriesRunningState(st.role);

@@ -74,6 +74,10 @@ KernelEnv::KernelEnv(KernelOp kernel, const SmemLayout &layout,
   elemTy = attn::getElementType(ctx, spec.dtype);
   blockM = kernel.getBlockM();
   blockN = kernel.getBlockN();
+  if (std::optional<uint64_t> g = kernel.getQGroup()) {
+    qGroup = int64_t(*g);
+    tokensPerTile = blockM / qGroup;
+  }
 }
 
 LoweringBase::LoweringBase(KernelEnv &env)
@@ -86,9 +90,15 @@ LoweringBase::LoweringBase(KernelEnv &env)
       warp(env.warp), lane(env.lane), mBlock(env.mBlock), head(env.head),
       batch(env.batch), kvHead(env.kvHead), blockBase(env.blockBase),
       tileParity(env.tileParity), ctaRank(env.ctaRank),
-      partnerRank(env.partnerRank) {}
+      partnerRank(env.partnerRank), qGroup(env.qGroup),
+      tokensPerTile(env.tokensPerTile), numQTiles(env.numQTiles),
+      numSplits(env.numSplits), split(env.split), kvBegin(env.kvBegin),
+      kvCount(env.kvCount), kvEndKey(env.kvEndKey) {}
 
 Value LoweringBase::hasRows(int64_t rowBegin) {
+  if (qGroup)
+    return cmp(arith::CmpIPredicate::slt, tokenOfRow(c32(rowBegin)),
+               param(kSeqQ));
   Value firstRow = add(mul(mBlock, c32(blockM)), c32(rowBegin));
   return cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ));
 }

@@ -44,6 +44,10 @@ enum Param : unsigned {
   kLog2ThresholdPtr,
   kNumParams
 };
+/// Kernels with split_kv (decode) take one more parameter (ABI 3): the
+/// workspace of the splits' partial O and LSE and the per-tile counters, or
+/// null when the launch uses one split.
+constexpr unsigned kWorkspace = kNumParams;
 
 constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
 constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.
@@ -89,6 +93,9 @@ struct RoleState {
   Value threadInRole;       // i32 in [0, threads of the role).
   // Register tiles and row statistics (compute roles).
   Value s;          // S accumulator struct.
+  /// sm_100a: the thread's row of S (f32, masked), read once by
+  /// ws.read_scores and kept in registers for row_max and exp2_store_p.
+  SmallVector<Value> sRow;
   Value o;          // O accumulator struct (loop-carried).
   Value m[2], l[2]; // Running max (log2 domain) and partial sums.
   Value mBlock[2], mUse[2], corr[2];
@@ -153,6 +160,18 @@ struct KernelEnv {
   Value blockBase, tileParity;
   /// kv_multicast: the CTA's rank in its pair (0 or 1) and the partner's.
   Value ctaRank, partnerRank;
+  /// Decode (ws.kernel q_group): q heads per KV head packed into the tile
+  /// (0 otherwise), and the query tokens per tile (block_m / q_group).
+  int64_t qGroup = 0, tokensPerTile = 0;
+  /// split_kv: query tiles per (batch, KV head), the split count and this
+  /// CTA's split (from grid x), the first KV block of the split and its
+  /// block count.
+  Value numQTiles, numSplits, split, kvBegin, kvCount;
+  /// split_kv: the first key past the split, min(seqKV, (kvBegin + kvCount)
+  /// * block_n): the mask ends there, so the overlap schedule's look-ahead
+  /// past the split's last block (the next split's first) is fully masked,
+  /// as a block past the sequence is.
+  Value kvEndKey;
 };
 
 /// The helpers both the driver and a target lowering use; the members are
@@ -213,7 +232,7 @@ protected:
   Value insert(Value s, Value v, int64_t i) {
     return LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
   }
-  Value param(Param p) { return func.getArgument(p); }
+  Value param(unsigned p) { return func.getArgument(p); }
 
   // --- Shared memory ------------------------------------------------------
   /// ptr<3> to `smemBase + offset` (offset an i32 value).
@@ -236,6 +255,19 @@ protected:
     if (!protocol.isPerBlock(pipe))
       return Value(); // Q: loaded once, stage 0, phase 0.
     return st.afterLoop ? sub(st.numBlocks, c32(1)) : c32(0);
+  }
+  /// The KV block of the sequence that block `block` of this CTA's loop is
+  /// (split KV: the split's first block added).
+  Value absBlock(Value block) {
+    return kvBegin ? add(block, kvBegin) : block;
+  }
+  /// Decode (q_group): the query token and the q head of tile row `row`
+  /// (token-major packing: row = token_in_tile * q_group + head_in_group).
+  Value tokenOfRow(Value row) {
+    return add(mul(mBlock, c32(tokensPerTile)), divu(row, c32(qGroup)));
+  }
+  Value qHeadOfRow(Value row) {
+    return add(mul(kvHead, c32(qGroup)), remu(row, c32(qGroup)));
   }
   /// Whether `block` exists (0 <= block < numBlocks); null when always.
   Value blockExists(RoleState &st, PipeOp pipe, std::optional<uint64_t> ahead) {
@@ -316,6 +348,8 @@ protected:
   Value &tid, &warp, &lane, &mBlock, &head, &batch, &kvHead;
   Value &blockBase, &tileParity;
   Value &ctaRank, &partnerRank;
+  int64_t &qGroup, &tokensPerTile;
+  Value &numQTiles, &numSplits, &split, &kvBegin, &kvCount, &kvEndKey;
 };
 
 } // namespace blasst::ws::lowering

@@ -123,6 +123,13 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   switch (op.getTensor()) {
   case Tensor::q:
     tmap = param(kTmQ);
+    if (qGroup) {
+      // Decode: a box of q_group heads (from the KV head's first) by
+      // tokensPerTile tokens; rows land token-major.
+      seqCoord = mul(mBlock, c32(tokensPerTile));
+      headCoord = head;
+      break;
+    }
     seqCoord = mul(mBlock, c32(blockM));
     // Several Q tiles per CTA (sm_100a): the k-th copy takes the rows after
     // the earlier ones'.
@@ -135,7 +142,7 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     tmap = param(op.getTensor() == Tensor::k ? kTmK : kTmV);
     if (!protocol.isPerBlock(pipe))
       return op.emitOpError() << "loads K/V on a pipe no kv_loop acquires";
-    seqCoord = mul(blockOf(st, pipe, op.getAhead()), c32(blockN));
+    seqCoord = mul(absBlock(blockOf(st, pipe, op.getAhead())), c32(blockN));
     headCoord = kvHead;
     break;
   case Tensor::o:

@@ -56,20 +56,20 @@
 // B200-DAG: ws.pipe @o0_pipe depth 1 producer @correction consumers [@mma] buffers [@o0]
 // B200-DAG: ws.pipe @done_pipe depth 1 producer @mma consumers [@correction]
 // B200-DAG: ws.pipe @epi0_pipe depth 1 producer @correction consumers [@epilogue] buffers [@o_stage0]
-// B200: ws.role @softmax0 softmax warps [0, 4) regs 160 rows [0, 128) {
+// B200: ws.role @softmax0 softmax warps [0, 4) regs 184 rows [0, 128) {
 // B200: ws.read_scores @s0
 // B200: ws.softmax_update @s0 -> @f0
 // B200: ws.exp2_store_p @s0 -> @p0
 // B200: ws.store_row_sums -> @l0
-// B200: ws.role @softmax1 softmax warps [4, 8) regs 160 rows [128, 256) {
-// B200: ws.role @correction correction warps [8, 12) regs 96 {
+// B200: ws.role @softmax1 softmax warps [4, 8) regs 184 rows [128, 256) {
+// B200: ws.role @correction correction warps [8, 12) regs 80 {
 // B200: ws.acquire @f0_pipe
 // B200-NEXT: ws.acquire @o0_pipe
 // B200-NEXT: ws.correct @o0 by @f0
 // B200-NEXT: ws.release @o0_pipe
 // B200: ws.acquire @done_pipe
 // B200: ws.epilogue @o0 -> @o_stage0 sums @l0
-// B200: ws.role @mma mma warps [12, 13) regs 96 {
+// B200: ws.role @mma mma warps [12, 13) regs 64 {
 // B200: ws.mma qk @q0, @k -> @s0
 // B200: ws.mma qk @q1, @k -> @s1
 // B200: ws.kv_loop {
@@ -77,8 +77,8 @@
 // B200: ws.mma qk @q0, @k -> @s0 {ahead = 1 : i64}
 // B200: ws.mma pv @p1, @v -> @o1
 // B200: ws.mma qk @q1, @k -> @s1 {ahead = 1 : i64}
-// B200: ws.role @load load warps [13, 14) regs 96 {
-// B200: ws.role @epilogue epilogue warps [14, 15) regs 96 {
+// B200: ws.role @load load warps [13, 14) regs 64 {
+// B200: ws.role @epilogue epilogue warps [14, 15) regs 64 {
 // B200: ws.tma_store @o_stage0 -> o
 // B200: ws.tma_store @o_stage1 -> o
 

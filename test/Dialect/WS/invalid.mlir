@@ -1279,6 +1279,56 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // -----
 
+// Decode: q_group packs q_heads / kv_heads heads (32 / 8 = 4 by default).
+// expected-error @below {{'ws.kernel' op q_group = 8 but the spec has q_heads / kv_heads = 4}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 8 split_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op q_group = 3 must divide block_m = 64 and be at most 64}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 3, kv_heads = 1, phase = decode> q_group = 3 split_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op q_group is implemented for sm_90a only}}
+ws.kernel @k target = sm_100a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 4 {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op q_group cannot be combined with persistent or kv_multicast}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> persistent q_group = 4 {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op split_kv needs q_group (the decode schedule)}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> split_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// The last split's merge runs in the one compute role.
+// expected-error @below {{'ws.kernel' op split_kv needs exactly one compute role}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 4 split_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
 // V on demand: a published vote needs a load role that awaits it.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
   ws.buffer @s regs [64, 64] f32 stages 1

@@ -62,6 +62,19 @@ variants() {
     echo "f16_hd${hd}_q16kv4_ctrue_a_default|dtype=f16 head_dim=$hd q_heads=16 kv_heads=4 causal=true lse=true sparsity=blasst:a=256 stats=true|"
     echo "f16_hd${hd}_q16kv4_cfalse_none_default|dtype=f16 head_dim=$hd q_heads=16 kv_heads=4 causal=false lse=false|"
   done
+  # Decode (phase = decode, issue 20): MHA/GQA/MQA x head_dim 64/128 x
+  # causal (LSE with the causal ones), f16, the split count compiled in, and
+  # head_dim 256 (refused).
+  for hd in 64 128 256; do
+    for heads in "16 16" "32 8" "8 1" "32 1"; do
+      read -r qh kvh <<<"$heads"
+      for causal in false true; do
+        echo "decode_bf16_hd${hd}_q${qh}kv${kvh}_c${causal}|dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=$causal phase=decode|"
+      done
+    done
+  done
+  echo "decode_f16_hd128_q32kv8_ctrue|dtype=f16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|"
+  echo "decode_bf16_hd128_q32kv8_splits4|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--kv-splits=4"
   # The presets as shipped.
   for p in llama3-8b-prefill llama3-8b-prefill-blasst llama3-8b-decode mha-hd64-prefill mha-hd128-prefill; do
     echo "preset_${p}|preset=$p|"

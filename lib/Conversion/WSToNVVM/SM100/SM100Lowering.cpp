@@ -1,9 +1,10 @@
 //===- SM100Lowering.cpp - sm_100a: tcgen05 and tensor memory -------------===//
 //
 // Roles and placement, tensor memory (allocation, column map), the MMA
-// thread's products and commits, the softmax warpgroups' chunked reads of S
-// and stores of P, the correction warpgroup's rescale of O and epilogue
-// (staging O for the epilogue warp's bulk copies), all one row per thread.
+// thread's products and commits, the softmax warpgroups' row of S (read once
+// into registers) and stores of P, the correction warpgroup's rescale of O
+// and epilogue (staging O for the epilogue warp's bulk copies), all one row
+// per thread.
 //
 //===----------------------------------------------------------------------===//
 #include "SM100Lowering.h"
@@ -18,8 +19,8 @@ using namespace blasst;
 using namespace blasst::ws;
 using namespace blasst::ws::lowering;
 
-/// Columns per tcgen05.ld/st of the softmax row loops (32 registers per
-/// chunk) and of the correction role's (80 registers: 16).
+/// Columns per tcgen05.ld of a softmax role's row of S (all in flight, one
+/// wait) and per tcgen05.ld/st of the correction role (80 registers: 16).
 constexpr int64_t kChunk = 32;
 constexpr int64_t kCorrChunk = 16;
 
@@ -351,10 +352,30 @@ LogicalResult SM100Lowering::emitLoadFrag(LoadFragOp op, RoleState &) {
 // Softmax (one row per thread)
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> SM100Lowering::loadScores(RoleState &st, int64_t col,
-                                             Value block, int64_t keyOffset,
-                                             bool bitMask) {
-  SmallVector<Value> s = loadF32(col, kChunk);
+SmallVector<Value> SM100Lowering::readRow(int64_t col, int64_t n) {
+  // Every load in flight before the one wait::ld.
+  SmallVector<std::pair<Value, int64_t>> loads;
+  for (int64_t at = 0; at < n;) {
+    int64_t w = std::min<int64_t>(kChunk, int64_t(llvm::bit_floor(
+                                              uint64_t(n - at))));
+    loads.push_back({t5::emitLoadColumns(b, loc, rowAddr(col + at), w,
+                                         /*wait=*/false),
+                     w});
+    at += w;
+  }
+  NVVM::Tcgen05WaitOp::create(
+      b, loc, NVVM::Tcgen05WaitKindAttr::get(ctx, NVVM::Tcgen05WaitKind::LOAD));
+  SmallVector<Value> out;
+  for (auto [v, w] : loads)
+    for (int64_t j = 0; j < w; ++j) {
+      Value x = w == 1 ? v : LLVM::ExtractElementOp::create(b, loc, v, c32(j));
+      out.push_back(LLVM::BitcastOp::create(b, loc, f32, x));
+    }
+  return out;
+}
+
+void SM100Lowering::maskRow(RoleState &st, MutableArrayRef<Value> s,
+                            Value block) {
   // Sequence end and causal (bottom-right: key <= row + seqKV - seqQ).
   Value row = add(add(mul(mBlock, c32(blockM)), c32(st.rowBegin)), tileRow());
   Value limit = param(kSeqKV);
@@ -362,63 +383,35 @@ SmallVector<Value> SM100Lowering::loadScores(RoleState &st, int64_t col,
     limit = arith::MinSIOp::create(
         b, loc, limit,
         add(sub(add(row, param(kSeqKV)), param(kSeqQ)), c32(1)));
-  Value key0 = add(mul(block, c32(blockN)), c32(keyOffset));
-  // Keys [key0, key0 + 32) visible below `limit`: a uniform test skips the
-  // per-element selects in blocks that need no mask.
+  // Key j of the block is visible below `limit`.
+  Value rel = sub(limit, mul(block, c32(blockN)));
   Value negInf = cf(-INFINITY);
-  Value rel = sub(limit, key0); // visible keys of this chunk
-  if (!bitMask) {
-    for (int64_t j = 0; j < kChunk; ++j)
-      s[j] = select(cmp(arith::CmpIPredicate::sgt, rel, c32(j)), s[j], negInf);
-    return s;
-  }
-  // The same mask as a bit set (bit j: key j visible). A second read of the
-  // same chunk must not test `rel > j` again: LLVM would reuse the first
-  // read's 128 predicates, live across both steps, and ptxas spills them.
-  Value vis = arith::MinSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, rel, c32(0)), c32(kChunk));
-  Value bits = select(
-      cmp(arith::CmpIPredicate::eq, vis, c32(kChunk)), c32(-1),
-      sub(arith::ShLIOp::create(b, loc, c32(1), vis), c32(1)));
-  for (int64_t j = 0; j < kChunk; ++j) {
-    Value bit = arith::AndIOp::create(b, loc, bits, c32(int64_t(1) << j));
-    s[j] = select(cmp(arith::CmpIPredicate::ne, bit, c32(0)), s[j], negInf);
-  }
-  return s;
+  for (size_t j = 0; j < s.size(); ++j)
+    s[j] = select(cmp(arith::CmpIPredicate::sgt, rel, c32(int64_t(j))), s[j],
+                  negInf);
 }
 
 LogicalResult SM100Lowering::emitReadScores(ReadScoresOp op, RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
+  BufferOp s = bufferOf(op.getScoresAttr());
+  int64_t n = s.getShape()[1];
+  if (s.getSpace() != MemorySpace::tmem || n % 16 || n > 128)
+    return op.emitOpError()
+           << "reads " << op.getScoresAttr()
+           << "; the sm_100a lowering holds a row of S (in tensor memory, a "
+              "multiple of 16 and at most 128 columns) in a softmax thread's "
+              "registers, got "
+           << n << " columns";
   // The acquire waited for the MMA thread's commit: order the reads of S
-  // after it. row_max reads S in chunks.
+  // after it. The whole row in registers (one wait::ld), masked once;
+  // row_max and exp2_store_p work on it, so S may be released (and
+  // overwritten) right after this step: fence::before orders the reads
+  // before that release's arrive.
   t5::emitFenceAfterThreadSync(b, loc);
-  return success();
-}
-
-/// Fails when the schedule releases the pipe carrying `scores` between the
-/// ws.read_scores and `op` (cross-stage P: another tile's P may then lie
-/// over them). This lowering rereads S from tensor memory in row_max and
-/// exp2_store_p instead of holding the row in registers.
-static LogicalResult checkScoresHeld(Operation *op, BufferOp scores,
-                                     KernelOp kernel) {
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (isa<ReadScoresOp>(prev))
-      return success();
-    auto rel = dyn_cast<ReleaseOp>(prev);
-    if (!rel)
-      continue;
-    auto pipe = cast<PipeOp>(
-        SymbolTable::lookupSymbolIn(kernel, rel.getPipeAttr().getAttr()));
-    for (Attribute a : pipe.getBuffers())
-      if (cast<FlatSymbolRefAttr>(a).getValue() == scores.getSymName())
-        return op->emitOpError()
-               << "reads " << FlatSymbolRefAttr::get(scores.getSymNameAttr())
-               << " after the schedule released it (" << rel.getPipeAttr()
-               << "; cross-stage P): the sm_100a lowering rereads S from "
-                  "tensor memory and does not hold the row in registers; "
-                  "compile with --cross-stage-p=false";
-  }
+  st.sRow = readRow(tmemColumn(s), n);
+  maskRow(st, st.sRow, blockOfScores(st));
+  t5::emitFenceBeforeThreadSync(b, loc);
   return success();
 }
 
@@ -427,16 +420,20 @@ LogicalResult SM100Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
     return failure();
   if (op.getAhead() && *op.getAhead())
     return op.emitOpError() << "with ahead is not lowered on sm_100a";
-  BufferOp s = bufferOf(op.getScoresAttr());
-  if (failed(checkScoresHeld(op, s, kernel)))
-    return failure();
-  int64_t col = tmemColumn(s), n = s.getShape()[1];
-  Value block = blockOfScores(st);
-  Value mx = cf(-INFINITY);
-  for (int64_t c = 0; c < n / kChunk; ++c)
-    for (Value x : loadScores(st, col + c * kChunk, block, c * kChunk))
-      mx = fmax(mx, x);
-  st.mBlock[0] = fmul(mx, param(kScaleLog2));
+  if (st.sRow.empty())
+    return op.emitOpError() << "needs a preceding ws.read_scores";
+  // A tree (max is exact in any order): 7 levels instead of a 128-long
+  // dependent chain.
+  SmallVector<Value> level(st.sRow);
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(fmax(level[i], level[i + 1]));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  st.mBlock[0] = fmul(level[0], param(kScaleLog2));
   return success();
 }
 
@@ -461,44 +458,76 @@ LogicalResult SM100Lowering::emitSoftmaxUpdate(SoftmaxUpdateOp op,
   return success();
 }
 
+void SM100Lowering::storeColumns(int64_t col, ArrayRef<Value> vals) {
+  // Power-of-two pieces (tcgen05.st .x1 ... .x128), no wait.
+  for (size_t at = 0; at < vals.size();) {
+    size_t w = llvm::bit_floor(vals.size() - at);
+    Value v;
+    if (w == 1) {
+      v = vals[at];
+    } else {
+      v = LLVM::UndefOp::create(b, loc, VectorType::get({int64_t(w)}, i32));
+      for (size_t j = 0; j < w; ++j)
+        v = LLVM::InsertElementOp::create(b, loc, v, vals[at + j],
+                                          c32(int64_t(j)));
+    }
+    t5::emitStoreColumns(b, loc, rowAddr(col + int64_t(at)), v,
+                         /*wait=*/false);
+    at += w;
+  }
+}
+
+Value SM100Lowering::exp2StoreRow(RoleState &st, int64_t pCol, int64_t hold) {
+  // The row in quarters: quarter q's exponentials, packed two per column;
+  // the first store once `hold` quarters are packed, then one per quarter.
+  ArrayRef<Value> row = st.sRow;
+  int64_t quarter = int64_t(row.size()) / 4;
+  Value negM = arith::NegFOp::create(b, loc, st.mUse[0]);
+  Value sum = cf(0.0f);
+  SmallVector<Value> packed;
+  size_t stored = 0;
+  for (int64_t q = 0; q < 4; ++q) {
+    for (int64_t j = q * quarter; j < (q + 1) * quarter; j += 2) {
+      Value e[2];
+      for (int k = 0; k < 2; ++k) {
+        e[k] = exp2(
+            LLVM::FMAOp::create(b, loc, row[j + k], param(kScaleLog2), negM));
+        sum = fadd(sum, e[k]);
+      }
+      packed.push_back(packPair(e[0], e[1]));
+    }
+    if (q + 1 < hold)
+      continue;
+    storeColumns(pCol + int64_t(stored), ArrayRef(packed).drop_front(stored));
+    stored = packed.size();
+  }
+  return sum;
+}
+
 LogicalResult SM100Lowering::emitExp2Store(Exp2StoreOp op, RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
   if (!st.mUse[0])
     return op.emitOpError() << "needs a preceding ws.softmax_update";
-  BufferOp s = bufferOf(op.getScoresAttr()), p = bufferOf(op.getPAttr());
-  if (failed(checkScoresHeld(op, s, kernel)))
-    return failure();
-  if (p.getSpace() != MemorySpace::tmem || p.getAliases() != s.getSymName() ||
-      tmemColumn(p) != tmemColumn(s))
+  if (st.sRow.empty())
+    return op.emitOpError() << "needs a preceding ws.read_scores";
+  BufferOp p = bufferOf(op.getPAttr());
+  int64_t pCols = int64_t(st.sRow.size()) / 2;
+  if (p.getSpace() != MemorySpace::tmem ||
+      tmemColumn(p) + pCols > allocColumns())
     return op.emitOpError()
-           << "stores P in " << op.getPAttr() << "; the sm_100a lowering "
-           << "needs P over the first columns of " << op.getScoresAttr()
-           << " (each chunk of P then lies over scores already read)";
-  int64_t col = tmemColumn(s), n = s.getShape()[1];
-  Value block = blockOfScores(st);
-  Value negM = arith::NegFOp::create(b, loc, st.mUse[0]);
-  Value sum = cf(0.0f);
-  // Chunk c reads S columns [32c, 32c + 32) and writes P over S columns
-  // [16c, 16c + 16): scores already read (the wait::ld orders it).
-  for (int64_t c = 0; c < n / kChunk; ++c) {
-    SmallVector<Value> sc = loadScores(st, col + c * kChunk, block, c * kChunk,
-                                       /*bitMask=*/true);
-    SmallVector<Value> e;
-    for (Value x : sc) {
-      Value pe = exp2(LLVM::FMAOp::create(b, loc, x, param(kScaleLog2), negM));
-      sum = fadd(sum, pe);
-      e.push_back(pe);
-    }
-    auto vecTy = VectorType::get({kChunk / 2}, i32);
-    Value v = LLVM::UndefOp::create(b, loc, vecTy);
-    for (int64_t j = 0; j < kChunk / 2; ++j)
-      v = LLVM::InsertElementOp::create(b, loc, v,
-                                        packPair(e[2 * j], e[2 * j + 1]),
-                                        c32(j));
-    t5::emitStoreColumns(b, loc, rowAddr(col + c * kChunk / 2), v,
-                         /*wait=*/true);
-  }
+           << "stores P in " << op.getPAttr()
+           << "; the sm_100a lowering stores P (" << pCols
+           << " columns) in the kernel's tensor memory";
+  int64_t hold = op.getHold().value_or(1);
+  if (hold < 1 || hold > 4)
+    return op.emitOpError() << "hold must be 1 to 4 quarters, got " << hold;
+  // S is in registers (read_scores): P may go anywhere the IR puts it (over
+  // its own S, or with cross-stage P over the sibling's S once the
+  // handshake tokens said it was read). The acquires before this step
+  // waited for those tokens and for the P V that read the previous P.
+  t5::emitFenceAfterThreadSync(b, loc);
+  Value sum = exp2StoreRow(st, tmemColumn(p), hold);
   st.l[0] = fadd(fmul(st.l[0], st.corr[0]), sum);
   // P complete before the release: wait for the stores, then order them
   // before the arrive.

@@ -68,10 +68,18 @@ private:
   /// The first CTA row of the tile whose row statistics `buf` (an @l or @f
   /// buffer) carries: its producer softmax role's rows.
   int64_t rowBeginOfStats(FlatSymbolRefAttr buf);
-  /// Loads 32 score columns from `col` as f32, masked (sequence end and
-  /// causal diagonal) for KV block `block`: -inf where invisible.
-  SmallVector<Value> loadScores(RoleState &st, int64_t col, Value block,
-                                int64_t keyOffset, bool bitMask = false);
+  /// A softmax thread's row of S: `n` f32 columns from `col`, every
+  /// tcgen05.ld in flight before one wait::ld.
+  SmallVector<Value> readRow(int64_t col, int64_t n);
+  /// -inf where a key of KV block `block` is invisible to the thread's row
+  /// (sequence end, bottom-right causal).
+  void maskRow(RoleState &st, MutableArrayRef<Value> s, Value block);
+  /// P = exp2(s · scale − m) of the row in st.sRow, stored as 16-bit pairs
+  /// from column `pCol`: the first tcgen05.st once `hold` quarters are
+  /// computed, then one per quarter (no wait). Returns the row sum.
+  Value exp2StoreRow(RoleState &st, int64_t pCol, int64_t hold);
+  /// i32 columns from `col` in power-of-two tcgen05.st pieces, no wait.
+  void storeColumns(int64_t col, ArrayRef<Value> vals);
   SmallVector<Value> loadF32(int64_t column, int64_t n);
   void storeF32(int64_t column, ArrayRef<Value> vals);
   Value packPair(Value x, Value y);

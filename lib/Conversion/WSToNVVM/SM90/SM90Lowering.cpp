@@ -87,6 +87,12 @@ LogicalResult SM90Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
     return failure();
   if (op.getStaging())
     return op.emitOpError() << "staging through smem is not lowered on sm_90a";
+  if (qGroup) {
+    if (!kernel.getSplitKv())
+      return op.emitOpError() << "of a q_group kernel is lowered with "
+                                 "split_kv only";
+    return emitDecodeEpilogue(op, st);
+  }
   int64_t n = bufferOf(op.getAccAttr()).getShape()[1];
   Value t = st.threadInRole;
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));

@@ -45,6 +45,14 @@ public:
 
   // SM90Lowering.cpp
   LogicalResult emitEpilogue(EpilogueOp op, RoleState &st) override;
+  // SM90Decode.cpp: the epilogue of a q_group (decode) kernel, with split
+  // KV the partials and the last split's merge.
+  LogicalResult emitDecodeEpilogue(EpilogueOp op, RoleState &st);
+  /// Stores column pairs (element column, f32 pair) of tile row `row` as
+  /// O's element type, and the LSE (log2 domain) when given, if the row's
+  /// token is below seqQ.
+  void storeDecodeRow(Value row, ArrayRef<std::pair<Value, Value>> cols,
+                      Value lseLog2);
 
 private:
   /// The accumulator fragment of an m64nN tile: n / 2 f32 per thread.

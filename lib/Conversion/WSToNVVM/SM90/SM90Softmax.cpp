@@ -50,8 +50,15 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
   Value w = divu(t, c32(32)), ln = remu(t, c32(32));
   Value rowInTile = add(mul(w, c32(16)), divu(ln, c32(4)));
   Value colInBlock = mul(remu(ln, c32(4)), c32(2));
-  Value roleRow0 = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
-  Value qRow0 = add(roleRow0, rowInTile);
+  // roleRow0: the first query (token) of the role's rows, for the uniform
+  // causal test; rowIdx: each fragment row's query.
+  Value roleRow0, qRow0;
+  if (qGroup) {
+    roleRow0 = tokenOfRow(c32(st.rowBegin));
+  } else {
+    roleRow0 = add(mul(mBlock, c32(blockM)), c32(st.rowBegin));
+    qRow0 = add(roleRow0, rowInTile);
+  }
   // Before the loop: block 0. A block past the end is fully masked below.
   Value block = st.inLoop ? st.kvBlock : c32(0);
   st.scoresReal = Value();
@@ -59,19 +66,24 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
     block = add(block, c32(1));
     st.scoresReal = cmp(arith::CmpIPredicate::slt, block, st.numBlocks);
   }
-  Value keyBlock = mul(block, c32(blockN));
+  Value keyBlock = mul(absBlock(block), c32(blockN));
   Value keyBase = add(keyBlock, colInBlock);
   Value seqKV = param(kSeqKV);
   // Causal (bottom-right): key <= row + seqKV - seqQ.
   Value diag = sub(seqKV, param(kSeqQ));
   Value negInf = cf(-INFINITY);
   for (int i = 0; i < 2; ++i)
-    st.rowIdx[i] = add(qRow0, c32(8 * i));
+    st.rowIdx[i] =
+        qGroup ? tokenOfRow(add(add(c32(st.rowBegin), rowInTile), c32(8 * i)))
+               : add(qRow0, c32(8 * i));
 
   // Only the blocks that hold the sequence tail or cross the causal
   // diagonal need a mask; the test is uniform over the role's rows.
   Value blockEnd = add(keyBlock, c32(blockN));
-  Value needMask = cmp(arith::CmpIPredicate::sgt, blockEnd, seqKV);
+  // Split KV: keys from the split's end on are masked too (the look-ahead
+  // past the split's last block is the next split's first).
+  Value keyEnd = kvEndKey ? kvEndKey : seqKV;
+  Value needMask = cmp(arith::CmpIPredicate::sgt, blockEnd, keyEnd);
   if (spec.causal) {
     Value firstVisibleLimit = add(add(roleRow0, diag), c32(1));
     needMask = arith::OrIOp::create(
@@ -85,7 +97,7 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value masked = st.s;
     for (int i = 0; i < 2; ++i) {
-      Value limit = seqKV; // first invisible key
+      Value limit = keyEnd; // first invisible key
       if (spec.causal)
         limit = arith::MinSIOp::create(b, loc, limit,
                                        add(add(st.rowIdx[i], diag), c32(1)));

@@ -143,6 +143,36 @@ LogicalResult KernelOp::verifyRegions() {
     // atoms, since block_n is a multiple of 16 (checked above).
   }
 
+  if (std::optional<uint64_t> group = getQGroup()) {
+    int64_t g = int64_t(*group);
+    if (getTarget() != Target::sm_90a)
+      return emitOpError() << "q_group is implemented for sm_90a only";
+    if (g < 1 || blockM % g || g > 64)
+      return emitOpError() << "q_group = " << g
+                           << " must divide block_m = " << blockM
+                           << " and be at most 64 (a TMA box of q_group heads "
+                              "by block_m / q_group tokens)";
+    if (g != getSpec().toSpec().gqaRatio())
+      return emitOpError() << "q_group = " << g
+                           << " but the spec has q_heads / kv_heads = "
+                           << getSpec().toSpec().gqaRatio();
+    if (getPersistent() || getKvMulticast())
+      return emitOpError() << "q_group cannot be combined with persistent or "
+                              "kv_multicast";
+  }
+  if (getSplitKv()) {
+    if (getTarget() != Target::sm_90a)
+      return emitOpError() << "split_kv is implemented for sm_90a only";
+    if (!getQGroup())
+      return emitOpError() << "split_kv needs q_group (the decode schedule)";
+    if (getBody().getOps<RoleOp>().empty() ||
+        llvm::count_if(getBody().getOps<RoleOp>(), [](RoleOp r) {
+          return r.getKind() == RoleKind::compute;
+        }) != 1)
+      return emitOpError() << "split_kv needs exactly one compute role (the "
+                              "last split's merge runs in it)";
+  }
+
   // Warp ranges are disjoint.
   for (auto [i, a] : llvm::enumerate(roles))
     for (RoleOp b : llvm::drop_begin(roles, i + 1))

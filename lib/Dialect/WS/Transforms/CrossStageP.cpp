@@ -225,6 +225,8 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
     NamedAttrList attrs(*record);
     attrs.set("cross_stage_p", b.getBoolAttr(true));
     attrs.set("cross_stage_p_depth", b.getI64IntegerAttr(depth));
+    attrs.set("cross_stage_p_hold_a", b.getI64IntegerAttr(holdA));
+    attrs.set("cross_stage_p_hold_b", b.getI64IntegerAttr(holdB));
     kernel.setScheduleAttr(attrs.getDictionary(ctx));
   }
 }

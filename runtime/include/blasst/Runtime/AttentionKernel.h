@@ -104,12 +104,14 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 //===----------------------------------------------------------------------===//
 
 /// Everything one launch passes, encoded and checked: the host copies of the
-/// 14 kernel parameters plus the launch shape. Preparing once and launching
+/// 15 kernel parameters plus the launch shape (parameter 14, the decode
+/// workspace, only decode kernels have; the driver reads as many parameters
+/// as the kernel takes). Preparing once and launching
 /// many times keeps descriptor encoding out of timed regions. Holds no
 /// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
 /// keeps the descriptors aligned, also on the heap).
 struct AttentionLaunch {
-  static constexpr int kNumParams = 14;
+  static constexpr int kNumParams = 15;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -123,10 +125,16 @@ struct AttentionLaunch {
   float scaleLog2 = 0;                              // 11
   float log2Threshold = 0;                          // 12
   uint64_t log2ThresholdPtr = 0;                    // 13 device pointer or 0
+  uint64_t workspace = 0;                           // 14 decode: or 0
+  /// Decode kernels: the KV splits of this launch (1 for other kernels).
+  int kvSplits = 1;
 
   Dim3 grid;
   Dim3 block;
   size_t smemBytes = 0;
+  /// > 0: launch() zeroes this many bytes at `stats` on the stream first
+  /// (AttentionArgs::zeroStats).
+  size_t zeroStatsBytes = 0;
 
   /// Fills `params` with pointers to the fields above, in ABI order, for
   /// cuLaunchKernelEx. Valid while this object is.
@@ -179,6 +187,13 @@ public:
   /// Pass another value to change a BLASST kernel's threshold at launch.
   Status run(const AttentionArgs &args, CUstream stream,
              float log2Threshold = NAN) const;
+
+  /// Decode kernels (info().splitKV): the KV splits a launch with `args`
+  /// uses (args.kvSplits, else the kernel's kv_splits, else chosen from
+  /// batch x kv heads x query tiles, the KV length and the SM count), and
+  /// the workspace bytes it needs (0 with one split). Other kernels: 1, 0.
+  int kvSplitsFor(const AttentionArgs &args) const;
+  size_t workspaceBytes(const AttentionArgs &args) const;
 
   /// log2ThresholdForSpec(spec()).
   float specLog2Threshold() const { return log2ThresholdForSpec(kernelSpec); }

@@ -26,6 +26,15 @@
 //                 not null, the kernel reads the threshold (same meaning as
 //                 12) from there when it runs and ignores 12, so a CUDA graph
 //                 replays with the value in memory at replay (ABI 2)
+//   14 workspace  decode kernels only (.meta split_kv = 1; ABI 3): device
+//                 memory for the KV splits, or null for one split (grid x =
+//                 query tiles). With S > 1 splits (grid x = query tiles x S)
+//                 it holds, for T = batch x kv_heads x query tiles tiles,
+//                 float partO[T][S][block_m][head_dim], float
+//                 partLse[T][S][block_m], int32 counter[T]
+//                 (decodeWorkspaceBytes); the counters must be zero before
+//                 the first launch (the kernel leaves them zero), and one
+//                 workspace serves one launch at a time.
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
@@ -34,6 +43,12 @@
 //   swizzle 128B, interleave none, OOB fill zeros (tails read as zero)
 //   Q over (D = head_dim, H = q_heads); K over (head_dim, kv_heads); V over
 //   (head_dim_v, kv_heads).
+//
+// Decode kernels (.meta q_group = G, split_kv = 1): a CTA computes the
+// block_m / G new tokens (seqQ <= 8) of the G q heads of one KV head, packed
+// token-major in its rows; Q's box is {64, G, block_m / G, 1}. Grid
+// (ceil(seqQ / (block_m / G)) x splits, kv_heads, batch). Causal masking is
+// bottom-right as below (token i sees keys j <= i + seqKV - seqQ).
 //
 // Launch: grid (ceil(seqQ / blockM), q_heads, batch), block (threads, 1, 1),
 // dynamic shared memory `smemBytes` (raise the function's limit first), no
@@ -50,7 +65,10 @@
 namespace blasst::rt {
 
 /// 2: parameter 13 (the threshold in device memory) added.
-constexpr int kKernelABIVersion = 2;
+/// 3: decode kernels (split_kv) take parameter 14, the workspace.
+constexpr int kKernelABIVersion = 3;
+/// The most new tokens per sequence a decode kernel takes.
+constexpr int kMaxDecodeSeqQ = 8;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
 constexpr int kTmaBoxHeadDim = 64;
 
@@ -72,6 +90,14 @@ struct KernelInfo {
   /// then describe half a block, block_n / 2 rows, and grid x is rounded up
   /// to even); 1 otherwise.
   int clusterM = 1;
+  /// Decode: q heads of one KV head packed into a tile (the Q box's head
+  /// extent; grid y is then the KV head); 0 for other kernels.
+  int qGroup = 0;
+  /// 1: the kernel splits each tile's KV blocks across CTAs and takes the
+  /// workspace (parameter 14).
+  int splitKV = 0;
+  /// The split count the kernel was compiled to use; 0: chosen at launch.
+  int kvSplits = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

@@ -373,7 +373,8 @@ Status encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
                        int64_t batch, int64_t seqLen, int64_t heads,
                        int64_t headDim, const BSHDStrides &strides,
                        uint32_t boxSeq, uint32_t boxHeadDim,
-                       TmaSwizzle swizzle = TmaSwizzle::B128);
+                       TmaSwizzle swizzle = TmaSwizzle::B128,
+                       uint32_t boxHeads = 1);
 
 //===----------------------------------------------------------------------===//
 // Attention arguments
@@ -393,6 +394,10 @@ struct AttentionArgs {
   /// (kernel ABI parameter 13), read by the kernel when it runs instead of
   /// the by-value threshold. Only for BLASST kernels.
   uint64_t log2ThresholdPtr = 0;
+  /// The launch zeroes the counters at `stats` first (one cuMemsetD32Async
+  /// on the launch's stream, captured by CUDA graphs like the kernel), so
+  /// the caller need not: the kernel only adds to them.
+  bool zeroStats = false;
 
   int64_t batch = 0;
   int64_t seqQ = 0;
@@ -402,6 +407,16 @@ struct AttentionArgs {
   int64_t headDim = 0;
   /// Bytes per element of Q, K, V and O: 2 for bf16/f16 (1 and 4 accepted).
   int elementBytes = 2;
+
+  /// Decode kernels (split KV): device memory for the splits' partial O and
+  /// LSE and the per-tile counters (AttentionKernel::workspaceBytes; zeroed
+  /// before its first use, the kernel leaves it reusable; one launch at a
+  /// time), and its size. Needed when the launch uses more than one split.
+  uint64_t workspace = 0;
+  size_t workspaceBytes = 0;
+  /// Decode kernels: the KV splits (0: the kernel's kv_splits, else chosen
+  /// at launch).
+  int kvSplits = 0;
 
   BSHDStrides qStrides, kStrides, vStrides, oStrides;
 

@@ -5,7 +5,7 @@
 // RUN: blasst-opt %s -split-input-file --blasst-cross-stage-p=mode=false | FileCheck %s --check-prefix=OFF
 
 // CHECK-LABEL: ws.kernel @x_kernel
-// CHECK-SAME: cross_stage_p = true, cross_stage_p_depth = 2
+// CHECK-SAME: cross_stage_p = true, cross_stage_p_depth = 2 : i64, cross_stage_p_hold_a = 1 : i64, cross_stage_p_hold_b = 4 : i64
 // CHECK: ws.buffer @p0 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]
 // CHECK: ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s0 at [0, 64]
 // CHECK: ws.pipe @x0_pipe depth 2 producer @softmax0 consumers [@softmax1]

@@ -98,6 +98,20 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     query block down): the longest causal tiles start first and the short
     ones fill the tail of the last wave.
 
+    With `q_group = G` (decode, sm_90a), a CTA computes one KV head: the
+    rows of its tile are the query tokens of the G q heads that share that
+    KV head, packed token-major (row r is token `block * block_m / G + r / G`
+    of q head `kv_head * G + r % G`), so each K/V block is read once for all
+    of them. grid y is the KV head; Q is copied with a box of G heads by
+    `block_m / G` tokens.
+
+    With `split_kv` (decode), the KV blocks of a tile are split across CTAs
+    (grid x = query tiles x splits, the split count chosen at launch): each
+    split writes its O (f32, normalised) and LSE to a workspace (kernel
+    parameter 14), and the last split of a tile to finish merges them by
+    LSE into O (a counter per tile in the workspace, reset by that CTA).
+    One split (workspace null) writes O directly.
+
     `schedule` records the schedule `convert-attn-to-ws` resolved (every
     knob with its value, defaults included): what was asked for, for
     `--summary` and for reading the IR. The lowering reads the structure
@@ -107,6 +121,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        I64Attr:$block_m, I64Attr:$block_n,
                        Attn_SpecAttr:$spec, UnitAttr:$persistent,
                        UnitAttr:$kv_multicast, UnitAttr:$reverse_tiles,
+                       OptionalAttr<I64Attr>:$q_group, UnitAttr:$split_kv,
                        OptionalAttr<DictionaryAttr>:$schedule);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
@@ -114,6 +129,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
+    (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)?
     (`schedule` $schedule^)?
     attr-dict-with-keyword $body
   }];

@@ -1,0 +1,271 @@
+//===- SM90Decode.cpp - sm_90a: the decode epilogue -----------------------===//
+//
+// The epilogue of the decode schedule (ws.kernel q_group, split_kv): tile
+// rows are (token, q head) pairs of one KV head; with one split O is written
+// directly, with several each split writes its normalised O (f32) and LSE to
+// the workspace and the last split of the tile to finish merges them by LSE.
+//
+// Workspace (kernel parameter 14, ABI 3), for T = batch x kv_heads x query
+// tiles tiles and S splits (grid x = query tiles x S):
+//   float partO[T][S][block_m][head_dim_v]
+//   float partLse[T][S][block_m]          (log2 domain: m + log2 l, -inf)
+//   int32 counter[T]                      (zero before the first launch; the
+//                                          merging CTA resets it to zero)
+// tile = (batch * kv_heads + kv_head) * query tiles + query tile.
+//
+//===----------------------------------------------------------------------===//
+#include "SM90Lowering.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace blasst;
+using namespace blasst::ws;
+using namespace blasst::ws::lowering;
+
+/// O and LSE of one output row of a packed tile: row `row` (i32, in the
+/// tile) goes to token tokenOfRow(row) of q head qHeadOfRow(row).
+void SM90Lowering::storeDecodeRow(Value row, ArrayRef<std::pair<Value, Value>> cols,
+                                  Value lseLog2) {
+  Value token = tokenOfRow(row), qHead = qHeadOfRow(row);
+  Value seqQ = param(kSeqQ);
+  OpBuilder::InsertionGuard guard(b);
+  openIf(cmp(arith::CmpIPredicate::slt, token, seqQ));
+  Value base = LLVM::GEPOp::create(
+      b, loc, ptrGen, elemTy, param(kO),
+      ValueRange{add64(add64(mul64(ext64(batch), param(kOStrideB)),
+                             mul64(ext64(qHead), param(kOStrideH))),
+                       mul64(ext64(token), param(kOStrideS)))});
+  auto pairTy = VectorType::get({2}, f32);
+  auto pairElemTy = VectorType::get({2}, elemTy);
+  for (auto [col, pairValue] : cols) {
+    (void)pairTy;
+    Value packed = LLVM::FPTruncOp::create(b, loc, pairElemTy, pairValue);
+    Value ptr =
+        LLVM::GEPOp::create(b, loc, ptrGen, elemTy, base, ValueRange{col});
+    LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+  }
+  if (lseLog2) {
+    Value lse = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             lseLog2, cf(-INFINITY)),
+                       cf(-INFINITY), fmul(lseLog2, cf(float(M_LN2))));
+    Value idx = add64(
+        mul64(add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(qHead)),
+              ext64(seqQ)),
+        ext64(token));
+    Value ptr =
+        LLVM::GEPOp::create(b, loc, ptrGen, f32, param(kLse), ValueRange{idx});
+    LLVM::StoreOp::create(b, loc, lse, ptr, /*alignment=*/4);
+  }
+}
+
+LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
+  int64_t n = bufferOf(op.getAccAttr()).getShape()[1];
+  Value t = st.threadInRole;
+  Value w = divu(t, c32(32)), ln = remu(t, c32(32));
+  Value rowInTile = add(c32(st.rowBegin), add(mul(w, c32(16)), divu(ln, c32(4))));
+  Value col0 = mul(remu(ln, c32(4)), c32(2));
+  auto pairTy = VectorType::get({2}, f32);
+  Value quadLead = cmp(arith::CmpIPredicate::eq, remu(ln, c32(4)), c32(0));
+
+  // Per fragment row: 1 / l (0 for a row that saw no key) and the LSE in
+  // the log2 domain.
+  Value inv[2], lse2[2];
+  for (int i = 0; i < 2; ++i) {
+    Value l = quadReduce(st.l[i], /*isMax=*/false);
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, cf(0.0f));
+    inv[i] = select(empty, cf(0.0f), arith::DivFOp::create(b, loc, cf(1.0f), l));
+    Value log2l = LLVM::CallIntrinsicOp::create(
+                      b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                      ValueRange{l})
+                      .getResult(0);
+    lse2[i] = select(empty, cf(-INFINITY), fadd(st.m[i], log2l));
+  }
+  auto normalisedPair = [&](int i, int64_t j) {
+    Value pair = LLVM::UndefOp::create(b, loc, pairTy);
+    for (int k = 0; k < 2; ++k)
+      pair = LLVM::InsertElementOp::create(
+          b, loc, pair, fmul(extract(st.o, 4 * j + 2 * i + k), inv[i]),
+          c32(k));
+    return pair;
+  };
+
+  // One split (null workspace): O straight to the output.
+  Value ws = param(kWorkspace);
+  Value direct = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ws,
+                                      LLVM::ZeroOp::create(b, loc, ptrGen));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, direct,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    for (int i = 0; i < 2; ++i) {
+      SmallVector<std::pair<Value, Value>> cols;
+      for (int64_t j = 0; j < n / 8; ++j)
+        cols.push_back({add(col0, c32(8 * j)), normalisedPair(i, j)});
+      Value row = add(rowInTile, c32(8 * i));
+      // The LSE once per row (the quad's first thread).
+      storeDecodeRow(row, cols, Value());
+      if (op.getLse()) {
+        OpBuilder::InsertionGuard inner(b);
+        openIf(quadLead);
+        storeDecodeRow(row, {}, lse2[i]);
+      }
+    }
+  }
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+
+  // Several splits: this split's partial O and LSE into the workspace.
+  Value numTiles =
+      mul(mul(NVVM::GridDimZOp::create(b, loc, i32),
+              NVVM::GridDimYOp::create(b, loc, i32)),
+          numQTiles);
+  Value tile = add(mul(add(mul(batch, NVVM::GridDimYOp::create(b, loc, i32)),
+                           kvHead),
+                       numQTiles),
+                   mBlock);
+  Value slots = mul64(ext64(numTiles), ext64(numSplits)); // (tile, split)
+  Value lseBase = mul64(mul64(slots, c64(blockM)), c64(n));
+  Value counterBase = add64(lseBase, mul64(slots, c64(blockM)));
+  Value mySlot = add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
+  for (int i = 0; i < 2; ++i) {
+    Value row = add(rowInTile, c32(8 * i));
+    Value rowBase =
+        add64(mul64(add64(mul64(mySlot, c64(blockM)), ext64(row)), c64(n)),
+              ext64(col0));
+    for (int64_t j = 0; j < n / 8; ++j) {
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, f32, ws,
+                                      ValueRange{add64(rowBase, c64(8 * j))});
+      LLVM::StoreOp::create(b, loc, normalisedPair(i, j), ptr,
+                            /*alignment=*/8);
+    }
+    OpBuilder::InsertionGuard inner(b);
+    openIf(quadLead);
+    Value ptr = LLVM::GEPOp::create(
+        b, loc, ptrGen, f32, ws,
+        ValueRange{add64(lseBase, add64(mul64(mySlot, c64(blockM)),
+                                        ext64(row)))});
+    LLVM::StoreOp::create(b, loc, lse2[i], ptr, /*alignment=*/4);
+  }
+  // Release: the partials are visible GPU-wide before the counter moves.
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  int64_t roleThreads = st.role.getNumWarps() * 32;
+  NVVM::BarrierOp::create(b, loc, Type(), c32(st.barrierId), c32(roleThreads),
+                          nullptr, Value());
+  // One thread counts the split in; the last one resets the counter (the
+  // workspace is reusable by the next launch) and its role merges.
+  Value counter = LLVM::GEPOp::create(b, loc, ptrGen, i32, ws,
+                                      ValueRange{add64(counterBase, ext64(tile))});
+  Value first = cmp(arith::CmpIPredicate::eq, t, c32(0));
+  auto count = scf::IfOp::create(b, loc, TypeRange{i1}, first,
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(count.thenBlock());
+    Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
+                                          counter, c32(1),
+                                          LLVM::AtomicOrdering::acq_rel);
+    Value last = cmp(arith::CmpIPredicate::eq, old, sub(numSplits, c32(1)));
+    {
+      OpBuilder::InsertionGuard reset(b);
+      openIf(last);
+      LLVM::StoreOp::create(b, loc, c32(0), counter, /*alignment=*/4);
+    }
+    scf::YieldOp::create(b, loc, ValueRange{last});
+    b.setInsertionPointToStart(count.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantOp::create(
+                                     b, loc, b.getBoolAttr(false))});
+  }
+  Value isLast =
+      LLVM::CallIntrinsicOp::create(
+          b, loc, i1,
+          b.getStringAttr("llvm.nvvm.barrier.cta.red.or.aligned.count"),
+          ValueRange{c32(st.barrierId), c32(roleThreads), count.getResult(0)})
+          .getResult(0);
+  openIf(isLast);
+  // Acquire: the other splits' partials, written before their counts.
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  // The merge: each thread takes column pairs of the tile's rows in turn;
+  // O = sum_s 2^(lse_s - max) O_s / sum_s 2^(lse_s - max).
+  Value tileSlot = mul64(ext64(tile), ext64(numSplits));
+  Value pairs = c32(blockM * n / 2);
+  auto loop = scf::ForOp::create(b, loc, t, pairs, c32(roleThreads));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value idx = loop.getInductionVar();
+    Value row = divu(idx, c32(n / 2));
+    Value col = mul(remu(idx, c32(n / 2)), c32(2));
+    Value token = tokenOfRow(row);
+    openIf(cmp(arith::CmpIPredicate::slt, token, param(kSeqQ)));
+    auto lseAt = [&](Value s) {
+      Value slot = add64(tileSlot, ext64(s));
+      Value ptr = LLVM::GEPOp::create(
+          b, loc, ptrGen, f32, ws,
+          ValueRange{add64(lseBase, add64(mul64(slot, c64(blockM)),
+                                          ext64(row)))});
+      return LLVM::LoadOp::create(b, loc, f32, ptr, /*alignment=*/4)
+          .getResult();
+    };
+    auto maxLoop = scf::ForOp::create(b, loc, c32(0), numSplits, c32(1),
+                                      ValueRange{cf(-INFINITY)});
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(maxLoop.getBody());
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{fmax(maxLoop.getRegionIterArgs()[0],
+                          lseAt(maxLoop.getInductionVar()))});
+    }
+    Value mx = maxLoop.getResult(0);
+    // Every split empty (a row that sees no key): O = 0, LSE = -inf.
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx,
+                              cf(-INFINITY));
+    Value mxSafe = select(none, cf(0.0f), mx);
+    Value zeroPair = LLVM::ZeroOp::create(b, loc, pairTy);
+    auto sumLoop = scf::ForOp::create(b, loc, c32(0), numSplits, c32(1),
+                                      ValueRange{cf(0.0f), zeroPair});
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value s = sumLoop.getInductionVar();
+      Value wgt = exp2(fsub(lseAt(s), mxSafe));
+      Value slot = add64(tileSlot, ext64(s));
+      Value ptr = LLVM::GEPOp::create(
+          b, loc, ptrGen, f32, ws,
+          ValueRange{add64(mul64(add64(mul64(slot, c64(blockM)), ext64(row)),
+                                 c64(n)),
+                           ext64(col))});
+      Value part = LLVM::LoadOp::create(b, loc, pairTy, ptr, /*alignment=*/8);
+      Value wv = LLVM::UndefOp::create(b, loc, pairTy);
+      for (int k = 0; k < 2; ++k)
+        wv = LLVM::InsertElementOp::create(b, loc, wv, wgt, c32(k));
+      Value acc = arith::AddFOp::create(
+          b, loc, sumLoop.getRegionIterArgs()[1],
+          arith::MulFOp::create(b, loc, wv, part));
+      scf::YieldOp::create(
+          b, loc, ValueRange{fadd(sumLoop.getRegionIterArgs()[0], wgt), acc});
+    }
+    Value sum = sumLoop.getResult(0);
+    Value inverse = select(none, cf(0.0f),
+                           arith::DivFOp::create(b, loc, cf(1.0f), sum));
+    Value iv = LLVM::UndefOp::create(b, loc, pairTy);
+    for (int k = 0; k < 2; ++k)
+      iv = LLVM::InsertElementOp::create(b, loc, iv, inverse, c32(k));
+    Value out = arith::MulFOp::create(b, loc, sumLoop.getResult(1), iv);
+    storeDecodeRow(row, {{col, out}}, Value());
+    if (op.getLse()) {
+      OpBuilder::InsertionGuard inner(b);
+      openIf(cmp(arith::CmpIPredicate::eq, col, c32(0)));
+      Value log2s = LLVM::CallIntrinsicOp::create(
+                        b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                        ValueRange{sum})
+                        .getResult(0);
+      storeDecodeRow(row, {},
+                     select(none, cf(-INFINITY), fadd(mx, log2s)));
+    }
+  }
+  return success();
+}

@@ -1,0 +1,16 @@
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a block-m=128" 2>&1 | FileCheck %s --check-prefix=BLOCKM
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a pingpong=true" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_100a" 2>&1 | FileCheck %s --check-prefix=SM100
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-splits=-1" 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a kv-splits=2" 2>&1 | FileCheck %s --check-prefix=PREFILL
+// Knobs the decode schedule refuses (and split KV on a prefill spec).
+
+// BLOCKM: error: 'attn.attention' op decode schedule: block-m=128: the decode schedule packs the tokens of a kv head's q heads into one 64-row tile (one consumer warpgroup)
+// PINGPONG: error: 'attn.attention' op decode schedule: persistent, kv-multicast and pingpong are prefill schedules
+// SM100: error: 'attn.attention' op cannot be compiled for sm_100a: phase = decode is not implemented on sm_100a yet (the decode schedule is sm_90a's)
+// NEG: convert-attn-to-ws: option kv-splits must not be negative, got -1
+// PREFILL: error: 'attn.attention' op kv-splits=2: split KV is the decode schedule's (phase = decode)
+func.func @decode(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
+  return
+}

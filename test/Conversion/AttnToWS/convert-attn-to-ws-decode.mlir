@@ -1,0 +1,55 @@
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a" | FileCheck %s
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=SPLITS
+// The decode schedule (phase = decode, sm_90a): the q heads of one KV head
+// packed into one 64-row tile (q_group), a producer warpgroup and one
+// consumer warpgroup (the overlap schedule with P in registers), 128-key
+// blocks through 3 K/V stages at head_dim 128 (4 at 64), and the KV blocks
+// split across CTAs (split_kv).
+
+// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv schedule {{{.*}}stages = 3
+// CHECK-NOT: reverse_tiles
+// CHECK: ws.buffer @q smem [64, 128] bf16 stages 1
+// CHECK: ws.buffer @k smem [128, 128] bf16 stages 3
+// CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16384
+// CHECK: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0]
+// CHECK: ws.role @producer load warps [0, 4) regs 24
+// CHECK: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64)
+// CHECK-NOT: ws.role @consumer1
+// CHECK: ws.epilogue @o {lse}
+
+// The kernel takes the workspace as parameter 14 (ABI 3); grid y is the KV
+// head, grid x query tile + tiles x split; the Q copy's head coordinate is
+// the KV head's first q head; the epilogue writes O directly when the
+// workspace is null, else the split's partials, counts the split in and the
+// last split merges.
+// LLVM-LABEL: llvm.func @gqa_kernel(
+// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias})
+// LLVM-SAME: blasst.q_group = 4
+// LLVM-SAME: blasst.split_kv
+// LLVM: nvvm.read.ptx.sreg.nctaid.x
+// LLVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// LLVM: llvm.icmp "eq" %arg14
+// LLVM: nvvm.memory.barrier <gpu>
+// LLVM: llvm.atomicrmw add
+// LLVM: llvm.nvvm.barrier.cta.red.or.aligned.count
+// LLVM: nvvm.memory.barrier <gpu>
+// LLVM: scf.for
+
+// SPLITS: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv schedule {{{.*}}kv_splits = 4 : i64
+func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>, %lse: memref<?x32x?xf32>) {
+  attn.attention %q, %k, %v -> %o lse(%lse : memref<?x32x?xf32>) spec(<head_dim = 128, q_heads = 32, kv_heads = 8, causal = true, phase = decode, lse = true>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
+  return
+}
+
+// -----
+
+// MQA at head_dim 64: all 16 q heads in one tile (4 tokens each), 4 stages.
+// CHECK-LABEL: ws.kernel @mqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}> q_group = 16 split_kv schedule {{{.*}}stages = 4
+// CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 8192
+// LLVM-LABEL: llvm.func @mqa_kernel(
+// LLVM-SAME: blasst.q_group = 16
+func.func @mqa(%q: memref<?x?x16x64xbf16>, %k: memref<?x?x1x64xbf16>, %v: memref<?x?x1x64xbf16>, %o: memref<?x?x16x64xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 64, head_dim_v = 64, q_heads = 16, kv_heads = 1, phase = decode>) : memref<?x?x16x64xbf16>, memref<?x?x1x64xbf16>, memref<?x?x1x64xbf16>, memref<?x?x16x64xbf16>
+  return
+}

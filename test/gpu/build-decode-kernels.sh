@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Kernels for the decode runs (phase = decode, sm_90a): the check matrix
+# (MHA 16/16, GQA 32/8 and 16/4, MQA 8/1 and 32/1 x head_dim 64/128 x causal,
+# LSE on) and the benchmark kernel (bf16, head_dim 128, 32 q / 8 kv heads).
+# seq_q (1-8) and the KV split count are launch values: one kernel per spec.
+# Usage: test/gpu/build-decode-kernels.sh [BUILD] [OUT]   (OUT default:
+# .device/decode, with a copy of blasst-bench in OUT/bin for the device)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$ROOT/build}"; OUT="${2:-$ROOT/.device/decode}"
+C="$BUILD/bin/blasst-compile"; mkdir -p "$OUT/bin"
+mk() { # name spec...
+  local name="$1"; shift
+  printf 'name=%s %s\n' "$name" "$*" >"$OUT/$name.in.spec"
+  "$C" --spec "$OUT/$name.in.spec" --emit cubin -o "$OUT/$name" -v \
+    ${BLASST_COMPILE_FLAGS:-} >"$OUT/$name.ptxas.log" 2>&1
+  grep -q "0 bytes spill stores, 0 bytes spill loads" "$OUT/$name.ptxas.log" ||
+    { echo "spills or no ptxas report: $OUT/$name.ptxas.log"; exit 1; }
+}
+for hd in 64 128; do
+  for heads in "16 16" "32 8" "16 4" "8 1" "32 1"; do
+    read -r qh kvh <<<"$heads"
+    for causal in false true; do
+      mk "dec_hd${hd}_q${qh}kv${kvh}_c${causal}" \
+        "dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode"
+    done
+  done
+done
+mk dec_f16_hd128_q32kv8_ctrue "dtype=f16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode"
+mk bench_dec_hd128_q32kv8 "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode"
+mk bench_dec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true phase=decode"
+cp "$BUILD/bin/blasst-bench" "$OUT/bin/"
+ls "$OUT"/*.cubin | wc -l
