@@ -245,7 +245,9 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   role.walk([&](VoteOp v) { vote = v; });
   // Who counts the statistics is in the IR: a voter with `stats`, or the
   // load role whose ws.await_vote has `stats` (it reads every vote anyway).
-  st.stats = vote && vote.getStats() && role.getKind() == RoleKind::compute;
+  bool voter = vote && (role.getKind() == RoleKind::compute ||
+                        role.getKind() == RoleKind::softmax);
+  st.stats = voter && vote.getStats();
   role.walk([&](AwaitVoteOp a) {
     st.speculateAfter = int64_t(a.getSpeculateAfter().value_or(0));
     st.countVotes = a.getStats();
@@ -259,7 +261,7 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   } else if (role.getKind() == RoleKind::mma) {
     // One thread issues every tcgen05.mma and commits them (sm_100a).
     openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
-  } else if (role.getKind() == RoleKind::compute) {
+  } else if (role.getKind() == RoleKind::compute || voter) {
     st.barrierId = protocol.roleBarrier(role).id;
     if (st.barrierId > 15)
       return role.emitOpError() << "needs more than 15 named barriers";
@@ -393,6 +395,8 @@ LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
       .Case([&](TmaStoreOp o) { return target.emitTmaStore(o, st); })
       .Case([&](VoteOp o) { return emitVote(o, st); })
       .Case([&](AwaitVoteOp o) { return emitAwaitVote(o, st); })
+      .Case([&](StoreVoteOp o) { return emitStoreVote(o, st); })
+      .Case([&](LoadVoteOp o) { return emitLoadVote(o, st); })
       .Case([&](LoadFragOp o) { return target.emitLoadFrag(o, st); })
       .Case([&](MmaWaitOp o) { return target.emitMmaWait(o, st); })
       .Case([&](TurnWaitOp o) { return emitTurn(o, /*wait=*/true); })

@@ -75,6 +75,8 @@ private:
   // --- Votes and statistics (Votes.cpp) --------------------------------------
   LogicalResult emitVote(VoteOp op, RoleState &st);
   LogicalResult emitAwaitVote(AwaitVoteOp op, RoleState &st);
+  LogicalResult emitStoreVote(StoreVoteOp op, RoleState &st);
+  LogicalResult emitLoadVote(LoadVoteOp op, RoleState &st);
   /// Waits for the votes on block `block` (>= 1) and returns whether every
   /// voter skipped it, and (with countVotes) how many voters with rows
   /// skipped it.

@@ -131,8 +131,10 @@ KernelLowering::skipOutputsOf(ArrayRef<UnlessSkippedOp> regions) {
 SmallVector<Value> KernelLowering::keptYield(RoleState &st,
                                              const SkipOutputs &out) {
   SmallVector<Value> v = st.carried();
+  // (sm_100a's softmax roles hold one row: the second factor is unused.)
   if (out.update)
-    v.append({st.corr[0], st.corr[1], st.mUse[0], st.mUse[1]});
+    v.append({st.corr[0], st.corr[1] ? st.corr[1] : cf(1.0f), st.mUse[0],
+              st.mUse[1] ? st.mUse[1] : cf(0.0f)});
   if (out.exps)
     v.push_back(st.s);
   if (out.numP)
@@ -190,6 +192,17 @@ LogicalResult KernelLowering::emitUnlessSkipped(UnlessSkippedOp op,
                                                 RoleState &st) {
   if (!st.skip)
     return op.emitOpError() << "needs a preceding ws.vote";
+  if (!st.o) {
+    // A role without running state (sm_100a's MMA warp and correction
+    // role, deciding by ws.load_vote): the kept path runs the steps, the
+    // skip path nothing; the releases after the region run on both.
+    OpBuilder::InsertionGuard guard(b);
+    openIf(notI1(st.skip));
+    st.inSkipRegion = true;
+    LogicalResult emitted = emitSteps(op.getBody().front(), st);
+    st.inSkipRegion = false;
+    return emitted;
+  }
   // What leaves the region: the running state, and what the region computes
   // for steps after it (the overlap schedule): the correction factors, the
   // exponentials in S, P in registers. On the skip path those are identity

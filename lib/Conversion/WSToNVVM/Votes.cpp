@@ -20,7 +20,7 @@ using namespace blasst::ws::lowering;
 //===----------------------------------------------------------------------===//
 
 LogicalResult KernelLowering::emitVote(VoteOp op, RoleState &st) {
-  if (!st.mPart[0] || !st.threshold)
+  if ((!st.mPart[0] && !st.mBlock[0]) || !st.threshold)
     return op.emitOpError() << "needs a preceding ws.row_max in a compute role";
   // Each thread's own rows (the target's fragment layout), then warp
   // unanimity, then the role's warps (the rows of one P·V) through a
@@ -74,6 +74,29 @@ LogicalResult KernelLowering::emitVote(VoteOp op, RoleState &st) {
                                    NVVM::MemScopeKind::CTA,
                                    /*relaxed=*/false);
   }
+  return success();
+}
+
+LogicalResult KernelLowering::emitStoreVote(StoreVoteOp op, RoleState &st) {
+  if (!st.skip || !st.inLoop)
+    return op.emitOpError() << "needs a preceding ws.vote in the kv_loop";
+  // One thread writes the warpgroup-uniform decision; the role's next
+  // release (an mbarrier arrive, release semantics) publishes it to the
+  // roles that acquire after it and read it with ws.load_vote.
+  OpBuilder::InsertionGuard guard(b);
+  openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
+  LLVM::StoreOp::create(b, loc, arith::ExtUIOp::create(b, loc, i32, st.skip),
+                        smemPtr(c32(offsetOf(bufferOf(op.getWordAttr())))),
+                        4);
+  return success();
+}
+
+LogicalResult KernelLowering::emitLoadVote(LoadVoteOp op, RoleState &st) {
+  if (!st.inLoop)
+    return op.emitOpError() << "is lowered inside the kv_loop only";
+  Value word = LLVM::LoadOp::create(
+      b, loc, i32, smemPtr(c32(offsetOf(bufferOf(op.getWordAttr())))), 4);
+  st.skip = cmp(arith::CmpIPredicate::ne, word, c32(0));
   return success();
 }
 

@@ -200,7 +200,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // Buffer: element type bf16, f16 or f32.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
-  // expected-error @below {{element type must be bf16, f16 or f32, got 'i8'}}
+  // expected-error @below {{element type must be bf16, f16, f32 or i32 (a vote word), got 'i8'}}
   ws.buffer @q smem [64, 64] i8 stages 1
   ws.role @r load warps [0, 1) {
   }
@@ -908,7 +908,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
   ws.buffer @o regs [64, 64] f32 stages 1
   ws.role @c compute warps [0, 4) {
     ws.kv_loop {
-      // expected-error @below {{needs a ws.vote in the same kv_loop}}
+      // expected-error @below {{needs a ws.vote in the same kv_loop or a ws.load_vote before it}}
       ws.unless_skipped {
         ws.correct @o
       }
@@ -952,6 +952,105 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
         ws.softmax_update @s
       }
       ws.correct @o
+    }
+  }
+}
+
+// -----
+
+// store_vote: after the role's vote.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @w smem [1, 1] i32 stages 1
+  ws.role @c softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      // expected-error @below {{needs a preceding ws.vote in the same block}}
+      ws.store_vote @w
+    }
+  }
+}
+
+// -----
+
+// store_vote: the word is smem [1, 1] i32.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  ws.buffer @w smem [1, 2] i32 stages 1
+  ws.role @c softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      ws.read_scores @s
+      ws.row_max @s
+      ws.vote @s
+      // expected-error @below {{vote word @w must be an smem [1, 1] i32 buffer of one stage that owns its storage}}
+      ws.store_vote @w
+    }
+  }
+}
+
+// -----
+
+// store_vote: one writer per word.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  ws.buffer @w smem [1, 1] i32 stages 1
+  ws.role @c softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      ws.read_scores @s
+      ws.row_max @s
+      ws.vote @s
+      // expected-error @below {{vote word @w has more than one writer}}
+      ws.store_vote @w
+      ws.store_vote @w
+    }
+  }
+}
+
+// -----
+
+// load_vote: a word some voter stores.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @w smem [1, 1] i32 stages 1
+  ws.role @m mma warps [12, 13) {
+    ws.kv_loop {
+      // expected-error @below {{reads vote word @w, which no ws.store_vote writes}}
+      ws.load_vote @w
+    }
+  }
+}
+
+// -----
+
+// load_vote: only in a role that does not vote itself.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  ws.buffer @w smem [1, 1] i32 stages 1
+  ws.role @c softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      ws.read_scores @s
+      ws.row_max @s
+      ws.vote @s
+      ws.store_vote @w
+      // expected-error @below {{in a role that votes itself}}
+      ws.load_vote @w
+    }
+  }
+}
+
+// -----
+
+// A skip path that leaves out the hand-over of the decision (or a pipe
+// arrival: above) cannot be written.
+ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s tmem [128, 128] f32 stages 1
+  ws.buffer @w smem [1, 1] i32 stages 1
+  ws.role @c softmax warps [0, 4) rows [0, 128) {
+    ws.kv_loop {
+      ws.read_scores @s
+      ws.row_max @s
+      ws.vote @s
+      ws.unless_skipped {
+        // expected-error @below {{cannot be skipped: pipe traffic and votes must run on both paths}}
+        ws.store_vote @w
+      }
     }
   }
 }

@@ -77,9 +77,14 @@ LogicalResult SM100Lowering::checkPlacement(Operation *op, RoleState &st) {
     return refuse("the load role");
   if (isa<TmaStoreOp>(op) && kind != RoleKind::epilogue)
     return refuse("the epilogue role");
-  if (isa<VoteOp, AwaitVoteOp, UnlessSkippedOp>(op))
-    return op->emitOpError()
-           << "BLASST is not lowered on sm_100a (dense kernels only)";
+  if (isa<VoteOp, StoreVoteOp>(op) && kind != RoleKind::softmax)
+    return refuse("a softmax role");
+  if (isa<LoadVoteOp>(op) && kind != RoleKind::mma &&
+      kind != RoleKind::correction)
+    return refuse("the mma or the correction role");
+  if (isa<AwaitVoteOp>(op))
+    return op->emitOpError() << "is not lowered on sm_100a (V on demand is "
+                                "sm_90a only)";
   if (auto u = dyn_cast<SoftmaxUpdateOp>(op); u && !u.getFactorsAttr())
     return op->emitOpError() << "on sm_100a hands the correction factors to "
                                 "the correction role: it needs `-> @f`";
@@ -550,8 +555,19 @@ LogicalResult SM100Lowering::emitStoreRowSums(StoreRowSumsOp op,
   return success();
 }
 
-Value SM100Lowering::voteSkipsOwnRows(RoleState &) {
-  return arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+Value SM100Lowering::voteSkipsOwnRows(RoleState &st) {
+  // This thread's row: m_block - m_running < log2(lambda) (both already
+  // scaled by log2 e · scale); a row past seqQ abstains, NaN (-inf - -inf)
+  // compares false. Block 0 is always kept: its P V overwrites O
+  // (accumulate off), so skipping it would leave O undefined.
+  Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                      fsub(st.mBlock[0], st.m[0]),
+                                      st.threshold);
+  Value row = add(add(mul(mBlock, c32(blockM)), c32(st.rowBegin)), tileRow());
+  Value abstain = cmp(arith::CmpIPredicate::sge, row, param(kSeqQ));
+  Value pred = arith::OrIOp::create(b, loc, small, abstain);
+  return arith::AndIOp::create(
+      b, loc, pred, cmp(arith::CmpIPredicate::ne, st.kvBlock, c32(0)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -66,8 +66,13 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
           nextId++, 32 * (self.getNumWarps() + prev.getNumWarps())};
     }
   }
+  // sm_90a's compute warpgroups, and sm_100a's softmax warpgroups that vote
+  // (the vote's AND reduction).
   for (RoleOp role : kernel.getBody().getOps<RoleOp>())
-    if (role.getKind() == RoleKind::compute)
+    if (role.getKind() == RoleKind::compute ||
+        (role.getKind() == RoleKind::softmax &&
+         role.walk([](VoteOp) { return WalkResult::interrupt(); })
+             .wasInterrupted()))
       roleBarriers[role] = {nextId++, role.getNumWarps() * 32};
   lastNamedBarrier = nextId - 1;
 

@@ -53,7 +53,7 @@ std::optional<std::string> Model::build() {
   }
 
   int voter = 0;
-  bool blackwell = kernel.getTarget() == ws::Target::sm_100a;
+  blackwell = kernel.getTarget() == ws::Target::sm_100a;
   for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {
     // sm_100a: one thread of the MMA warp issues tcgen05.mma; the tensor
     // cores run the products in issue order, and its releases are commits.
@@ -128,6 +128,14 @@ std::optional<std::string> Model::build() {
       }
       if (isa<MmaOp>(op) && asyncMma) {
         Instr in = base(Instr::Kind::MmaIssue);
+        effectsOf(op, role, in);
+        if (inSkip)
+          skippedEffectsOf(op, role, in);
+        out.push_back(in);
+        return;
+      }
+      if (isa<LoadVoteOp>(op)) {
+        Instr in = base(Instr::Kind::LoadVote);
         effectsOf(op, role, in);
         out.push_back(in);
         return;
@@ -218,6 +226,29 @@ std::optional<std::string> Model::build() {
         in.id = int(instrs.size());
         instrs.push_back(&in);
       }
+  // Where a role's decision dies in the loop body: after its last reader,
+  // when every reader follows a vote of the same iteration.
+  for (RoleProg &p : roles) {
+    int firstWriter = -1, lastReader = -1;
+    bool readBeforeWrite = false;
+    for (auto [i, in] : llvm::enumerate(p.seg[1])) {
+      bool writes = in.kind == Instr::Kind::Vote ||
+                    in.kind == Instr::Kind::LoadVote ||
+                    in.kind == Instr::Kind::AwaitVote;
+      bool reads = in.inSkip || in.onDemand ||
+                   llvm::any_of(in.effects, [](const Effect &e) {
+                     return e.write && e.kind == VKind::D;
+                   });
+      if (reads) {
+        readBeforeWrite |= firstWriter < 0;
+        lastReader = int(i);
+      }
+      if (writes && firstWriter < 0)
+        firstWriter = int(i);
+    }
+    if (!readBeforeWrite && lastReader >= 0)
+      p.skipDeadFrom = lastReader + 1;
+  }
   offMbar = int(roles.size()) * kRoleFields;
   offNamed = offMbar + numMbar * kMbarFields;
   offHeld = offNamed + int(named.size()) * kNamedFields;
@@ -249,6 +280,8 @@ void Model::normalize(State &s, int r) const {
     if (seg == kDone)
       return;
     int32_t &idx = role(s, r, RIdx);
+    if (seg == 1 && p.skipDeadFrom >= 0 && idx >= p.skipDeadFrom)
+      role(s, r, RSkip) = 0;
     if (idx < int32_t(p.seg[seg].size()))
       return;
     idx = 0;

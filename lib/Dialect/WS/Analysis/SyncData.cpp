@@ -128,6 +128,12 @@ void Model::effectsOf(Operation *op, RoleOp role, Instr &in) {
       .Case([&](StoreRowSumsOp o) {
         add(o.getDstAttr(), true, VKind::L, Tag::Tile);
       })
+      .Case([&](StoreVoteOp o) {
+        add(o.getWordAttr(), true, VKind::D, Tag::Block);
+      })
+      .Case([&](LoadVoteOp o) {
+        add(o.getWordAttr(), false, VKind::D, Tag::Block);
+      })
       .Case([&](EpilogueOp o) {
         add(o.getAccAttr(), false, VKind::A, Tag::LastBlock);
         add(o.getSumsAttr(), false, VKind::L, Tag::Tile);
@@ -139,14 +145,33 @@ void Model::effectsOf(Operation *op, RoleOp role, Instr &in) {
       .Default([](Operation *) {});
 }
 
+void Model::skippedEffectsOf(Operation *op, RoleOp role, Instr &in) {
+  auto mma = dyn_cast<MmaOp>(op);
+  if (!mma || mma.getKind() != MmaKind::pv)
+    return;
+  // The O the rescale of a skipped block left alone (it skips too): O
+  // through the block before, which is O through this one.
+  Instr tmp;
+  effectsOf(op, role, tmp);
+  for (Effect &e : tmp.effects) {
+    if (e.buffer.getSymName() != mma.getD() || !e.write)
+      continue;
+    Effect read = e;
+    read.write = false;
+    read.tag = Effect::Tag::PrevBlock;
+    in.skipEffects = {read, e};
+  }
+}
+
 void Model::buildCells() {
   // Cut each owner where an access begins or ends.
   SmallVector<Effect *> all;
   for (RoleProg &p : roles)
     for (std::vector<Instr> &seg : p.seg)
       for (Instr &in : seg)
-        for (Effect &e : in.effects)
-          all.push_back(&e);
+        for (auto *list : {&in.effects, &in.skipEffects})
+          for (Effect &e : *list)
+            all.push_back(&e);
   for (Effect *e : all) {
     Cells &c = cells[e->region.buffer.getOperation()];
     c.rowCuts.append({e->region.rowBegin, e->region.rowEnd});
@@ -246,13 +271,18 @@ std::string Model::valueName(int32_t v) const {
   case VKind::E:
     os << "output tile " << (tag % 16) << " of tile " << (tag / 16);
     break;
+  case VKind::D:
+    os << "the decision on block " << (tag / 2) << " ("
+       << (tag % 2 ? "skip" : "keep") << ")";
+    break;
   }
   return out;
 }
 
 bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
-                         int64_t trip, int actor) {
-  for (const Effect &e : in.effects) {
+                         int64_t trip, int actor, int32_t *decision,
+                         bool skipped) {
+  for (const Effect &e : skipped ? in.skipEffects : in.effects) {
     BufferOp buffer = e.buffer;
     bool any = false;
     int64_t tag = 0;
@@ -275,6 +305,9 @@ bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
       tag = tile * 16 + e.ordinal;
       break;
     }
+    bool word = e.kind == VKind::D;
+    if (word)
+      tag = tag * 2 + (e.write && decision ? *decision : 0);
     int32_t value = makeValue(e.kind, tag);
     int stage = e.stages > 1 ? int(b.abs % e.stages) : 0;
     for (int cell : e.cells) {
@@ -285,6 +318,13 @@ bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
       }
       if (any || c == value)
         continue;
+      // A decision word: either decision on this block, which the reader
+      // takes.
+      if (word && (c | 1) == (value | 1)) {
+        if (decision)
+          *decision = c & 1;
+        continue;
+      }
       // Which kind of hazard: the value is not there yet, or it is gone.
       bool early = c == 0 || (VKind(c >> kTagBits) == e.kind &&
                               (c & ((1 << kTagBits) - 1)) < tag);
@@ -297,7 +337,9 @@ bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
             (llvm::Twine(early ? "read before write: " : "value overwritten "
                                                          "before it was read: ") +
              who + " reads @" + buffer.getSymName() + " (stage " +
-             llvm::Twine(stage) + ") expecting " + valueName(value) +
+             llvm::Twine(stage) + ") expecting " +
+             (word ? "the decision on block " + std::to_string(tag / 2)
+                   : valueName(value)) +
              " but finds " + valueName(c))
                 .str(),
             in.op};
@@ -308,7 +350,7 @@ bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
 }
 
 bool Model::enqueue(State &t, const Instr &in, const Blk &b, int64_t tile,
-                    int64_t loopN) {
+                    int64_t loopN, bool skipped) {
   int32_t &count = t[offQueue];
   if (count >= kQueueCapacity) {
     modelBound = (llvm::Twine("more than ") + llvm::Twine(kQueueCapacity) +
@@ -318,7 +360,7 @@ bool Model::enqueue(State &t, const Instr &in, const Blk &b, int64_t tile,
   }
   int32_t *e = &t[offQueue + 1 + count * kQueueFields];
   e[0] = in.id;
-  e[1] = int32_t(loopN);
+  e[1] = int32_t(loopN) | (skipped ? kSkippedEntry : 0);
   e[2] = int32_t(tile);
   ++count;
   return drainCommits(t);
@@ -356,9 +398,11 @@ void Model::stepTensorCores(const State &s,
   int32_t *head = &t[offQueue + 1];
   const Instr &in = *instrs[head[0]];
   int64_t tile = head[2];
-  Blk b = blockAt(in, tile, head[1]);
+  bool skipped = head[1] & kSkippedEntry;
+  Blk b = blockAt(in, tile, head[1] & ~kSkippedEntry);
   if (!applyEffects(t, in, b, tile,
-                    trips[std::min<size_t>(tile, trips.size() - 1)], -2))
+                    trips[std::min<size_t>(tile, trips.size() - 1)], -2,
+                    nullptr, skipped))
     return;
   popQueue(t);
   if (!drainCommits(t))
@@ -367,6 +411,8 @@ void Model::stepTensorCores(const State &s,
   l.actor = -2;
   l.instr = &in;
   l.block = b.local;
+  if (skipped)
+    l.variant = 2;
   out.push_back({std::move(t), l});
 }
 

@@ -35,6 +35,7 @@ enum class VKind : int32_t {
   A,    ///< O accumulated through a block
   C,    ///< O rescaled for a block (before its P V)
   E,    ///< the normalised output tile (the j-th epilogue)
+  D,    ///< a voter's keep/skip decision on a block (tag: block * 2 + skip)
 };
 constexpr int32_t kTagBits = 20;
 inline int32_t makeValue(VKind k, int64_t tag) {
@@ -75,6 +76,7 @@ struct Instr {
     ReadLastVotes, ///< the load role reads the last block's votes (stats)
     Access,        ///< reads / writes shared storage (its effects)
     MmaIssue,      ///< tcgen05.mma: queued for the tensor cores
+    LoadVote,      ///< ws.load_vote: reads a voter's decision word
   };
   Kind kind;
   /// Index into Model::instrs.
@@ -82,6 +84,10 @@ struct Instr {
   /// Reads checked and writes done by the step (a copy or a queued MMA:
   /// when it completes).
   std::vector<Effect> effects;
+  /// A P V in a skip region (sm_100a): what a skipped block's product
+  /// leaves behind, in issue order: O through the block before is O through
+  /// this one (nothing is issued; the queue entry only renames the value).
+  std::vector<Effect> skipEffects;
   /// A release by an MMA warp (sm_100a): tcgen05.commit, which arrives
   /// once every product issued before it is done.
   bool commit = false;
@@ -107,6 +113,10 @@ struct RoleProg {
   bool branchVotes = false;
   /// Whether a skip region holds a modelled step.
   bool skipSteps = false;
+  /// From this step of the loop body on, the role's decision (RSkip) is
+  /// dead until the body's next vote: it is reset so that states differing
+  /// only there merge (-1: live across the back edge, or never read).
+  int skipDeadFrom = -1;
   /// Whether the role has a kv_loop (a prologue step on block 0 runs only
   /// when there is a block; a role without a loop runs every step).
   bool hasLoop = false;
@@ -132,6 +142,8 @@ enum NamedField { NArrived, NGen, NMask, kNamedFields };
 constexpr int kCopyFields = 5; // pipe, stage, round, bytes, instr
 constexpr int kQueueFields = 3; // instr, loop counter, tile
 constexpr int kQueueCapacity = 16;
+/// A queue entry's loop counter with this bit: a skipped block's P V.
+constexpr int32_t kSkippedEntry = 1 << 24;
 constexpr int kDone = 3;
 
 using State = std::vector<int32_t>;
@@ -190,6 +202,8 @@ private:
   int numCells = 0;
   /// The role whose products the tensor cores run asynchronously (sm_100a).
   int mmaRole = -1;
+  /// sm_100a: block 0 is never skipped (its P V overwrites O).
+  bool blackwell = false;
   /// Set when a bound of the model itself is exceeded.
   std::optional<std::string> modelBound;
   bool persistent = false;
@@ -304,14 +318,19 @@ private:
   void buildCells();
   void effectsOf(Operation *op, RoleOp role, Instr &in);
   /// Checks the reads and does the writes of `in` for block `b` of `tile`.
+  /// A decision word (VKind::D) is written with `*decision` and a read
+  /// sets it.
   bool applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
-                    int64_t trip, int actor);
+                    int64_t trip, int actor, int32_t *decision = nullptr,
+                    bool skipped = false);
+  /// The effects of a skipped P V (Instr::skipEffects).
+  void skippedEffectsOf(Operation *op, RoleOp role, Instr &in);
   std::string valueName(int32_t v) const;
   /// The block of `in` for a given tile and loop counter.
   Blk blockAt(const Instr &in, int64_t tile, int64_t n) const;
   /// Queues a product or a commit of the MMA role.
   bool enqueue(State &t, const Instr &in, const Blk &b, int64_t tile,
-               int64_t loopN);
+               int64_t loopN, bool skipped = false);
   /// Removes the queue's head.
   void popQueue(State &t) const;
   /// Does the commits at the head of the queue.

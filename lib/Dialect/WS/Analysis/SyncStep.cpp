@@ -195,10 +195,19 @@ void Model::stepOnce(const State &s, int r,
     if (!violation)
       violation = Violation{msg.str(), in.op};
   };
-  // A skipped block's region runs nothing.
+  // A skipped block's region runs nothing. A skipped P V of sm_100a's MMA
+  // warp issues nothing either; its queue entry only renames O (through the
+  // block before = through this one) in issue order.
   if (in.inSkip && role(s, r, RSkip)) {
-    advance(t, r);
     label.variant = 2;
+    if (in.kind == Instr::Kind::MmaIssue && !in.skipEffects.empty()) {
+      Blk b = blockOf(in, s, r);
+      label.block = b.local;
+      if (b.exists &&
+          !enqueue(t, in, b, role(s, r, RTile), role(s, r, RN), true))
+        return;
+    }
+    advance(t, r);
     out.push_back({std::move(t), label});
     return;
   }
@@ -276,8 +285,25 @@ void Model::stepOnce(const State &s, int r,
                 in.block.kind == BlockRef::Kind::Once || !prog.hasLoop;
     if (!runs)
       label.variant = 3;
-    else if (!applyEffects(t, in, b, role(s, r, RTile), tripOf(s, r), r))
+    else {
+      // ws.store_vote writes the role's decision.
+      int32_t decision = role(s, r, RSkip);
+      if (!applyEffects(t, in, b, role(s, r, RTile), tripOf(s, r), r,
+                        &decision))
+        return;
+    }
+    advance(t, r);
+    out.push_back({std::move(t), label});
+    return;
+  }
+  case Instr::Kind::LoadVote: {
+    // The voter's decision on this block, for the skip regions after it.
+    int32_t decision = 0;
+    if (!applyEffects(t, in, b, role(s, r, RTile), tripOf(s, r), r,
+                      &decision))
       return;
+    role(t, r, RSkip) = decision;
+    label.variant = decision;
     advance(t, r);
     out.push_back({std::move(t), label});
     return;
@@ -368,6 +394,11 @@ void Model::stepOnce(const State &s, int r,
     // only where skip regions hold modelled steps.
     bool branch =
         prog.branchVotes && (prog.skipSteps || (in.publish && local < n));
+    // sm_100a votes on its own block and always keeps block 0.
+    if (blackwell) {
+      local = b.local;
+      branch &= local > 0;
+    }
     for (int skip = 0; skip < (branch ? 2 : 1); ++skip) {
       State u = t;
       role(u, r, RSkip) = skip;
@@ -509,7 +540,10 @@ std::string Model::describe(const Label &l) const {
   if (l.actor == -2) {
     auto mma = cast<MmaOp>(l.instr->op);
     os << (mma.getKind() == MmaKind::qk ? "Q Kᵀ" : "P V") << " -> @"
-       << mma.getD() << " (block " << l.block << ") completes";
+       << mma.getD() << " (block " << l.block << ") "
+       << (l.variant == 2 ? "skipped: O through it = O through the block "
+                            "before"
+                          : "completes");
     return out;
   }
   os << l.instr->op->getName().getStringRef();
@@ -544,7 +578,8 @@ std::string Model::describe(const Label &l) const {
     os << " (block " << l.block << ": past the end)";
   else if (!named && l.instr->kind != Instr::Kind::ReadLastVotes)
     os << " (block " << l.block << ")";
-  if (l.instr->kind == Instr::Kind::Vote)
+  if (l.instr->kind == Instr::Kind::Vote ||
+      l.instr->kind == Instr::Kind::LoadVote)
     os << (l.variant == 1 ? " skip" : " keep");
   if (l.variant == 2)
     os << " [skipped block]";

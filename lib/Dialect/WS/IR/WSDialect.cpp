@@ -318,8 +318,10 @@ LogicalResult BufferOp::verify() {
     return emitOpError() << "stages must be in [1, 16], got "
                          << int64_t(getStages());
   Type et = getElementType();
-  if (!isa<BFloat16Type, Float16Type, Float32Type>(et))
-    return emitOpError() << "element type must be bf16, f16 or f32, got " << et;
+  if (!isa<BFloat16Type, Float16Type, Float32Type>(et) && !et.isInteger(32))
+    return emitOpError()
+           << "element type must be bf16, f16, f32 or i32 (a vote word), got "
+           << et;
   if (getSpace() == MemorySpace::tmem) {
     if (shape[0] > kTensorMemoryLanes)
       return emitOpError() << "a tensor memory tile has at most "
@@ -864,6 +866,57 @@ LogicalResult VoteOp::verify() {
   return success();
 }
 
+/// A vote word: smem [1, 1] i32, one stage.
+static LogicalResult verifyVoteWord(Operation *op, FlatSymbolRefAttr name) {
+  FailureOr<BufferOp> w = lookupBuffer(op, name, "vote word");
+  if (failed(w))
+    return failure();
+  if (w->getSpace() != MemorySpace::smem || !w->getElementType().isInteger(32) ||
+      w->getShape()[0] != 1 || w->getShape()[1] != 1 || w->getStages() != 1 ||
+      w->getAliases())
+    return op->emitOpError() << "vote word " << name
+                             << " must be an smem [1, 1] i32 buffer of one "
+                                "stage that owns its storage";
+  if (!isa<KVLoopOp>(op->getParentOp()))
+    return op->emitOpError() << "must be directly inside a ws.kv_loop";
+  return success();
+}
+
+LogicalResult StoreVoteOp::verify() {
+  if (failed(verifyVoteWord(*this, getWordAttr())))
+    return failure();
+  bool voted = false;
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+    voted |= isa<VoteOp>(op);
+  if (!voted)
+    return emitOpError() << "needs a preceding ws.vote in the same block";
+  int64_t writers = 0;
+  (*this)->getParentOfType<KernelOp>().walk([&](StoreVoteOp s) {
+    writers += s.getWordAttr() == getWordAttr();
+  });
+  if (writers != 1)
+    return emitOpError() << "vote word " << getWordAttr()
+                         << " has more than one writer";
+  return success();
+}
+
+LogicalResult LoadVoteOp::verify() {
+  if (failed(verifyVoteWord(*this, getWordAttr())))
+    return failure();
+  if (!getRole().walk([](VoteOp) { return WalkResult::interrupt(); })
+           .wasInterrupted()) {
+    bool stored = false;
+    (*this)->getParentOfType<KernelOp>().walk([&](StoreVoteOp s) {
+      stored |= s.getWordAttr() == getWordAttr();
+    });
+    if (stored)
+      return success();
+    return emitOpError() << "reads vote word " << getWordAttr()
+                         << ", which no ws.store_vote writes";
+  }
+  return emitOpError() << "in a role that votes itself";
+}
+
 bool VoteOp::decidesNextBlock() {
   for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
     if (auto rm = dyn_cast<RowMaxOp>(op);
@@ -918,11 +971,15 @@ LogicalResult UnlessSkippedOp::verify() {
   // region before the loop's vote, the previous iteration's (the overlap
   // schedule votes on block n+1 after its row_max {ahead = 1}).
   auto loop = cast<KVLoopOp>((*this)->getParentOp());
-  if (loop.getBody().front().getOps<VoteOp>().empty())
-    return emitOpError() << "needs a ws.vote in the same kv_loop";
+  bool loaded = false;
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+    loaded |= isa<LoadVoteOp>(op);
+  if (loop.getBody().front().getOps<VoteOp>().empty() && !loaded)
+    return emitOpError()
+           << "needs a ws.vote in the same kv_loop or a ws.load_vote before it";
   for (Operation &op : getBody().front())
     if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp,
-            TurnWaitOp, TurnPassOp>(op))
+            TurnWaitOp, TurnPassOp, StoreVoteOp, LoadVoteOp>(op))
       return op.emitOpError()
              << "cannot be skipped: pipe traffic and votes must run on both "
                 "paths";
@@ -1020,6 +1077,8 @@ void blasst::ws::getStepBufferAccesses(
         write(o.getFactorsAttr());
       })
       .Case([&](StoreRowSumsOp o) { write(o.getDstAttr()); })
+      .Case([&](StoreVoteOp o) { write(o.getWordAttr()); })
+      .Case([&](LoadVoteOp o) { read(o.getWordAttr()); })
       .Case([&](Exp2StoreOp o) {
         read(o.getScoresAttr());
         write(o.getPAttr());

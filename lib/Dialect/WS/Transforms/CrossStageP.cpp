@@ -80,7 +80,10 @@ std::string CrossStagePPass::analyse(KernelOp kernel, Tile (&tiles)[2],
       return "a softmax role without a kv_loop";
     Block &body = tile.loop.getBody().front();
     tile.read = findIn<ReadScoresOp>(body, [](ReadScoresOp) { return true; });
-    tile.store = findIn<Exp2StoreOp>(body, [](Exp2StoreOp) { return true; });
+    // (BLASST: inside a skip region; the handshake acquires and releases
+    // added around it stay outside, so a skipped block still takes and
+    // hands on its tokens.)
+    tile.loop.walk([&](Exp2StoreOp e) { tile.store = e; });
     if (!tile.read || !tile.store)
       return ("@" + softmax[t].getSymName() +
               " has no ws.read_scores and ws.exp2_store_p in its kv_loop")
@@ -247,6 +250,12 @@ void CrossStagePPass::runOnOperation() {
     Tile tiles[2];
     RoleOp mma;
     std::string reason = analyse(kernel, tiles, mma);
+    // BLASST with cross-stage P is proven on ws IR, not lowered or measured
+    // yet: only when asked for.
+    if (reason.empty() && mode == "auto" &&
+        kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      reason = "BLASST";
     if (!reason.empty()) {
       if (mode == "true") {
         kernel.emitOpError() << "blasst-cross-stage-p does not apply: "

@@ -31,8 +31,85 @@ struct InsertVotePass
     : public blasst::ws::impl::BLASSTInsertVoteBase<InsertVotePass> {
   void runOnOperation() override;
   LogicalResult rewriteLoop(KVLoopOp loop, const AttentionSpec &spec);
+  LogicalResult shareVotes(KernelOp kernel);
 };
 } // namespace
+
+/// sm_100a: the voters are the softmax roles, but the MMA warp issues P V
+/// and the correction role rescales O. A voter hands its decision on with
+/// what its skip regions would have handed on: before the region that stores
+/// P (or the factors), inside that pipe's acquire and release, it writes the
+/// decision to a word of that buffer's own (`ws.store_vote @vote_p0`); the
+/// role that reads the buffer reads the word after its acquire of the same
+/// pipe (`ws.load_vote`) and leaves out P V (or the rescale). So each word
+/// is written and read under the pipe that carries its buffer, with or
+/// without cross-stage P. Every acquire and release stays on both paths.
+/// blasst-verify-sync proves the hand-over (the words are buffers).
+LogicalResult InsertVotePass::shareVotes(KernelOp kernel) {
+  // The voters' words, and which buffers name a voter: its P and factors.
+  llvm::StringMap<FlatSymbolRefAttr> wordOf;
+  Operation *lastBuffer = nullptr;
+  for (auto buf : kernel.getBody().getOps<BufferOp>())
+    lastBuffer = buf;
+  OpBuilder b(kernel.getContext());
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    KVLoopOp loop;
+    role.walk([&](KVLoopOp l) { loop = l; });
+    if (!loop || loop.getBody().front().getOps<VoteOp>().empty())
+      continue;
+    for (auto region : loop.getBody().front().getOps<UnlessSkippedOp>()) {
+      SmallVector<StringRef> handed;
+      region.walk([&](Exp2StoreOp x) { handed.push_back(x.getP()); });
+      region.walk([&](SoftmaxUpdateOp u) {
+        if (u.getFactorsAttr())
+          handed.push_back(u.getFactorsAttr().getValue());
+      });
+      for (StringRef buf : handed) {
+        b.setInsertionPointAfter(lastBuffer);
+        auto word = BufferOp::create(
+            b, role.getLoc(), b.getStringAttr(("vote_" + buf).str()),
+            MemorySpaceAttr::get(b.getContext(), MemorySpace::smem),
+            b.getDenseI64ArrayAttr({1, 1}), TypeAttr::get(b.getI32Type()),
+            b.getI64IntegerAttr(1), FlatSymbolRefAttr(), DenseI64ArrayAttr());
+        lastBuffer = word;
+        auto ref = FlatSymbolRefAttr::get(word.getSymNameAttr());
+        wordOf[buf] = ref;
+        b.setInsertionPoint(region);
+        StoreVoteOp::create(b, region.getLoc(), ref);
+      }
+    }
+  }
+  // Readers: the P V products and rescales of roles that do not vote.
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    if (role.walk([](VoteOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      continue;
+    SmallVector<Operation *> skippable;
+    role.walk([&](KVLoopOp loop) {
+      for (Operation &op : loop.getBody().front())
+        if (isSkippable(&op))
+          skippable.push_back(&op);
+    });
+    for (Operation *op : skippable) {
+      StringRef by;
+      if (auto mma = dyn_cast<MmaOp>(op))
+        by = mma.getA();
+      else if (auto c = dyn_cast<CorrectOp>(op); c && c.getFactorsAttr())
+        by = c.getFactorsAttr().getValue();
+      FlatSymbolRefAttr word = wordOf.lookup(by);
+      if (!word)
+        return op->emitOpError()
+               << "is skippable, but no voter computes what it reads (@" << by
+               << ")";
+      b.setInsertionPoint(op);
+      LoadVoteOp::create(b, op->getLoc(), word);
+      auto region = UnlessSkippedOp::create(b, op->getLoc());
+      Block *inner = &region.getBody().emplaceBlock();
+      op->moveBefore(inner, inner->end());
+    }
+  }
+  return success();
+}
 
 LogicalResult InsertVotePass::rewriteLoop(KVLoopOp loop,
                                           const AttentionSpec &spec) {
@@ -105,17 +182,16 @@ void InsertVotePass::runOnOperation() {
                               "implemented yet; prefill only";
       return signalPassFailure();
     }
-    if (kernel.getTarget() != ws::Target::sm_90a) {
-      kernel.emitOpError()
-          << "BLASST on sm_100a needs the vote to reach the MMA warp, which "
-             "is not implemented yet; sm_90a only";
-      return signalPassFailure();
-    }
+    bool voted = kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
+                     .wasInterrupted();
     WalkResult r = kernel.walk([&](KVLoopOp loop) {
       return failed(rewriteLoop(loop, spec)) ? WalkResult::interrupt()
                                              : WalkResult::advance();
     });
     if (r.wasInterrupted())
+      return signalPassFailure();
+    if (!voted && kernel.getTarget() == ws::Target::sm_100a &&
+        failed(shareVotes(kernel)))
       return signalPassFailure();
   }
 }

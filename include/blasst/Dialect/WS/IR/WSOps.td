@@ -550,6 +550,37 @@ def WS_AwaitVoteOp : WS_StepOp<"await_vote"> {
   let hasVerifier = 1;
 }
 
+def WS_StoreVoteOp : WS_StepOp<"store_vote"> {
+  let summary = "Hand this block's skip decision to the roles that skip with it";
+  let description = [{
+    sm_100a: after the role's `ws.vote`, one thread writes the decision
+    (nonzero: skipped) to the shared-memory word `@w` (smem, [1, 1], i32).
+    `blasst-insert-vote` puts it inside the acquire and release of the pipe
+    that carries what the next skip region hands on (the factors, P); that
+    release publishes it (an mbarrier arrive orders the store before the
+    waiters' reads), and the role that reads the buffer reads the word with
+    `ws.load_vote @w` after its acquire of the pipe and leaves out the
+    block's rescale or P V. On sm_100a block 0 is always kept (its P V
+    overwrites O).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$word);
+  let assemblyFormat = "$word attr-dict";
+  let hasVerifier = 1;
+}
+
+def WS_LoadVoteOp : WS_StepOp<"load_vote"> {
+  let summary = "Learn the skip decision a voter stored for this block";
+  let description = [{
+    In a kv_loop of a role without a vote of its own (sm_100a's MMA warp and
+    correction role): reads the word a `ws.store_vote @w` wrote for this
+    block; the `ws.unless_skipped` regions after it (up to the next
+    `ws.load_vote`) run only when that voter kept the block.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$word);
+  let assemblyFormat = "$word attr-dict";
+  let hasVerifier = 1;
+}
+
 def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
     HasParent<"KVLoopOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
   let summary = "Steps that run only for blocks the vote kept";
@@ -557,7 +588,8 @@ def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
     Holds the skippable steps (softmax_update, exp2_store_p, exp2, pack_p,
     correct, the P·V mma). A skipped block leaves the running max, row sums and O as they
     were: its correction factor is exactly 1. Pipe acquires and releases are
-    never inside, so every barrier arrival happens on both paths.
+    never inside, so every barrier arrival happens on both paths. The
+    decision is the role's latest `ws.vote` or `ws.load_vote`.
 
     With `fuse_next`, this region and the next one (with only `mma_wait`
     and `release` steps between them) are decided by one branch: the kept

@@ -15,7 +15,13 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
     every mbarrier arrival happens on both paths and the pipeline never
     desynchronises; Q·Kᵀ and the K/V loads stay (prefill; --blasst-v-on-demand
     then leaves out the V copies of skipped blocks, all but those it issues
-    before the votes after a run of kept blocks). Kernels with no sparsity policy
+    before the votes after a run of kept blocks). On sm_100a the voters are
+    the softmax roles; before each skip region that would hand a buffer on
+    (the factors, P) each stores its decision in a word of that buffer's own
+    (`ws.store_vote @vote_p0`, a new smem [1, 1] i32 buffer) under the same
+    pipe, and the role that reads the buffer (the correction role, the MMA
+    warp) reads the word (`ws.load_vote`) after its acquire of that pipe,
+    before its own skip region around the rescale or P·V. Kernels with no sparsity policy
     are left untouched, so their code is byte-identical to a build without
     the pass.
   }];
@@ -87,7 +93,8 @@ def BLASSTCrossStageP : Pass<"blasst-cross-stage-p", "mlir::ModuleOp"> {
     scores; without the S release before a Q Kᵀ, the scores are).
 
     `mode=auto` (blasst-compile and the JIT) rewrites the kernels it
-    applies to (sm_100a two-tile schedules with P over its own S) and
+    applies to (sm_100a two-tile schedules with P over its own S; not voted
+    BLASST kernels yet, which `mode=true` rewrites: proven, not lowered) and
     records `cross_stage_p` in each kernel's schedule; `mode=true` (the
     default) fails with the reason on a kernel it cannot rewrite (sm_90a
     keeps S in registers); `mode=false` does nothing.
