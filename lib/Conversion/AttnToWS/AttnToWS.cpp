@@ -40,16 +40,19 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
   bool hopper = o.target == blasst::Target::SM90a;
   // Decode (sm_90a): one consumer warpgroup of 64 rows holds the seq_q
-  // tokens of all q heads of a KV head (q_group), 128-key blocks, and as
-  // many K/V stages as shared memory takes (the kernel streams K/V and
-  // computes little: depth hides the memory latency).
+  // tokens of all q heads of a KV head (q_group). head_dim 128: 64-key
+  // blocks in 2 stages (82 KB of shared memory), measured 4-6% more K+V
+  // bandwidth than 128-key blocks in 3 stages and than deeper 64-key rings
+  // (3, 4, 6 stages) at every benchmark point (docs/results/
+  // 2026-12-01-session12.md §2); head_dim 64: 128-key blocks in 4 stages
+  // (not re-measured).
   bool decode = hopper && spec.phase == Phase::Decode;
   if (!o.blockM)
     o.blockM = decode ? 64 : hopper ? 128 : 256;
   if (decode && !o.blockN)
-    o.blockN = 128;
+    o.blockN = spec.headDim > 64 ? 64 : 128;
   if (decode && !o.stages)
-    o.stages = spec.headDim > 64 ? 3 : 4;
+    o.stages = spec.headDim > 64 ? 2 : 4;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
   // in registers; block_n 176 at head_dim 128 and 80 at head_dim 256, as
   // FA3), the fastest measured, dense and with BLASST

@@ -3,16 +3,16 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=SPLITS
 // The decode schedule (phase = decode, sm_90a): the q heads of one KV head
 // packed into one 64-row tile (q_group), a producer warpgroup and one
-// consumer warpgroup (the overlap schedule with P in registers), 128-key
-// blocks through 3 K/V stages at head_dim 128 (4 at 64), and the KV blocks
+// consumer warpgroup (the overlap schedule with P in registers), 64-key
+// blocks through 2 K/V stages at head_dim 128 (128 keys, 4 at 64), and the KV blocks
 // split across CTAs (split_kv).
 
-// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv schedule {{{.*}}stages = 3
+// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv schedule {{{.*}}stages = 2
 // CHECK-NOT: reverse_tiles
 // CHECK: ws.buffer @q smem [64, 128] bf16 stages 1
-// CHECK: ws.buffer @k smem [128, 128] bf16 stages 3
+// CHECK: ws.buffer @k smem [64, 128] bf16 stages 2
 // CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16384
-// CHECK: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0]
+// CHECK: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0]
 // CHECK: ws.role @producer load warps [0, 4) regs 24
 // CHECK: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64)
 // CHECK-NOT: ws.role @consumer1
