@@ -233,6 +233,18 @@ protected:
     return LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
   }
   Value param(unsigned p) { return func.getArgument(p); }
+  /// Stores `lse` (f32, natural log) at LSE[batchIdx, qHead, row] (kernel
+  /// parameter kLse, [B, Hq, Sq] contiguous; i32 indices).
+  void storeLse(Value batchIdx, Value qHead, Value seqQ, Value row,
+                Value lse) {
+    Value idx = add64(
+        mul64(add64(mul64(ext64(batchIdx), c64(spec.numQHeads)), ext64(qHead)),
+              ext64(seqQ)),
+        ext64(row));
+    Value ptr =
+        LLVM::GEPOp::create(b, loc, ptrGen, f32, param(kLse), ValueRange{idx});
+    LLVM::StoreOp::create(b, loc, lse, ptr, /*alignment=*/4);
+  }
 
   // --- Shared memory ------------------------------------------------------
   /// ptr<3> to `smemBase + offset` (offset an i32 value).

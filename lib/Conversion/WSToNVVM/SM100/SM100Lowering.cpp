@@ -656,13 +656,7 @@ LogicalResult SM100Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
                       .getResult(0);
     Value lse = fmul(fadd(m, log2l), cf(float(M_LN2)));
     lse = select(empty, cf(-INFINITY), lse);
-    Value idx = add64(
-        mul64(add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)),
-              ext64(seqQ)),
-        ext64(row));
-    Value ptr =
-        LLVM::GEPOp::create(b, loc, ptrGen, f32, param(kLse), ValueRange{idx});
-    LLVM::StoreOp::create(b, loc, lse, ptr, 4);
+    storeLse(batch, head, seqQ, row, lse);
   }
   return success();
 }

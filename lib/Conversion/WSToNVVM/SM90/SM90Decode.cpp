@@ -49,13 +49,7 @@ void SM90Lowering::storeDecodeRow(Value row, ArrayRef<std::pair<Value, Value>> c
     Value lse = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                              lseLog2, cf(-INFINITY)),
                        cf(-INFINITY), fmul(lseLog2, cf(float(M_LN2))));
-    Value idx = add64(
-        mul64(add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(qHead)),
-              ext64(seqQ)),
-        ext64(token));
-    Value ptr =
-        LLVM::GEPOp::create(b, loc, ptrGen, f32, param(kLse), ValueRange{idx});
-    LLVM::StoreOp::create(b, loc, lse, ptr, /*alignment=*/4);
+    storeLse(batch, qHead, seqQ, token, lse);
   }
 }
 
