@@ -231,7 +231,7 @@ class _Plan:
 
     __slots__ = ("empty", "o_shape", "lse_shape", "stats_shape", "dtype",
                  "device", "index", "args", "ref", "fn", "handle", "kernel",
-                 "generation")
+                 "generation", "default_scale")
 
 
 # Plans per thread (a plan's args struct is written at every call and read
@@ -266,6 +266,7 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     p.stats_shape = (B, Hq, 2) if return_stats else (0,)
     p.dtype, p.device = q.dtype, q.device
     p.generation = _kernels.generation
+    p.default_scale = 1.0 / math.sqrt(D) if D else 1.0
     if p.empty:
         return p
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -314,6 +315,19 @@ def _key(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
             causal, layout, kind, lambda_max, return_lse, return_stats,
             None if threshold is None else
             (threshold.dtype, threshold.shape, threshold.device))
+
+
+def _fast_key(q, k, v, causal, layout, sparsity, return_lse,
+              return_stats):
+    """_key for the eager fast path, cheaper to build and hash: a
+    blasst.Sparsity stands for its threshold tensor (fixed when it is made:
+    set() fills it in place, a tensor source is read through the same
+    conversion at every call), so the key holds the object, hashed by
+    identity, instead of the tensor's dtype, shape and device. The key
+    keeps the Sparsity alive as long as its plan (at most _MAX_PLANS)."""
+    return (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
+            q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+            causal, layout, return_lse, return_stats, sparsity)
 
 
 def _plans():
@@ -462,13 +476,11 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
     statistics [B, Hq, 2] int64 (visited, skipped KV blocks; needs a
     sparsity), in that order. Runs on PyTorch's current stream.
     """
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1]) if isinstance(q, torch.Tensor) \
-            and q.dim() == 4 else 1.0
-    scale = float(scale)
-    if not 0.0 < scale < math.inf:  # NaN fails too
-        raise ValueError("blasst.attention: scale must be finite and > 0, "
-                         "got %r" % scale)
+    if scale is not None:
+        scale = float(scale)
+        if not 0.0 < scale < math.inf:  # NaN fails too
+            raise ValueError("blasst.attention: scale must be finite and > 0, "
+                             "got %r" % scale)
     if sparsity is None:
         if return_stats:
             raise ValueError("blasst.attention: return_stats needs a "
@@ -486,8 +498,8 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
     if _direct(q, k, v):
         if sparsity is not None:
             threshold = sparsity._tensor()
-        key = _key(q, k, v, causal, layout, threshold, kind, lambda_max,
-                   return_lse, return_stats)
+        key = _fast_key(q, k, v, causal, layout, sparsity, return_lse,
+                        return_stats)
         plans = _plans()
         p = plans.get(key)
         if p is None or p.generation != _kernels.generation:
@@ -495,9 +507,13 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
                 sparsity.log2_threshold(q.device)
             p = _get_plan(plans, key, q, k, v, causal, layout, threshold,
                           kind, lambda_max, return_lse, return_stats)
-        o, lse, stats = _run(p, q, k, v, scale, threshold, return_lse,
-                             return_stats)
+        o, lse, stats = _run(p, q, k, v,
+                             p.default_scale if scale is None else scale,
+                             threshold, return_lse, return_stats)
     else:
+        if scale is None:
+            scale = 1.0 / math.sqrt(q.shape[-1]) \
+                if isinstance(q, torch.Tensor) and q.dim() == 4 else 1.0
         if sparsity is not None:
             threshold = sparsity.log2_threshold(q.device)
         o, lse, stats = _op(q, k, v, causal, scale, layout, threshold, kind,

@@ -61,8 +61,8 @@ assert len(plans()) == 2
 strided = bf16(1, 128, 8, 64)[:, :, :4]  # a head-sliced view
 blasst.attention(strided, strided, strided)
 assert len(plans()) == 3
-p = plans()[ops._key(strided, strided, strided, False, "bshd", None, 0, 1.0,
-                     False, False)]
+p = plans()[ops._fast_key(strided, strided, strided, False, "bshd", None,
+                          False, False)]
 assert tuple(p.args.q_strides) == (128 * 512, 512, 64), tuple(p.args.q_strides)
 expect(TypeError, "dtype torch.float32",
        lambda: blasst.attention(q.float(), q.float(), q.float()))
@@ -73,15 +73,34 @@ expect(ValueError, "16-byte aligned",  # same shape and strides, odd offset
            1, 128, 4, 64)] * 3))
 o, lse = blasst.attention(q, q, q, return_lse=True)
 assert lse.shape == (1, 4, 128) and lse.dtype == torch.float32
-# BLASST: the threshold tensor is read at every call, stats start at zero.
+# BLASST: the threshold tensor is read at every call; the launch zeroes the
+# counters (one memset of the stats tensor's 8 words on the stream: the fake
+# driver records it and writes nothing).
 sp = blasst.Sparsity(a=1000, device="cpu")
+memsets = fake.blasstFakeMemsets()
 o, stats = blasst.attention(q, q, q, sparsity=sp, return_stats=True)
-assert stats.shape == (1, 4, 2) and int(stats.abs().sum()) == 0
+assert stats.shape == (1, 4, 2) and stats.dtype == torch.int64
+assert fake.blasstFakeMemsets() == memsets + 1
+ptr, value, words = ctypes.c_uint64(), ctypes.c_uint(), ctypes.c_size_t()
+fake.blasstFakeLastMemset(ctypes.byref(ptr), ctypes.byref(value),
+                          ctypes.byref(words))
+assert (ptr.value, value.value, words.value) == (stats.data_ptr(), 0, 16), \
+    (ptr.value, value.value, words.value)
+# One plan per Sparsity object (its threshold tensor is fixed); another
+# Sparsity, the default scale and an explicit one reuse what they can.
+n_plans = len(plans())
+blasst.attention(q, q, q, sparsity=sp, return_stats=True, scale=0.5)
+assert len(plans()) == n_plans
+assert plans()[ops._fast_key(q, q, q, False, "bshd", sp, False, True)] \
+    .default_scale == 0.125
+blasst.attention(q, q, q, sparsity=blasst.Sparsity(a=5, device="cpu"),
+                 return_stats=True)
+assert len(plans()) == n_plans + 1
 expect(ValueError, "create it with Sparsity(..., device=q.device)",
        lambda: blasst.attention(q, q, q, sparsity=blasst.Sparsity(
            a=1, device="meta")))
 # clear_cache() drops the plans' kernels.
-key = ops._key(q, q, q, False, "bshd", None, 0, 1.0, False, False)
+key = ops._fast_key(q, q, q, False, "bshd", None, False, False)
 old = plans()[key].kernel
 _kernels.clear_cache()
 blasst.attention(q, q, q)
@@ -143,6 +162,6 @@ for shape, layout in (((2, 64, 1, 64), "bshd"), ((2, 1, 64, 64), "bhsd"),
                       ((1, 64, 4, 128), "bshd")):
     x = bf16(*shape)
     o = blasst.attention(x, x, x, layout=layout)
-    p = plans()[ops._key(x, x, x, False, layout, None, 0, 1.0, False, False)]
+    p = plans()[ops._fast_key(x, x, x, False, layout, None, False, False)]
     assert tuple(p.args.o_strides) == ops._bshd_strides(o, layout)[0], shape
 print("OK")
