@@ -240,10 +240,12 @@ def gpu_main(args):
     results = []
     # Kernels in test/gpu/build-python.sh's and build-perplexity.sh's
     # packages (the GPU machine has no compiler).
-    cases = [("B1 S128 H8 D64 dense", 8, 8, 64, False, None),
+    cases = [("B1 S128 H8 D64 dense", 8, 8, 64, False, None, False),
+             ("B1 S128 H8 D128 causal BLASST bhsd", 8, 8, 128, True,
+              1000.0, False),
              ("B1 S128 H8 D128 causal BLASST+stats bhsd", 8, 8, 128, True,
-              1000.0)]
-    for name, hq, hkv, hd, causal, a_value in cases:
+              1000.0, True)]
+    for name, hq, hkv, hd, causal, a_value, want_stats in cases:
         q = torch.randn(1, 128, hq, hd, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(1, 128, hkv, hd, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
@@ -251,6 +253,7 @@ def gpu_main(args):
         sp = stats = None
         if a_value is not None:
             sp = blasst.Sparsity(a=a_value)
+        if want_stats:
             stats = torch.zeros(1, hq, 2, dtype=torch.int64, device="cuda")
         spec = _kernels.spec_text("bf16", hd, hq, hkv, causal,
                                   stats=stats is not None,
@@ -269,7 +272,7 @@ def gpu_main(args):
                       if layout == "bhsd" else (q, k, v))
         kw = dict(causal=causal, layout=layout)
         if sp is not None:
-            kw.update(sparsity=sp, return_stats=True)
+            kw.update(sparsity=sp, return_stats=want_stats)
 
         def op():
             blasst.attention(qo, ko, vo, **kw)
@@ -279,7 +282,7 @@ def gpu_main(args):
         def dispatch():
             torch.ops.blasst.attention(qo, ko, vo, causal, hd ** -0.5, layout,
                                        threshold, kind, 1.0, False,
-                                       sp is not None)
+                                       want_stats)
         qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
 
         def sdpa():

@@ -19,6 +19,8 @@ aot --grid "dtype=bf16|f16 head_dim=64|128 q_heads=8 kv_heads=8|2 causal=false|t
 aot --grid "dtype=bf16 head_dim=64 q_heads=4 kv_heads=1 causal=true lse=false"
 # BLASST: skipping, the CUDA graph, calibration (any a / ln_lambda value).
 aot --grid "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=false|true sparsity=blasst:a=1 stats=true"
+# python/benchmarks/host_overhead.py: BLASST without statistics.
+aot --spec "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=true sparsity=blasst:a=1 stats=false"
 aot --grid "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=false sparsity=blasst:ln_lambda=-1 stats=true"
 # Timing beside SDPA.
 aot --grid "dtype=bf16 head_dim=128 q_heads=16 kv_heads=16 causal=false|true"
