@@ -76,6 +76,9 @@ shape:
   --seq-kv N           key/value length (default: 1024, or --seq-q)
   --o-pad N            extra elements in O's row (seq) stride (default 0);
                        must keep the stride a multiple of 8 elements
+  --kv-layout L        bshd (default: K, V contiguous [B, S, H, D]) or bhsd
+                       ([B, H, S, D], SDPA's and an HND cache's: each head's
+                       keys contiguous); passed to the kernel as strides
   --kv-splits N        decode kernels: split each tile's KV blocks N ways
                        (default: the kernel's kv_splits, else chosen at
                        launch from batch x kv heads, the length and the SM
@@ -149,6 +152,7 @@ struct Options {
   int64_t batch = 1;
   std::optional<int64_t> seqQ, seqKV;
   int64_t oPad = 0;
+  bool kvBHSD = false;  // --kv-layout bhsd
   int64_t kvSplits = 0; // --kv-splits (decode): 0 = the kernel's / launch's
   CheckMode check = CheckMode::Full;
   int64_t checkRows = 0;
@@ -269,6 +273,13 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         o->seqKV = n;
     } else if (arg == "--o-pad") {
       err = intArg(&o->oPad, 0, 1 << 20);
+    } else if (arg == "--kv-layout") {
+      if ((err = need(&v)).empty()) {
+        if (v == "bshd" || v == "bhsd")
+          o->kvBHSD = v == "bhsd";
+        else
+          err = "option --kv-layout: must be bshd or bhsd, got '" + v + "'";
+      }
     } else if (arg == "--kv-splits") {
       err = intArg(&o->kvSplits, 1, 1024);
     } else if (arg == "--check") {
@@ -396,6 +407,7 @@ struct KernelResult {
   Shape shape;
   bool shapeKnown = false;
   int64_t oPad = 0;
+  bool kvBHSD = false;
   Dim3 grid, block;
   size_t smemBytes = 0;
   float log2Threshold = 0;
@@ -662,17 +674,24 @@ void compareWithFirst(KernelResult &r, const std::string &stem,
 // its numbers in the KernelResult; a phase that returns false has recorded
 // the error with fail(), and the kernel's run ends there.
 
-/// Where the tensors live in memory: Q, K, V contiguous [B, S, H, D], O with
-/// --o-pad extra elements per row (seq) stride.
+/// Where the tensors live in memory: Q, K, V contiguous [B, S, H, D] (K and
+/// V [B, H, S, D] with --kv-layout bhsd), O with --o-pad extra elements per
+/// row (seq) stride. The reference reads the host tensors through the same
+/// strides.
 struct Layout {
   Strides q, k, v, o;
 };
 
-Layout layoutFor(const Shape &s, int64_t oPad) {
+Layout layoutFor(const Shape &s, int64_t oPad, bool kvBHSD) {
   Layout l;
   l.q = Strides::contiguous(s.seqQ, s.qHeads, s.headDim);
   l.k = Strides::contiguous(s.seqKV, s.kvHeads, s.headDim);
   l.v = Strides::contiguous(s.seqKV, s.kvHeads, s.headDimV);
+  if (kvBHSD) {
+    l.k = {s.kvHeads * s.seqKV * s.headDim, s.headDim, s.seqKV * s.headDim};
+    l.v = {s.kvHeads * s.seqKV * s.headDimV, s.headDimV,
+           s.seqKV * s.headDimV};
+  }
   l.o.head = s.headDimV;
   l.o.seq = s.qHeads * s.headDimV + oPad;
   l.o.batch = s.seqQ * l.o.seq;
@@ -755,11 +774,13 @@ void setUpShape(const Options &opt, const AttentionSpec &spec,
   s = shapeFor(opt, spec);
   r.shapeKnown = true;
   r.oPad = opt.oPad;
+  r.kvBHSD = opt.kvBHSD;
   r.kvSplitsAsked = opt.kvSplits;
   r.flops = s.flops();
   std::printf("  shape: %s (batch x seq_q x seq_kv, q/kv heads, head dim), "
-              "scale %.6g, O row stride +%" PRId64 "\n",
-              s.describe().c_str(), s.scale, opt.oPad);
+              "scale %.6g, O row stride +%" PRId64 ", K/V %s\n",
+              s.describe().c_str(), s.scale, opt.oPad,
+              opt.kvBHSD ? "[B, H, S, D]" : "[B, S, H, D]");
 }
 
 /// The skipping model's geometry for this kernel (its CTA, voting groups
@@ -914,7 +935,7 @@ std::string checkBeforeGpu(const Options &opt, const KernelFiles &files) {
 
   // The arguments the run will pass, at made-up (aligned) addresses.
   const Shape s = shapeFor(opt, spec);
-  const Layout l = layoutFor(s, opt.oPad);
+  const Layout l = layoutFor(s, opt.oPad, opt.kvBHSD);
   AttentionArgs args =
       argsFor(s, l, spec, spec.dtype,
               {uint64_t(1) << 32, uint64_t(2) << 32, uint64_t(3) << 32,
@@ -1362,7 +1383,7 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   if (!loadKernel(ctx, stem, &kernel, r))
     return false;
   setUpShape(opt, kernel.spec(), r);
-  const Layout layout = layoutFor(r.shape, opt.oPad);
+  const Layout layout = layoutFor(r.shape, opt.oPad, opt.kvBHSD);
   SkipConfig skipCfg = skipConfigFor(kernel.info(), opt);
   std::shared_ptr<const HostInputs> in =
       prepareInputs(opt, kernel.info(), layout, skipCfg, r);
@@ -1473,6 +1494,7 @@ bool writeJson(const std::string &path, const Options &opt,
         << ", \"head_dim\": " << s.headDim << ", \"head_dim_v\": " << s.headDimV
         << ", \"causal\": " << (s.causal ? "true" : "false")
         << ", \"scale\": " << jsonNumber(s.scale) << ", \"o_pad\": " << r.oPad
+        << ", \"kv_layout\": \"" << (r.kvBHSD ? "bhsd" : "bshd") << "\""
         << ", \"effective_seq_kv\": " << jsonNumber(s.effectiveSeqKV()) << "}";
     if (r.grid.count() > 1 || r.block.x > 1)
       j << ",\n      \"launch\": {\"grid\": [" << r.grid.x << ", " << r.grid.y
