@@ -221,6 +221,7 @@ def _device_index(device):
 # calls); torch.cuda.current_stream where a build lacks it.
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
     (lambda index: torch.cuda.current_stream(index).cuda_stream)
+_empty_strided = torch.empty_strided
 
 
 class _Plan:
@@ -231,13 +232,22 @@ class _Plan:
 
     __slots__ = ("empty", "o_shape", "lse_shape", "stats_shape", "dtype",
                  "device", "index", "args", "ref", "fn", "handle", "kernel",
-                 "generation", "default_scale")
+                 "generation", "default_scale", "o_stride", "lse_stride",
+                 "stats_stride")
 
 
 # Plans per thread (a plan's args struct is written at every call and read
 # by the C API while the GIL is released: threads must not share one).
 _tls = threading.local()
 _MAX_PLANS = 256  # a dynamic-shape workload starts over past this
+
+
+def _contiguous_strides(shape):
+    strides, n = [], 1
+    for extent in reversed(shape):
+        strides.append(n)
+        n *= max(extent, 1)
+    return tuple(reversed(strides))
 
 
 def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
@@ -267,6 +277,12 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     p.dtype, p.device = q.dtype, q.device
     p.generation = _kernels.generation
     p.default_scale = 1.0 / math.sqrt(D) if D else 1.0
+    # The outputs are allocated with torch.empty_strided (contiguous
+    # strides): it costs the host less than torch.empty (measured on the
+    # H200's host: 2.4-4.8 us against 6.5-6.8 us in the same run).
+    p.o_stride = _contiguous_strides(p.o_shape)
+    p.lse_stride = _contiguous_strides(p.lse_shape)
+    p.stats_stride = _contiguous_strides(p.stats_shape)
     if p.empty:
         return p
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -283,10 +299,7 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     a.k_strides[:] = _bshd_strides(k, layout)[0]
     a.v_strides[:] = _bshd_strides(v, layout)[0]
     # O is allocated contiguous in q's layout.
-    o_strides = [1] * 4
-    for i in (2, 1, 0):
-        o_strides[i] = o_strides[i + 1] * p.o_shape[i + 1]
-    a.o_strides[:] = _bshd_strides_of(p.o_shape, o_strides, layout)[0]
+    a.o_strides[:] = _bshd_strides_of(p.o_shape, p.o_stride, layout)[0]
     a.threshold_source = _capi.THRESHOLD_SPEC if threshold is None \
         else _capi.THRESHOLD_DEVICE
     a.flags = _capi.LAUNCH_ZERO_STATS if return_stats else 0
@@ -352,14 +365,14 @@ def _get_plan(plans, key, q, k, v, causal, layout, threshold, kind,
 def _run(p, q, k, v, scale, threshold, return_lse, return_stats):
     """Launches a plan's kernel on q, k, v; returns O, and LSE / stats when
     asked for (None otherwise)."""
-    o = torch.empty(p.o_shape, dtype=p.dtype, device=p.device)
-    lse = torch.empty(p.lse_shape, dtype=torch.float32, device=p.device) \
-        if return_lse else None
+    o = _empty_strided(p.o_shape, p.o_stride, dtype=p.dtype, device=p.device)
+    lse = _empty_strided(p.lse_shape, p.lse_stride, dtype=torch.float32,
+                         device=p.device) if return_lse else None
     # The kernel adds to the counters: the launch zeroes them first
     # (BLASST_LAUNCH_ZERO_STATS: one memset on the stream, cheaper on the
     # host than torch.zeros).
-    stats = torch.empty(p.stats_shape, dtype=torch.int64, device=p.device) \
-        if return_stats else None
+    stats = _empty_strided(p.stats_shape, p.stats_stride, dtype=torch.int64,
+                           device=p.device) if return_stats else None
     if p.empty:
         if stats is not None:
             stats.zero_()

@@ -73,6 +73,8 @@ expect(ValueError, "16-byte aligned",  # same shape and strides, odd offset
            1, 128, 4, 64)] * 3))
 o, lse = blasst.attention(q, q, q, return_lse=True)
 assert lse.shape == (1, 4, 128) and lse.dtype == torch.float32
+# The outputs (torch.empty_strided with the plan's strides) are contiguous.
+assert o.is_contiguous() and lse.is_contiguous()
 # BLASST: the threshold tensor is read at every call; the launch zeroes the
 # counters (one memset of the stats tensor's 8 words on the stream: the fake
 # driver records it and writes nothing).
@@ -80,6 +82,7 @@ sp = blasst.Sparsity(a=1000, device="cpu")
 memsets = fake.blasstFakeMemsets()
 o, stats = blasst.attention(q, q, q, sparsity=sp, return_stats=True)
 assert stats.shape == (1, 4, 2) and stats.dtype == torch.int64
+assert stats.is_contiguous()
 assert fake.blasstFakeMemsets() == memsets + 1
 ptr, value, words = ctypes.c_uint64(), ctypes.c_uint(), ctypes.c_size_t()
 fake.blasstFakeLastMemset(ctypes.byref(ptr), ctypes.byref(value),
