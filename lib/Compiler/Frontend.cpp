@@ -113,8 +113,7 @@ std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
 
 void blasst::resolveCrossStageP(const AttentionSpec &spec,
                                 ScheduleOptions &o) {
-  if (o.target != blasst::Target::SM100a ||
-      (!spec.sparsity.isDense() && !o.crossStageP))
+  if (o.target != blasst::Target::SM100a)
     return;
   if (!o.crossStageP)
     o.crossStageP = true;

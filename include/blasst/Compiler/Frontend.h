@@ -30,11 +30,10 @@ mlir::OwningOpRef<mlir::ModuleOp> buildAttnModule(mlir::MLIRContext *ctx,
 std::string checkTileKnobs(const ScheduleOptions &opts);
 
 /// Cross-stage P's knobs as they apply to `spec` on `o.target` (the JIT's
-/// cache key): on for dense sm_100a kernels unless switched off, with the
-/// pass's default handshake depth and hold schedule where not given; left
-/// as given otherwise (BLASST: lowerToWS runs the pass in auto mode, which
-/// leaves a kernel it does not apply to as it is; sm_90a: asked for, the
-/// pass says why not).
+/// cache key): on for sm_100a kernels (dense and BLASST) unless switched
+/// off, with the pass's default handshake depth and hold schedule where not
+/// given; left as given otherwise (sm_90a: asked for, the pass says why
+/// not).
 void resolveCrossStageP(const AttentionSpec &spec, ScheduleOptions &o);
 
 /// Runs convert-attn-to-ws with `opts` on `module`, then blasst-insert-vote

@@ -11,6 +11,7 @@
 #include "SyncModel.h"
 
 #include <chrono>
+#include <cstring>
 #include <deque>
 
 using namespace mlir;
@@ -255,26 +256,30 @@ std::optional<std::string> Model::build() {
   offSlots = offHeld + stages * std::max(numConsumersMax, 1);
   offCells = offSlots + 2 * numVoters;
   offQueue = offCells + numCells;
-  offCopies = offQueue + (mmaRole >= 0 ? 1 + kQueueCapacity * kQueueFields : 0);
   return std::nullopt;
 }
 
-State Model::initial() const {
-  State s(offCopies, 0);
-  for (int m = 0; m < numMbar; ++m)
-    mbar(s, m)[MPending] = int32_t(mbarCount[m]);
-  for (int i = offHeld; i < offSlots; ++i)
-    s[i] = -1;
-  for (int i = offSlots; i < offCells; ++i)
-    s[i] = -1;
+void Model::initial(State s, SmallVectorImpl<State> &out) {
+  setTrips(s);
+  split.reset();
+  State t = s;
   for (int r = 0; r < int(roles.size()); ++r)
-    normalize(s, r);
-  return s;
+    normalize(t, r);
+  if (!split) {
+    out.push_back(std::move(t));
+    return;
+  }
+  auto [tile, at] = *split;
+  State lower = s, upper = s;
+  lower[offTrips + 2 * tile + 1] = int32_t(at);
+  upper[offTrips + 2 * tile] = int32_t(at + 1);
+  initial(std::move(lower), out);
+  initial(std::move(upper), out);
 }
 
 void Model::normalize(State &s, int r) const {
   const RoleProg &p = roles[r];
-  int64_t tiles = int64_t(trips.size());
+  int64_t tiles = numTiles;
   while (true) {
     int32_t &seg = role(s, r, RSeg);
     if (seg == kDone)
@@ -285,9 +290,9 @@ void Model::normalize(State &s, int r) const {
     if (idx < int32_t(p.seg[seg].size()))
       return;
     idx = 0;
-    int64_t n = tripOf(s, r);
+    int64_t tile = role(s, r, RTile);
     if (seg == 0) {
-      seg = n > 0 ? 1 : 2;
+      seg = blockExists(tile, 0) ? 1 : 2;
       role(s, r, RN) = 0;
       // The loop starts with block 0 kept (loop-carried skip = false) and
       // a load role's vote state as the lowering initialises it.
@@ -295,7 +300,7 @@ void Model::normalize(State &s, int r) const {
       role(s, r, RKnown) = role(s, r, RKept) = 1;
       role(s, r, RRun) = 0;
     } else if (seg == 1) {
-      if (++role(s, r, RN) >= n)
+      if (!blockExists(tile, ++role(s, r, RN)))
         seg = 2;
     } else {
       if (++role(s, r, RTile) >= tiles) {
@@ -317,7 +322,6 @@ Model::Blk Model::blockOf(const Instr &in, const State &s, int r) const {
 
 Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
   Blk b;
-  int64_t n = trips[std::min<size_t>(tile, trips.size() - 1)];
   if (in.pipe >= 0 && !perBlock(in.pipe)) {
     // Once per tile: stage 0, the tile's phase.
     b.local = b.abs = b.round = tile;
@@ -332,11 +336,11 @@ Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
     b.local = loopN + in.block.ahead;
     break;
   case BlockRef::Kind::Last:
-    b.local = n - 1;
+    b.local = exactTrip(tile) - 1;
     break;
   }
-  b.exists = b.local >= 0 && b.local < n;
-  b.abs = base[tile] + b.local;
+  b.exists = blockExists(tile, b.local);
+  b.abs = tileBase(tile) + b.local;
   if (in.pipe >= 0 && b.abs >= 0) {
     b.stage = b.abs % depth(in.pipe);
     b.round = b.abs / depth(in.pipe);
@@ -344,11 +348,137 @@ Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
   return b;
 }
 
+static uint64_t hashWords(const State &s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  size_t i = 0;
+  for (; i + 2 <= s.size(); i += 2) {
+    uint64_t w = uint64_t(uint32_t(s[i])) | uint64_t(uint32_t(s[i + 1])) << 32;
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  if (i < s.size()) {
+    h = (h ^ uint32_t(s[i])) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+bool StateStore::insert(const State &s) {
+  if (ref.empty())
+    ref = s;
+  uint64_t h = hashWords(s);
+  size_t mask = table.size() - 1;
+  size_t i = h & mask;
+  for (;; i = (i + 1) & mask) {
+    uint32_t e = table[i];
+    if (!e)
+      break;
+    if (hashes[e - 1] == h && equal(int(e - 1), s))
+      return false;
+  }
+  // Each word as its difference from the reference state (the first one
+  // stored), zigzag/LEB128-coded; a run of equal words as a 0 byte and the
+  // run's length (a difference is never coded with a leading 0 byte).
+  auto put = [&](uint32_t z) {
+    while (z >= 0x80) {
+      bytes.push_back(uint8_t(z | 0x80));
+      z >>= 7;
+    }
+    bytes.push_back(uint8_t(z));
+  };
+  auto refAt = [&](size_t k) { return k < ref.size() ? ref[k] : 0; };
+  for (size_t k = 0; k < s.size();) {
+    int32_t d = s[k] - refAt(k);
+    if (d == 0) {
+      size_t j = k;
+      while (j < s.size() && s[j] == refAt(j))
+        ++j;
+      bytes.push_back(0);
+      put(uint32_t(j - k));
+      k = j;
+      continue;
+    }
+    put((uint32_t(d) << 1) ^ uint32_t(d >> 31));
+    ++k;
+  }
+  hashes.push_back(h);
+  start.push_back(bytes.size());
+  table[i] = uint32_t(hashes.size());
+  if (2 * hashes.size() > table.size())
+    grow();
+  return true;
+}
+
+bool StateStore::equal(int idx, const State &s) const {
+  size_t i = start[idx], k = 0;
+  auto next = [&] {
+    uint32_t z = 0;
+    for (int shift = 0;; shift += 7) {
+      uint8_t b = bytes[i++];
+      z |= uint32_t(b & 0x7f) << shift;
+      if (!(b & 0x80))
+        return z;
+    }
+  };
+  auto refAt = [&](size_t j) { return j < ref.size() ? ref[j] : 0; };
+  while (i < start[idx + 1]) {
+    if (bytes[i] == 0) {
+      ++i;
+      for (uint32_t n = next(); n; --n, ++k)
+        if (k >= s.size() || s[k] != refAt(k))
+          return false;
+      continue;
+    }
+    uint32_t z = next();
+    if (k >= s.size() || s[k] != refAt(k) + (int32_t(z >> 1) ^ -int32_t(z & 1)))
+      return false;
+    ++k;
+  }
+  return k == s.size();
+}
+
+State StateStore::get(int idx) const {
+  State s;
+  size_t i = start[idx];
+  auto next = [&] {
+    uint32_t z = 0;
+    for (int shift = 0;; shift += 7) {
+      uint8_t b = bytes[i++];
+      z |= uint32_t(b & 0x7f) << shift;
+      if (!(b & 0x80))
+        return z;
+    }
+  };
+  auto refAt = [&](size_t k) { return k < ref.size() ? ref[k] : 0; };
+  while (i < start[idx + 1]) {
+    if (bytes[i] == 0) {
+      ++i;
+      for (uint32_t n = next(); n; --n)
+        s.push_back(refAt(s.size()));
+      continue;
+    }
+    uint32_t z = next();
+    s.push_back(refAt(s.size()) + (int32_t(z >> 1) ^ -int32_t(z & 1)));
+  }
+  return s;
+}
+
+void StateStore::grow() {
+  table.assign(table.size() * 2, 0);
+  size_t mask = table.size() - 1;
+  for (size_t e = 0; e < hashes.size(); ++e)
+    for (size_t i = hashes[e] & mask;; i = (i + 1) & mask)
+      if (!table[i]) {
+        table[i] = uint32_t(e + 1);
+        break;
+      }
+}
+
 SyncCheckResult Model::run(const SyncCheckOptions &options) {
   SyncCheckResult result;
   auto start = std::chrono::steady_clock::now();
-  int64_t maxTrip = maxDepth + options.extraBlocks;
-  int64_t tiles = persistent ? options.persistentTiles : 1;
+  maxTrip = maxDepth + options.extraBlocks;
+  numTiles = persistent ? int(options.persistentTiles) : 1;
   {
     std::string b;
     llvm::raw_string_ostream os(b);
@@ -358,49 +488,71 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
     os << ", " << (persistent ? "each tile with " : "") << "0 to " << maxTrip
        << " KV blocks";
     if (persistent)
-      os << " (" << tiles << " tiles)";
+      os << " (" << numTiles << " tiles)";
     result.bounds = b;
   }
-  // Every trip count per tile.
-  SmallVector<SmallVector<int64_t>> configs = {{}};
-  for (int64_t t = 0; t < tiles; ++t) {
-    SmallVector<SmallVector<int64_t>> next;
-    for (auto &c : configs)
-      for (int64_t n = 0; n <= maxTrip; ++n) {
-        next.push_back(c);
-        next.back().push_back(n);
-      }
-    configs = std::move(next);
+  // One search for every trip count of every tile: the initial state
+  // stands for all of them ([0, maxTrip] per tile) and is split where a
+  // step's outcome depends on a trip count its interval does not decide.
+  // A state with interval [lo, hi] stands for the concrete states of the
+  // trip counts lo .. hi, whose steps are all alike (every question about
+  // the trip count a step asked, the interval answered); so the search
+  // visits exactly the concrete states of the configurations one by one,
+  // each prefix they share once.
+  offTrips = offQueue + (mmaRole >= 0 ? 1 + kQueueCapacity * kQueueFields : 0);
+  offCopies = offTrips + 2 * numTiles;
+  tripLo.assign(numTiles, 0);
+  tripHi.assign(numTiles, maxTrip);
+  trips.assign(numTiles, 0);
+  nodes.clear();
+  seen.clear();
+  violation.reset();
+  violationSteps.clear();
+  violationActor = -1;
+  {
+    State s(offCopies, 0);
+    for (int m = 0; m < numMbar; ++m)
+      mbar(s, m)[MPending] = int32_t(mbarCount[m]);
+    for (int i = offHeld; i < offCells; ++i)
+      s[i] = -1;
+    for (int t = 0; t < numTiles; ++t) {
+      s[offTrips + 2 * t] = 0;
+      s[offTrips + 2 * t + 1] = int32_t(maxTrip);
+    }
+    SmallVector<State> roots;
+    initial(std::move(s), roots);
+    for (State &r : roots)
+      if (seen.insert(r))
+        nodes.push_back({-1, {}});
   }
-  for (auto &config : configs) {
-    trips = config;
-    base.assign(1, 0);
-    for (int64_t n : trips)
-      base.push_back(base.back() + n);
-    nodes.clear();
-    seen.clear();
-    violation.reset();
-    violationSteps.clear();
-    violationActor = -1;
-    auto key = [](const State &s) {
-      return std::string(reinterpret_cast<const char *>(s.data()),
-                         s.size() * sizeof(int32_t));
-    };
-    State init = initial();
-    seen.emplace(key(init), 0);
-    nodes.push_back({std::move(init), -1, {}});
-    for (size_t cur = 0; cur < nodes.size(); ++cur) {
-      if (int64_t(nodes.size()) + result.statesExplored > options.maxStates) {
-        result.status = SyncCheckResult::Status::NotVerified;
-        result.message =
-            (llvm::Twine("not verified: the search exceeded ") +
-             llvm::Twine(options.maxStates) + " states with " + configName())
-                .str();
-        return result;
-      }
-      SmallVector<std::pair<State, Label>> succ;
+  auto fail = [&](int cur, const State &s) {
+    result.status = SyncCheckResult::Status::Failed;
+    // The trace names the smallest trip counts the state stands for.
+    for (int t = 0; t < numTiles; ++t)
+      trips[t] = s[offTrips + 2 * t];
+    result.trace = trace(cur, &s, explainBlocked(s));
+  };
+  SmallVector<std::pair<State, Label>> succ;
+  SmallVector<State> work;
+  for (size_t cur = 0; cur < nodes.size(); ++cur) {
+    if (int64_t(nodes.size()) > options.maxStates) {
+      State s = seen.get(int(cur));
+      for (int t = 0; t < numTiles; ++t)
+        trips[t] = s[offTrips + 2 * t];
+      result.status = SyncCheckResult::Status::NotVerified;
+      result.message =
+          (llvm::Twine("not verified: the search exceeded ") +
+           llvm::Twine(options.maxStates) + " states with " + configName())
+              .str();
+      return result;
+    }
+    work.assign(1, seen.get(int(cur)));
+    while (!work.empty()) {
+      State s = work.pop_back_val();
+      setTrips(s);
+      split.reset();
+      succ.clear();
       SmallVector<std::string> why(roles.size());
-      State s = nodes[cur].state;
       bool allDone = true;
       for (int r = 0; r < int(roles.size()); ++r) {
         allDone &= role(s, r, RSeg) == kDone;
@@ -431,12 +583,11 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
           if (perBlock(p)) {
             cb.abs = int64_t(s[i + 2]) * depth(p) + st;
             copyTile = 0;
-            while (copyTile + 1 < int64_t(trips.size()) &&
-                   base[copyTile + 1] <= cb.abs)
+            while (copyTile + 1 < numTiles && tileBase(copyTile + 1) <= cb.abs)
               ++copyTile;
-            cb.local = cb.abs - base[copyTile];
+            cb.local = cb.abs - tileBase(copyTile);
           }
-          if (!applyEffects(t, copy, cb, copyTile, trips[copyTile], -1))
+          if (!applyEffects(t, copy, cb, copyTile, -1))
             break;
           bar[MTx] -= s[i + 3];
           completeIfDone(t, m);
@@ -448,55 +599,88 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
         }
       if (!violation)
         stepTensorCores(s, succ);
+      if (split) {
+        // Some step asked about a trip count the interval does not decide
+        // (and was answered arbitrarily): what it found is dropped, and
+        // each half of the interval is stepped on its own.
+        violation.reset();
+        violationSteps.clear();
+        violationActor = -1;
+        modelBound.reset();
+        auto [tile, at] = *split;
+        State lower = s, upper = std::move(s);
+        lower[offTrips + 2 * tile + 1] = int32_t(at);
+        upper[offTrips + 2 * tile] = int32_t(at + 1);
+        work.push_back(std::move(upper));
+        work.push_back(std::move(lower));
+        continue;
+      }
       if (modelBound) {
         result.status = SyncCheckResult::Status::NotVerified;
         result.message = "not verified: " + *modelBound;
         return result;
       }
       if (violation) {
-        result.status = SyncCheckResult::Status::Failed;
         result.message = violation->message;
         result.op = violation->op;
-        result.trace = trace(int(cur), &s, why);
+        fail(int(cur), s);
         break;
       }
       if (succ.empty()) {
         if (!allDone) {
-          result.status = SyncCheckResult::Status::Failed;
-          result.message = "deadlock: no role can step and ";
-          llvm::raw_string_ostream os(result.message);
+          std::string message = "deadlock: no role can step and ";
+          llvm::raw_string_ostream os(message);
           int waiting = 0;
           for (int r = 0; r < int(roles.size()); ++r)
             if (role(s, r, RSeg) != kDone)
               os << (waiting++ ? ", " : "") << "@"
                  << roles[r].role.getSymName();
           os << (waiting == 1 ? " waits" : " wait") << " forever";
-          result.trace = trace(int(cur), &s, why);
+          result.message = message;
+          fail(int(cur), s);
           break;
         }
         if (std::optional<Violation> v = checkEnd(s)) {
-          result.status = SyncCheckResult::Status::Failed;
           result.message = v->message;
           result.op = v->op;
-          result.trace = trace(int(cur), &s, why);
+          fail(int(cur), s);
           break;
         }
         continue;
       }
-      for (auto &[t, l] : succ) {
-        auto [it, inserted] = seen.emplace(key(t), int(nodes.size()));
-        if (inserted)
-          nodes.push_back({std::move(t), int(cur), l});
-      }
+      for (auto &[t, l] : succ)
+        if (seen.insert(t))
+          nodes.push_back({int(cur), l});
     }
-    result.statesExplored += int64_t(nodes.size());
     if (result.status == SyncCheckResult::Status::Failed)
       break;
   }
+  result.statesExplored = int64_t(nodes.size());
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return result;
+}
+SmallVector<std::string> Model::explainBlocked(const State &s) {
+  // The same expansion as the search's, with the text: it stops at the
+  // same violation.
+  std::optional<Violation> savedViolation = std::move(violation);
+  std::vector<Label> savedSteps = std::move(violationSteps);
+  int savedActor = violationActor;
+  violation.reset();
+  explain = true;
+  SmallVector<std::string> why(roles.size());
+  SmallVector<std::pair<State, Label>> succ;
+  for (int r = 0; r < int(roles.size()); ++r) {
+    stepRole(s, r, succ, why[r]);
+    if (violation)
+      break;
+  }
+  explain = false;
+  violation = std::move(savedViolation);
+  violationSteps = std::move(savedSteps);
+  violationActor = savedActor;
+  return why;
 }
 
 SyncCheckResult blasst::ws::checkSync(KernelOp kernel,

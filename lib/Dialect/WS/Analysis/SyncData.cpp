@@ -280,8 +280,7 @@ std::string Model::valueName(int32_t v) const {
 }
 
 bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
-                         int64_t trip, int actor, int32_t *decision,
-                         bool skipped) {
+                         int actor, int32_t *decision, bool skipped) {
   for (const Effect &e : skipped ? in.skipEffects : in.effects) {
     BufferOp buffer = e.buffer;
     bool any = false;
@@ -297,10 +296,12 @@ bool Model::applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
       tag = b.abs - 1;
       any = b.local <= 0;
       break;
-    case Effect::Tag::LastBlock:
-      tag = base[tile] + trip - 1;
+    case Effect::Tag::LastBlock: {
+      int64_t trip = exactTrip(tile);
+      tag = tileBase(tile) + trip - 1;
       any = trip == 0;
       break;
+    }
     case Effect::Tag::Ordinal:
       tag = tile * 16 + e.ordinal;
       break;
@@ -400,9 +401,7 @@ void Model::stepTensorCores(const State &s,
   int64_t tile = head[2];
   bool skipped = head[1] & kSkippedEntry;
   Blk b = blockAt(in, tile, head[1] & ~kSkippedEntry);
-  if (!applyEffects(t, in, b, tile,
-                    trips[std::min<size_t>(tile, trips.size() - 1)], -2,
-                    nullptr, skipped))
+  if (!applyEffects(t, in, b, tile, -2, nullptr, skipped))
     return;
   popQueue(t);
   if (!drainCommits(t))

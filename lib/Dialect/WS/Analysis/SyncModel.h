@@ -161,9 +161,36 @@ struct Label {
 };
 
 struct Node {
-  State state;
   int parent;
   Label label;
+};
+
+/// The states found by the search, coded (StateStore::insert) one after
+/// another in an arena, and an open-addressing hash set of their indices.
+/// Exact: a state is found again only when every word is equal.
+class StateStore {
+public:
+  void clear() {
+    ref.clear();
+    bytes.clear();
+    start.assign(1, 0);
+    hashes.clear();
+    table.assign(1 << 12, 0);
+  }
+  size_t size() const { return hashes.size(); }
+  /// Whether `s` is new (then it is added).
+  bool insert(const State &s);
+  State get(int i) const;
+  bool equal(int i, const State &s) const;
+
+private:
+  std::vector<uint8_t> bytes;
+  std::vector<size_t> start{0};
+  std::vector<uint64_t> hashes;
+  /// Index + 1 of a state; 0: empty.
+  std::vector<uint32_t> table = std::vector<uint32_t>(1 << 12, 0);
+  State ref;
+  void grow();
 };
 
 class Model {
@@ -211,14 +238,64 @@ private:
 
   // Offsets into a state.
   int offMbar = 0, offNamed = 0, offHeld = 0, offSlots = 0, offCells = 0,
-      offQueue = 0, offCopies = 0;
+      offQueue = 0, offTrips = 0, offCopies = 0;
 
-  // The configuration being explored.
-  SmallVector<int64_t> trips, base;
+  // The trip counts. One search covers every trip count of every tile: a
+  // state holds, per tile, the interval [lo, hi] of trip counts it stands
+  // for (two words at offTrips). A step that asks about the trip count
+  // where the interval does not decide it (tripQuery) makes the search
+  // split the state in two and step each half (see Model::run).
+  int numTiles = 1;
+  int64_t maxTrip = 0;
+  /// The interval of the state being stepped, per tile.
+  SmallVector<int64_t> tripLo, tripHi;
+  /// The first undecided question of this step: split `tile`'s interval
+  /// into [lo, at] and [at + 1, hi].
+  mutable std::optional<std::pair<int64_t, int64_t>> split;
+  /// The trip counts a trace or a message names (the smallest of the
+  /// state's intervals).
+  SmallVector<int64_t> trips;
+  void setTrips(const State &s) {
+    for (int t = 0; t < numTiles; ++t) {
+      tripLo[t] = s[offTrips + 2 * t];
+      tripHi[t] = s[offTrips + 2 * t + 1];
+    }
+  }
+  int64_t clampTile(int64_t tile) const {
+    return std::min<int64_t>(tile, numTiles - 1);
+  }
+  /// Whether block `k` of `tile` exists (k < the trip count).
+  bool blockExists(int64_t tile, int64_t k) const {
+    tile = clampTile(tile);
+    if (k < 0)
+      return false;
+    if (k < tripLo[tile])
+      return true;
+    if (k >= tripHi[tile])
+      return false;
+    if (!split)
+      split = {tile, k};
+    return true;
+  }
+  /// The trip count of `tile` (where the interval holds more than one, the
+  /// smallest, and a split).
+  int64_t exactTrip(int64_t tile) const {
+    tile = clampTile(tile);
+    if (tripLo[tile] != tripHi[tile] && !split)
+      split = {tile, tripLo[tile]};
+    return tripLo[tile];
+  }
+  /// The CTA's blocks before `tile` (the persistent CTA's K/V counter).
+  int64_t tileBase(int64_t tile) const {
+    int64_t b = 0;
+    for (int64_t t = 0; t < std::min<int64_t>(tile, numTiles); ++t)
+      b += exactTrip(t);
+    return b;
+  }
 
   // The search.
   std::vector<Node> nodes;
-  std::unordered_map<std::string, int> seen;
+  StateStore seen;
 
   // A violation found while expanding a state.
   struct Violation {
@@ -229,6 +306,11 @@ private:
   /// The steps a role ran in the atomic block that hit the violation.
   std::vector<Label> violationSteps;
   int violationActor = -1;
+  /// Whether blocked steps say what they wait on (only for a trace: the
+  /// text costs more than the step).
+  bool explain = false;
+  /// What each role of `s` waits on, by stepping it again with `explain`.
+  SmallVector<std::string> explainBlocked(const State &s);
 
   int pipeIndex(FlatSymbolRefAttr ref) const {
     for (auto [i, p] : llvm::enumerate(pipes))
@@ -264,11 +346,9 @@ private:
   int32_t &slot(State &s, int parity, int v) const {
     return s[offSlots + parity * numVoters + v];
   }
-  int64_t tripOf(const State &s, int r) const {
-    return trips[std::min<size_t>(role(s, r, RTile), trips.size() - 1)];
-  }
-
-  State initial() const;
+  /// The states the search starts from (the initial state, split where
+  /// the roles' first steps depend on the trip counts).
+  void initial(State s, SmallVectorImpl<State> &out);
   void normalize(State &s, int r) const;
   void advance(State &s, int r) const {
     ++role(s, r, RIdx);
@@ -302,6 +382,10 @@ private:
   void stepRole(const State &s, int r,
                 SmallVectorImpl<std::pair<State, Label>> &out,
                 std::string &why);
+  /// Runs the steps of role `r` that join the atomic block begun by `l`
+  /// (`chain`: those run after it so far).
+  void extendBlock(State t, Label l, std::vector<Label> chain, bool released,
+                   int r, SmallVectorImpl<std::pair<State, Label>> &out);
   void stepOnce(const State &s, int r,
                 SmallVectorImpl<std::pair<State, Label>> &out,
                 std::string &why);
@@ -321,7 +405,7 @@ private:
   /// A decision word (VKind::D) is written with `*decision` and a read
   /// sets it.
   bool applyEffects(State &t, const Instr &in, const Blk &b, int64_t tile,
-                    int64_t trip, int actor, int32_t *decision = nullptr,
+                    int actor, int32_t *decision = nullptr,
                     bool skipped = false);
   /// The effects of a skipped P V (Instr::skipEffects).
   void skippedEffectsOf(Operation *op, RoleOp role, Instr &in);

@@ -51,9 +51,10 @@ bool Model::waitOn(const State &s, int m, int64_t need, Operation *op,
   }
   if (done >= need)
     return true;
-  why = (llvm::Twine("waits on ") + mbarName(m) + " for phase " +
-         llvm::Twine(need - 1) + " (" + llvm::Twine(done) + " completed)")
-            .str();
+  if (explain)
+    why = (llvm::Twine("waits on ") + mbarName(m) + " for phase " +
+           llvm::Twine(need - 1) + " (" + llvm::Twine(done) + " completed)")
+              .str();
   return false;
 }
 
@@ -137,12 +138,22 @@ static bool isRelease(const Instr &in) {
   }
 }
 
+/// A step that touches only its own role's state: an sm_100a vote (a
+/// keep/skip choice the role keeps to itself; the decision reaches the
+/// others through ws.store_vote). It commutes with every step of every other
+/// agent, so it may join any atomic block.
+static bool isLocal(const Instr &in) {
+  return in.kind == Instr::Kind::Vote && !in.publish;
+}
+
 // Partial-order reduction (Lipton's movers): a role's step is run together
 // with the steps after it up to the next wait, as long as no storage access
 // follows an arrival. Waits only read barrier state, storage accesses enable
 // nobody, arrivals only enable others; so every behaviour of the
 // step-by-step model -- a deadlock, a wrong value read, a barrier misuse --
-// has an equivalent interleaving of the blocks.
+// has an equivalent interleaving of the blocks. A local step (isLocal)
+// joins the block wherever it comes; where it branches (a vote: keep or
+// skip) the block continues on each branch.
 void Model::stepRole(const State &s, int r,
                      SmallVectorImpl<std::pair<State, Label>> &out,
                      std::string &why) {
@@ -152,31 +163,50 @@ void Model::stepRole(const State &s, int r,
     if (violation || modelBound)
       return;
     bool released = l.instr && isRelease(*l.instr);
-    std::vector<Label> chain;
-    while (true) {
-      const Instr *next = current(t, r);
-      if (!next || isWait(*next) || (released && !isRelease(*next)))
-        break;
-      SmallVector<std::pair<State, Label>> one;
-      std::string ignored;
-      stepOnce(t, r, one, ignored);
-      if (violation || modelBound) {
-        // The trace shows the steps of the block before the violation.
-        violationSteps.assign(1, l);
-        llvm::append_range(violationSteps, chain);
-        violationActor = r;
-        return;
-      }
-      if (one.size() != 1)
-        break;
-      t = std::move(one[0].first);
-      chain.push_back(one[0].second);
-      released |= isRelease(*next);
-    }
-    if (!chain.empty())
-      l.then = std::make_shared<std::vector<Label>>(std::move(chain));
-    out.push_back({std::move(t), std::move(l)});
+    extendBlock(std::move(t), std::move(l), {}, released, r, out);
+    if (violation || modelBound)
+      return;
   }
+}
+
+void Model::extendBlock(State t, Label l, std::vector<Label> chain,
+                        bool released, int r,
+                        SmallVectorImpl<std::pair<State, Label>> &out) {
+  while (true) {
+    const Instr *next = current(t, r);
+    if (!next ||
+        (!isLocal(*next) && (isWait(*next) || (released && !isRelease(*next)))))
+      break;
+    SmallVector<std::pair<State, Label>> one;
+    std::string ignored;
+    stepOnce(t, r, one, ignored);
+    if (violation || modelBound) {
+      // The trace shows the steps of the block before the violation.
+      violationSteps.assign(1, l);
+      llvm::append_range(violationSteps, chain);
+      violationActor = r;
+      return;
+    }
+    if (one.empty())
+      break;
+    if (one.size() > 1) {
+      for (auto &[u, ul] : one) {
+        std::vector<Label> c = chain;
+        c.push_back(ul);
+        extendBlock(std::move(u), l, std::move(c), released || isRelease(*next),
+                    r, out);
+        if (violation || modelBound)
+          return;
+      }
+      return;
+    }
+    t = std::move(one[0].first);
+    chain.push_back(one[0].second);
+    released |= isRelease(*next);
+  }
+  if (!chain.empty())
+    l.then = std::make_shared<std::vector<Label>>(std::move(chain));
+  out.push_back({std::move(t), std::move(l)});
 }
 
 void Model::stepOnce(const State &s, int r,
@@ -288,8 +318,7 @@ void Model::stepOnce(const State &s, int r,
     else {
       // ws.store_vote writes the role's decision.
       int32_t decision = role(s, r, RSkip);
-      if (!applyEffects(t, in, b, role(s, r, RTile), tripOf(s, r), r,
-                        &decision))
+      if (!applyEffects(t, in, b, role(s, r, RTile), r, &decision))
         return;
     }
     advance(t, r);
@@ -299,8 +328,7 @@ void Model::stepOnce(const State &s, int r,
   case Instr::Kind::LoadVote: {
     // The voter's decision on this block, for the skip regions after it.
     int32_t decision = 0;
-    if (!applyEffects(t, in, b, role(s, r, RTile), tripOf(s, r), r,
-                      &decision))
+    if (!applyEffects(t, in, b, role(s, r, RTile), r, &decision))
       return;
     role(t, r, RSkip) = decision;
     label.variant = decision;
@@ -355,11 +383,12 @@ void Model::stepOnce(const State &s, int r,
         out.push_back({std::move(t), label});
         return;
       }
-      why =
-          (llvm::Twine("waits on named barrier ") +
-           llvm::Twine(named[in.named].id) + " (" + llvm::Twine(nb[NArrived]) +
-           " of " + llvm::Twine(in.threads) + " threads arrived)")
-              .str();
+      if (explain)
+        why = (llvm::Twine("waits on named barrier ") +
+               llvm::Twine(named[in.named].id) + " (" +
+               llvm::Twine(nb[NArrived]) + " of " + llvm::Twine(in.threads) +
+               " threads arrived)")
+                  .str();
       return;
     }
     if (nb[NMask] & (1 << r))
@@ -388,12 +417,13 @@ void Model::stepOnce(const State &s, int r,
     return;
   }
   case Instr::Kind::Vote: {
-    int64_t n = tripOf(s, r);
+    int64_t tile = role(s, r, RTile);
+    auto beforeEnd = [&](int64_t k) { return k < 0 || blockExists(tile, k); };
     int64_t local = role(s, r, RN) + 1;
     // The decision on the block past the end is not published; it matters
     // only where skip regions hold modelled steps.
-    bool branch =
-        prog.branchVotes && (prog.skipSteps || (in.publish && local < n));
+    bool branch = prog.branchVotes &&
+                  (prog.skipSteps || (in.publish && beforeEnd(local)));
     // sm_100a votes on its own block and always keeps block 0.
     if (blackwell) {
       local = b.local;
@@ -402,7 +432,7 @@ void Model::stepOnce(const State &s, int r,
     for (int skip = 0; skip < (branch ? 2 : 1); ++skip) {
       State u = t;
       role(u, r, RSkip) = skip;
-      if (in.publish && local < n) {
+      if (in.publish && beforeEnd(local)) {
         int parity = int(local % 2);
         int32_t &sl = slot(u, parity, prog.voter);
         if (sl >= 0)
@@ -482,9 +512,9 @@ void Model::stepOnce(const State &s, int r,
   }
   case Instr::Kind::ReadLastVotes: {
     bool allSkip;
-    int64_t n = tripOf(s, r);
-    if (!role(s, r, RKnown) && n > 0)
-      if (!readVotes(t, n - 1, in.op, why, allSkip))
+    int64_t tile = role(s, r, RTile);
+    if (!role(s, r, RKnown) && blockExists(tile, 0))
+      if (!readVotes(t, exactTrip(tile) - 1, in.op, why, allSkip))
         return;
     advance(t, r);
     out.push_back({std::move(t), label});

@@ -250,12 +250,6 @@ void CrossStagePPass::runOnOperation() {
     Tile tiles[2];
     RoleOp mma;
     std::string reason = analyse(kernel, tiles, mma);
-    // BLASST with cross-stage P is proven on ws IR, not lowered or measured
-    // yet: only when asked for.
-    if (reason.empty() && mode == "auto" &&
-        kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
-      reason = "BLASST";
     if (!reason.empty()) {
       if (mode == "true") {
         kernel.emitOpError() << "blasst-cross-stage-p does not apply: "

@@ -2,15 +2,11 @@
 // acquires and releases go around the skip regions, never into them, so a
 // skipped block still takes and hands on its token; the decision words ride
 // with the f and p pipes, whose order cross-stage P keeps. Proven by
-// blasst-verify-sync (ws IR only: the sm_100a lowering does not take
-// cross-stage P yet).
+// blasst-verify-sync.
 // RUN: blasst-opt %s --blasst-cross-stage-p | FileCheck %s
 // RUN: blasst-opt %s --blasst-cross-stage-p --blasst-verify-sync=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROVEN
-// Only when asked for: auto mode leaves a voted kernel as it is.
-// RUN: blasst-opt %s --blasst-cross-stage-p=mode=auto | FileCheck %s --check-prefix=AUTO
-// AUTO: ws.kernel @blasst_b200
-// AUTO-SAME: cross_stage_p = false
-// AUTO-NOT: x0_pipe
+// Auto mode (blasst-compile, the JIT) rewrites voted kernels too.
+// RUN: blasst-opt %s --blasst-cross-stage-p=mode=auto | FileCheck %s
 
 // CHECK-LABEL: ws.kernel @blasst_b200
 // CHECK-SAME: cross_stage_p = true

@@ -93,8 +93,8 @@ def BLASSTCrossStageP : Pass<"blasst-cross-stage-p", "mlir::ModuleOp"> {
     scores; without the S release before a Q Kᵀ, the scores are).
 
     `mode=auto` (blasst-compile and the JIT) rewrites the kernels it
-    applies to (sm_100a two-tile schedules with P over its own S; not voted
-    BLASST kernels yet, which `mode=true` rewrites: proven, not lowered) and
+    applies to (sm_100a two-tile schedules with P over its own S, dense and
+    voted BLASST kernels) and
     records `cross_stage_p` in each kernel's schedule; `mode=true` (the
     default) fails with the reason on a kernel it cannot rewrite (sm_90a
     keeps S in registers); `mode=false` does nothing.
