@@ -288,8 +288,9 @@ static void test_jit_package(void) {
   CHECK_FAILS(blasst_jit_compile("head_dim=96 head_dim_v=96", "sm_90a", cache,
                                  &c),
               BLASST_ERROR_UNSUPPORTED, "head_dim 96");
-  CHECK_FAILS(blasst_jit_compile(kSpec, "sm_100a", cache, &c),
-              BLASST_ERROR_UNSUPPORTED, "sm_100a");
+  CHECK_FAILS(blasst_jit_compile("head_dim=256 head_dim_v=256", "sm_100a",
+                                 cache, &c),
+              BLASST_ERROR_UNSUPPORTED, "head_dim 256");
   CHECK_FAILS(blasst_jit_compile("dtype=fp8", "sm_90a", cache, &c),
               BLASST_ERROR_INVALID_ARGUMENT, "dtype");
   const char *sparse = "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 "
@@ -302,6 +303,11 @@ static void test_jit_package(void) {
   CHECK(s == BLASST_OK);
   if (s != BLASST_OK)
     return;
+  /* sm_100a compiles here too (it runs only on a B200). */
+  blasst_compiled *b200 = NULL;
+  CHECK_OK(blasst_jit_compile(kSpec, "sm_100a", cache, &b200));
+  CHECK(strstr(blasst_compiled_meta(b200), "target = sm_100a\n") != NULL);
+  blasst_compiled_destroy(b200);
   size_t size = 0;
   CHECK(blasst_compiled_cubin(c, &size) != NULL && size > 1000);
   CHECK(strstr(blasst_compiled_meta(c), "abi_version = 3\n") != NULL);
