@@ -497,6 +497,10 @@ TEST_F(JITCacheTest, CompilesSm100a) {
       << "cross-stage P is the sm_100a default";
   EXPECT_EQ(first.info.threads, 512);
   EXPECT_EQ(first.info.blockM, 256);
+  // Kernel ABI 4: two Q tiles of 128 rows (the Q and O boxes), O stored
+  // with TMA through its tensor map (parameter 15).
+  EXPECT_EQ(first.info.qTiles, 2);
+  EXPECT_EQ(first.info.oTensorMap, 1);
   EXPECT_NE(first.ptxasLog.find("0 bytes spill stores"), std::string::npos)
       << first.ptxasLog;
   EXPECT_EQ(listDir(dir), entryFiles(first.cacheKey));
@@ -521,6 +525,8 @@ TEST_F(JITCacheTest, CompilesSm100a) {
   jit::CompiledKernel hopper = mustCompile(spec, options());
   EXPECT_FALSE(hopper.fromCache);
   EXPECT_EQ(hopper.info.target, "sm_90a");
+  EXPECT_EQ(hopper.info.qTiles, 1);
+  EXPECT_EQ(hopper.info.oTensorMap, 0);
   EXPECT_EQ(listDir(dir).size(), 12u);
 
 #ifdef BLASST_FAKE_DRIVER

@@ -621,9 +621,19 @@ LogicalResult SM100Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
   // The acquire of the done pipe waited for the last commit.
   t5::emitFenceAfterThreadSync(b, loc);
   int64_t col = tmemColumn(o);
-  // The staging tile is row-major (row r at r · dv · 2 bytes): the epilogue
-  // warp copies each row with one cp.async.bulk.
-  Value rowBase = add(c32(offsetOf(stage)), mul(r, c32(dv * 2)));
+  // The staging tile has TMA's layout, as Q's tile (which it lies over):
+  // 64-column panels of 128 rows x 128 B, 128B-swizzled: the 16-byte chunk
+  // j of row r (columns 8j..8j+7 of its panel) at r · 128 + (j ^ r % 8) · 16.
+  // The epilogue warp stores each panel with one cp.async.bulk.tensor; the
+  // eight rows of a quarter-warp's 16-byte stores hit eight distinct chunks.
+  if (dv % kPanelElems)
+    return op.emitOpError() << "stages O for a TMA store in 64-column panels "
+                               "(one 128-byte swizzle span), got "
+                            << dv << " columns";
+  // computeLayout puts every smem buffer at a multiple of kTileAlign (an
+  // alias at its aliasee's offset): panel rows r and r + 8 swizzle alike.
+  Value rowBase = add(c32(offsetOf(stage)), mul(r, c32(kSwizzleBytes)));
+  Value rowSwizzle = remu(r, c32(8));
   for (int64_t c = 0; c < dv / kCorrChunk; ++c) {
     SmallVector<Value> v = loadF32(col + c * kCorrChunk, kCorrChunk);
     for (int64_t q = 0; q < kCorrChunk / 8; ++q) {
@@ -633,8 +643,13 @@ LogicalResult SM100Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
             b, loc, vec,
             packPair(fmul(v[8 * q + 2 * j], inv), fmul(v[8 * q + 2 * j + 1], inv)),
             c32(j));
-      Value ptr = smemPtr(add(rowBase, c32(c * kCorrChunk * 2 + q * 16)));
-      LLVM::StoreOp::create(b, loc, vec, ptr, 16);
+      int64_t chunk = (c * kCorrChunk) / 8 + q; // 8 columns of dv
+      int64_t panel = chunk / 8;
+      Value at = add(add(rowBase, c32(panel * 128 * kSwizzleBytes)),
+                     mul(arith::XOrIOp::create(b, loc, rowSwizzle,
+                                               c32(chunk % 8)),
+                         c32(16)));
+      LLVM::StoreOp::create(b, loc, vec, smemPtr(at), 16);
     }
   }
   t5::emitFenceBeforeThreadSync(b, loc);
@@ -675,29 +690,28 @@ LogicalResult SM100Lowering::emitTmaStore(TmaStoreOp op, RoleState &st) {
     return op.emitOpError() << "stores " << op.getSrcAttr()
                             << ", which no ws.epilogue with `sums` stages";
   int64_t rows = stage.getShape()[0], dv = stage.getShape()[1];
+  if (rows != 128 || dv % kPanelElems)
+    return op.emitOpError() << "stores O in boxes of 128 rows by 64 columns "
+                               "(O's tensor map), not a "
+                            << rows << "x" << dv << " tile";
   int64_t rowBegin = rowBeginOfStats(writer.getSumsAttr());
-  int64_t warps = st.role.getNumWarps();
-  Value t = st.threadInRole;
-  Value base = LLVM::GEPOp::create(
-      b, loc, ptrGen, elemTy, param(kO),
-      ValueRange{add64(mul64(ext64(batch), param(kOStrideB)),
-                       mul64(ext64(head), param(kOStrideH)))});
-  auto ptrGlobal = LLVM::LLVMPointerType::get(ctx, 1);
-  // Each thread copies rows t, t + 32 · warps, ... below seqQ: one bulk
-  // copy of dv · 2 contiguous bytes per row.
-  for (int64_t i = 0; i < rows / (32 * warps); ++i) {
-    Value r = add(t, c32(i * 32 * warps));
-    Value row = add(add(mul(mBlock, c32(blockM)), c32(rowBegin)), r);
-    OpBuilder::InsertionGuard guard(b);
-    openIf(cmp(arith::CmpIPredicate::slt, row, param(kSeqQ)));
-    Value dst = LLVM::GEPOp::create(
-        b, loc, ptrGen, elemTy, base,
-        ValueRange{mul64(ext64(row), param(kOStrideS))});
-    dst = LLVM::AddrSpaceCastOp::create(b, loc, ptrGlobal, dst);
-    Value src = smemPtr(add(c32(offsetOf(stage)), mul(r, c32(dv * 2))));
-    NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(b, loc, dst, src,
-                                                 c32(dv * 2), Value(),
-                                                 Value());
+  // One thread stores the tile through O's tensor map (ABI 4, parameter
+  // 15): a box of {64 columns, 1 head, 128 rows, 1} per panel from the
+  // swizzled staging tile. The TMA unit writes nothing outside the tensor,
+  // so rows at or past seqQ (the tensor map's sequence extent) stay
+  // untouched. Its bulk group is its own: commit, then wait until the
+  // staging tile has been read (the release, and the CTA's exit, follow).
+  OpBuilder::InsertionGuard guard(b);
+  openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
+  Value seqCoord =
+      add(mul(mBlock, c32(blockM)), c32(rowBegin));
+  for (int64_t p = 0; p < dv / kPanelElems; ++p) {
+    Value src =
+        smemPtr(add(c32(offsetOf(stage)), c32(p * rows * kSwizzleBytes)));
+    SmallVector<Value> coords = {c32(p * kPanelElems), head, seqCoord, batch};
+    NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+        b, loc, param(kTmO), src, coords, Value(), NVVM::TMAStoreMode::TILE,
+        Value());
   }
   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
   // The staging tile may be reused once the copies have read it.
