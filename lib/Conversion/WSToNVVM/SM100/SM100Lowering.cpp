@@ -23,6 +23,10 @@ using namespace blasst::ws::lowering;
 /// wait) and per tcgen05.ld/st of the correction role (80 registers: 16).
 constexpr int64_t kChunk = 32;
 constexpr int64_t kCorrChunk = 16;
+/// FA4's conditional rescale: a row keeps its running max while the max
+/// grows by at most this much in the log2 domain (log2 256: exponentials
+/// stay below 256).
+constexpr float kRescaleThreshold = 8.0f;
 
 std::unique_ptr<TargetLowering>
 blasst::ws::lowering::createSM100Lowering(KernelEnv &env) {
@@ -444,11 +448,26 @@ LogicalResult SM100Lowering::emitSoftmaxUpdate(SoftmaxUpdateOp op,
   if (!st.mBlock[0])
     return op.emitOpError() << "needs a preceding ws.row_max";
   Value mNew = fmax(st.m[0], st.mBlock[0]);
+  // FA4's conditional rescale (kernels without a BLASST vote, which needs
+  // the true running max): while the row max grew by at most
+  // kRescaleThreshold (log2 domain) the row keeps its old max, so the
+  // factor is exactly 1 and the correction role may leave O alone; the
+  // exponentials are then at most 2^kRescaleThreshold. O and l use the same
+  // max, so the final O / l and the LSE are exact. A row that has seen no
+  // key (m = -inf) always takes the new max (the difference is +inf or NaN).
+  Value keep;
+  if (lazyRescale()) {
+    keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                 fsub(mNew, st.m[0]), cf(kRescaleThreshold));
+    mNew = select(keep, st.m[0], mNew);
+  }
   // A row with no visible key yet keeps m = -inf; subtract 0 instead.
   Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
                                       cf(-INFINITY));
   st.mUse[0] = select(isInf, cf(0.0f), mNew);
   st.corr[0] = exp2(fsub(st.m[0], st.mUse[0]));
+  if (keep)
+    st.corr[0] = select(keep, cf(1.0f), st.corr[0]);
   st.m[0] = mNew;
   // Per row: the factor and the running max, for the correction role.
   Value slot = add(c32(offsetOf(bufferOf(op.getFactorsAttr()))),
@@ -584,6 +603,15 @@ LogicalResult SM100Lowering::emitCorrect(CorrectOp op, RoleState &st) {
   // Block 0: O holds nothing yet (its P V overwrites it). Uniform branch.
   OpBuilder::InsertionGuard guard(b);
   openIf(cmp(arith::CmpIPredicate::ne, st.kvBlock, c32(0)));
+  // Conditional rescale: a warp whose 32 rows all kept their max (factor
+  // exactly 1) skips the tensor-memory round trip; tcgen05.ld/st are
+  // warp-collective, hence the vote.
+  if (lazyRescale()) {
+    Value rescale = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                          factor, cf(1.0f));
+    openIf(NVVM::VoteSyncOp::create(b, loc, i1, c32(-1), rescale,
+                                    NVVM::VoteSyncKind::any));
+  }
   t5::emitFenceAfterThreadSync(b, loc);
   int64_t col = tmemColumn(o), n = o.getShape()[1];
   for (int64_t c = 0; c < n / kCorrChunk; ++c) {
