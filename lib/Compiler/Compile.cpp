@@ -155,6 +155,8 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.qGroup = lowered->qGroup;
   info.splitKV = lowered->splitKV ? 1 : 0;
   info.kvSplits = lowered->kvSplits;
+  info.qTiles = lowered->qTiles;
+  info.oTensorMap = lowered->oTensorMap ? 1 : 0;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return error(Stage::Cubin, "invalid kernel metadata: " + s.message(),

@@ -301,6 +301,10 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   if (auto n = dyn_cast_or_null<IntegerAttr>(
           kernelFunc->getAttr("blasst.kv_splits")))
     k.kvSplits = int(n.getInt());
+  if (auto n = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.q_tiles")))
+    k.qTiles = int(n.getInt());
+  k.oTensorMap = kernelFunc->hasAttr("blasst.o_tensor_map");
   return k;
 }
 

@@ -102,13 +102,19 @@ const IntKey kIntKeys[] = {
     {"kv_splits", &KernelInfo::kvSplits, 0, 1024,
      "decode: the split count compiled in (0: chosen at launch); optional, "
      "default 0"},
+    {"q_tiles", &KernelInfo::qTiles, 1, 2,
+     "Q tiles per CTA, each a TMA box of block_m / q_tiles rows; optional, "
+     "default 1"},
+    {"o_tensor_map", &KernelInfo::oTensorMap, 0, 1,
+     "1: the kernel stores O with TMA and takes O's tensor map (parameter "
+     "15); optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
     "abi_version", "kernel",    "target",        "block_m",
     "block_n",     "threads",   "smem_bytes",    "compiler_version",
     "persistent",  "cluster_m", "content_sha256", "q_group",
-    "split_kv",    "kv_splits"};
+    "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -222,6 +228,12 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (info.qGroup && (info.persistent || info.clusterM > 1))
     return Status::error("q_group cannot be combined with persistent or "
                          "cluster_m");
+  if (info.blockM % info.qTiles)
+    return Status::error("q_tiles = " + std::to_string(info.qTiles) +
+                         " does not divide block_m = " +
+                         std::to_string(info.blockM));
+  if (info.qTiles > 1 && info.qGroup)
+    return Status::error("q_tiles cannot be combined with q_group");
   if (info.compilerVersion.find_first_of("\r\n") != std::string::npos)
     return Status::error("compiler_version contains a line break");
   if (trim(info.compilerVersion) != info.compilerVersion)
@@ -242,7 +254,9 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::clusterM || info.clusterM != 1) &&
         (k.field != &KernelInfo::qGroup || info.qGroup) &&
         (k.field != &KernelInfo::splitKV || info.splitKV) &&
-        (k.field != &KernelInfo::kvSplits || info.kvSplits))
+        (k.field != &KernelInfo::kvSplits || info.kvSplits) &&
+        (k.field != &KernelInfo::qTiles || info.qTiles != 1) &&
+        (k.field != &KernelInfo::oTensorMap || info.oTensorMap))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -624,6 +638,7 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[12] = &log2Threshold;
   params[13] = &log2ThresholdPtr;
   params[14] = &workspace;
+  params[15] = &tmO;
 }
 
 //===----------------------------------------------------------------------===//
@@ -802,10 +817,12 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
        blockN = uint32_t(kernelInfo.blockN);
   // K/V multicast pairs: each CTA copies half of every K/V block.
   uint32_t kvBoxRows = blockN / uint32_t(kernelInfo.clusterM);
+  // Q tiles per CTA (sm_100a: two of 128 rows): one box per tile.
+  uint32_t tileRows = blockM / uint32_t(kernelInfo.qTiles);
   AttentionLaunch launch;
   if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q, args.batch,
                                  args.seqQ, args.numQHeads, args.headDim,
-                                 args.qStrides, blockM, kTmaBoxHeadDim,
+                                 args.qStrides, tileRows, kTmaBoxHeadDim,
                                  TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
@@ -822,6 +839,17 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                                  kTmaBoxHeadDim, TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
+
+  // O stored with TMA (o_tensor_map): a tile's 64-column panels from the
+  // 128B-swizzled staging tile; rows at or past seqQ lie outside the
+  // tensor and are not written.
+  if (kernelInfo.oTensorMap)
+    if (Status s = encodeTiledBSHD(&launch.tmO, "O", dataType, args.o,
+                                   args.batch, args.seqQ, args.numQHeads,
+                                   kernelSpec.headDimV, args.oStrides,
+                                   tileRows, kTmaBoxHeadDim, TmaSwizzle::B128);
+        !s)
+      return Status::error(doing + s.message());
 
   launch.o = args.o;
   launch.lse = args.lse;

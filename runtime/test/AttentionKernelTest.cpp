@@ -47,6 +47,7 @@ bool sameInfo(const KernelInfo &a, const KernelInfo &b) {
          a.target == b.target && a.blockM == b.blockM && a.blockN == b.blockN &&
          a.threads == b.threads && a.smemBytes == b.smemBytes &&
          a.persistent == b.persistent && a.clusterM == b.clusterM &&
+         a.qTiles == b.qTiles && a.oTensorMap == b.oTensorMap &&
          a.compilerVersion == b.compilerVersion;
 }
 
@@ -135,7 +136,7 @@ TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
-  EXPECT_NE(text.find("abi_version = 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("abi_version = 4\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
   EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
   KernelInfo parsed;
@@ -175,6 +176,29 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   pair.persistent = 0;
   pair.blockN = 65;
   EXPECT_FALSE(succeeds(validateKernelInfo(pair)));
+
+  // q_tiles and o_tensor_map (ABI 4, sm_100a): written only when not the
+  // default, read back; q_tiles divides block_m.
+  KernelInfo b200 = sampleInfo();
+  text = formatKernelInfo(b200);
+  EXPECT_EQ(text.find("q_tiles"), std::string::npos) << text;
+  EXPECT_EQ(text.find("o_tensor_map"), std::string::npos) << text;
+  b200.target = "sm_100a";
+  b200.blockM = 256;
+  b200.qTiles = 2;
+  b200.oTensorMap = 1;
+  text = formatKernelInfo(b200);
+  EXPECT_NE(text.find("q_tiles = 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("o_tensor_map = 1\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_TRUE(sameInfo(b200, parsed)) << formatKernelInfo(parsed);
+  EXPECT_TRUE(failsWith(parseKernelInfo(formatKernelInfo(sampleInfo()) +
+                                            "o_tensor_map = 2\n",
+                                        "x.meta", &parsed),
+                        "o_tensor_map = 2 is outside 0..1"));
+  b200.blockM = 255;
+  EXPECT_TRUE(failsWith(validateKernelInfo(b200),
+                        "q_tiles = 2 does not divide block_m = 255"));
 }
 
 TEST(KernelInfoTest, WriteAndReadFile) {
@@ -190,7 +214,7 @@ TEST(KernelInfoTest, WriteAndReadFile) {
 TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
   std::string text = "# produced by blasst-compile\r\n"
                      "\r\n"
-                     "  abi_version=3\r\n"
+                     "  abi_version=4\r\n"
                      "kernel   =   k0\r\n"
                      "target = sm_100a\r\n"
                      "block_m = 64\n"
@@ -219,7 +243,7 @@ TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
 
 TEST(KernelInfoTest, MissingRequiredKey) {
   KernelInfo info;
-  Status s = parseKernelInfo("abi_version = 3\nkernel = k\ntarget = sm_90a\n"
+  Status s = parseKernelInfo("abi_version = 4\nkernel = k\ntarget = sm_90a\n"
                              "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
                              "a.meta", &info);
   EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
@@ -233,14 +257,14 @@ TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
   KernelInfo info;
   Status s = parseKernelInfo(text, "v1.meta", &info);
   EXPECT_TRUE(failsWith(s, "v1.meta:3: the kernel was built for kernel ABI "
-                           "version 1, but this runtime implements version 3"));
+                           "version 1, but this runtime implements version 4"));
   EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
                         "m:1: abi_version 'one' is not an integer"));
 }
 
 TEST(KernelInfoTest, BadValuesNameTheLine) {
   KernelInfo info;
-  std::string base = "abi_version = 3\nkernel = k\n";
+  std::string base = "abi_version = 4\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
   // Bytes of a binary file reach the message escaped.
@@ -449,14 +473,18 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
   void *expected[] = {&l.tmQ,          &l.tmK,      &l.tmV,      &l.o,
                       &l.lse,          &l.stats,    &l.seqQ,     &l.seqKV,
                       &l.oStrideB,     &l.oStrideS, &l.oStrideH, &l.scaleLog2,
-                      &l.log2Threshold, &l.log2ThresholdPtr, &l.workspace};
+                      &l.log2Threshold, &l.log2ThresholdPtr, &l.workspace,
+                      &l.tmO};
+  static_assert(AttentionLaunch::kNumParams == 16, "ABI 4: 16 parameters");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmK) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmV) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmO) % 64, 0u);
   auto *heap = new AttentionLaunch;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&heap->tmV) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&heap->tmO) % 64, 0u);
   delete heap;
 }
 
@@ -792,6 +820,96 @@ TEST_F(FakeDriverTest, DecodeGridSplitsAndWorkspace) {
   EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
                                               prefill, spec, &kernel),
                         "does not match the spec (phase = decode"));
+}
+
+/// One cuTensorMapEncodeTiled call as the fake driver recorded it.
+struct RecordedEncode {
+  unsigned rank = 0;
+  uint64_t address = 0;
+  uint64_t dims[5] = {}, strides[4] = {};
+  unsigned box[5] = {};
+  int swizzle = -1, oobFill = -1, dataType = -1;
+};
+
+// sm_100a kernels (ABI 4): Q and O boxes of one 128-row tile (block_m 256 /
+// q_tiles 2), O's tensor map encoded from the O pointer and strides (4-D
+// {D, H, S, B}, box {64, 1, 128, 1}, swizzle 128B) and passed as parameter
+// 15; sm_90a kernels encode no O map. The fake GPU is made an sm_100 one
+// for this test; on the default sm_90 one the kernel is refused.
+TEST_F(FakeDriverTest, Sm100aEncodesAndPassesOTensorMap) {
+  int (*encodes)() = nullptr;
+  bool (*encode)(int, unsigned *, uint64_t *, uint64_t *, uint64_t *,
+                 unsigned *, int *, int *, int *) = nullptr;
+  uint64_t (*launchedMap)(int) = nullptr;
+  void (*setCC)(int, int) = nullptr;
+  resolve("blasstFakeEncodes", &encodes);
+  resolve("blasstFakeEncode", &encode);
+  resolve("blasstFakeLaunchedMap", &launchedMap);
+  resolve("blasstFakeSetComputeCapability", &setCC);
+  auto recorded = [&](int i) {
+    RecordedEncode e;
+    EXPECT_TRUE(encode(i, &e.rank, &e.address, e.dims, e.strides, e.box,
+                       &e.swizzle, &e.oobFill, &e.dataType));
+    return e;
+  };
+
+  KernelInfo info = sampleInfo();
+  info.target = "sm_100a";
+  info.blockM = 256;
+  info.threads = 512;
+  info.qTiles = 2;
+  info.oTensorMap = 1;
+  std::string cubin = tinyCubin(info.kernelName);
+  Context b200; // outlives the kernel loaded into it
+  AttentionKernel kernel;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              info, sampleSpec(), &kernel),
+                        "it was compiled for sm_100a, whose arch-specific "
+                        "code runs only on GPUs of compute capability 10.0, "
+                        "but GPU 0 (Fake sm_90 GPU) is sm_90"));
+
+  setCC(10, 0);
+  ASSERT_TRUE(succeeds(Context::create(0, &b200)));
+  setCC(9, 0);
+  ASSERT_TRUE(succeeds(AttentionKernel::load(
+      b200, cubin.data(), cubin.size(), info, sampleSpec(), &kernel)));
+  AttentionArgs args = sampleArgs(); // batch 2, seqQ 1000, 32 q heads
+  // O as [B, H, S, D] (strides are free), unlike Q.
+  args.oStrides = {32 * 1000 * 128, 128, 1000 * 128};
+  int before = encodes();
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(args, NAN, &prepared)));
+  ASSERT_EQ(encodes(), before + 4) << "Q, K, V and O";
+  RecordedEncode q = recorded(before + 1), o = recorded(before + 4);
+  EXPECT_EQ(q.box[2], 128u) << "Q: one 128-row tile per box";
+  EXPECT_EQ(o.rank, 4u);
+  EXPECT_EQ(o.address, args.o);
+  EXPECT_EQ(o.dims[0], 128u);  // head_dim_v
+  EXPECT_EQ(o.dims[1], 32u);   // q heads
+  EXPECT_EQ(o.dims[2], 1000u); // seqQ: rows past it are not written
+  EXPECT_EQ(o.dims[3], 2u);    // batch
+  EXPECT_EQ(o.strides[0], 1000u * 128 * 2); // head, bytes
+  EXPECT_EQ(o.strides[1], 128u * 2);        // seq
+  EXPECT_EQ(o.strides[2], 32u * 1000 * 128 * 2);
+  EXPECT_EQ(o.box[0], 64u);
+  EXPECT_EQ(o.box[1], 1u);
+  EXPECT_EQ(o.box[2], 128u);
+  EXPECT_EQ(o.box[3], 1u);
+  EXPECT_EQ(o.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
+  EXPECT_EQ(o.oobFill, int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  EXPECT_EQ(o.dataType, int(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16));
+  EXPECT_EQ(prepared.grid.str(), "(4,32,2)") << "ceil(1000 / 256) CTAs";
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  EXPECT_EQ(launchedMap(0), uint64_t(before + 1)) << "Q";
+  EXPECT_EQ(launchedMap(15), uint64_t(before + 4)) << "O as parameter 15";
+
+  // An sm_90a kernel: Q's box is block_m rows, and there is no O map.
+  AttentionKernel hopper;
+  ASSERT_TRUE(succeeds(loadSparse(&hopper)));
+  before = encodes();
+  ASSERT_TRUE(succeeds(hopper.prepare(sampleArgs(), NAN, &prepared)));
+  EXPECT_EQ(encodes(), before + 3);
+  EXPECT_EQ(recorded(before + 1).box[2], 128u);
 }
 
 // Every runtime call that needs its object's context gives the calling

@@ -1,7 +1,9 @@
 //===- FakeDriver.cpp - A stand-in libcuda for GPU-free runtime tests -----===//
 //
 // Exports every driver entry point the runtime dlsym's (Driver.h), with one
-// "sm_90" GPU that runs nothing: launches are recorded, not executed. Tests
+// "sm_90" GPU (blasstFakeSetComputeCapability makes it another) that runs
+// nothing: launches are recorded, not executed, and so are the tensor maps
+// encoded and the ones a launch passes. Tests
 // point the runtime at it (setDriverLibraryForTesting) to check what the host
 // side does on any machine: which context is current during a launch and
 // after it, and which parameters a launch passes. The blasstFake* functions
@@ -13,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace {
 // The GPU's primary context and the module/function handles: distinct
@@ -31,6 +34,24 @@ struct Memset {
   size_t words;
 } lastMemset{};
 std::atomic<int> memsets{0};
+int ccMajor = 9, ccMinor = 0;
+/// What cuTensorMapEncodeTiled was asked for; the map it "encodes" holds the
+/// call's number (from 1) in its first 8 bytes, so a launch's tensor-map
+/// parameters can be traced back to their encode calls.
+struct Encode {
+  CUtensorMapDataType dataType;
+  unsigned rank;
+  uint64_t address;
+  uint64_t dims[5], strides[4];
+  unsigned box[5];
+  CUtensorMapSwizzle swizzle;
+  CUtensorMapFloatOOBfill oobFill;
+};
+constexpr int kMaxEncodes = 64;
+Encode encodes[kMaxEncodes];
+std::atomic<int> encodeCount{0};
+/// The first 8 bytes of the launch's parameters 0, 1, 2 and 15.
+uint64_t launchedMaps[16];
 } // namespace
 
 extern "C" {
@@ -49,6 +70,41 @@ void blasstFakeLastMemset(uint64_t *ptr, unsigned *value, size_t *words) {
   *ptr = lastMemset.ptr;
   *value = lastMemset.value;
   *words = lastMemset.words;
+}
+
+/// The compute capability (and name "Fake sm_XY GPU") of contexts created
+/// from now on.
+void blasstFakeSetComputeCapability(int major, int minor) {
+  ccMajor = major;
+  ccMinor = minor;
+}
+/// Encode calls so far (numbered from 1), and call `i`'s arguments: rank,
+/// address, dims, byte strides (rank - 1), box, swizzle and OOB fill as
+/// their CUDA enum values. False when there is no call `i`.
+int blasstFakeEncodes() { return encodeCount; }
+bool blasstFakeEncode(int i, unsigned *rank, uint64_t *address,
+                      uint64_t *dims, uint64_t *strides, unsigned *box,
+                      int *swizzle, int *oobFill, int *dataType) {
+  if (i < 1 || i > encodeCount || i > kMaxEncodes)
+    return false;
+  const Encode &e = encodes[i - 1];
+  *rank = e.rank;
+  *address = e.address;
+  for (unsigned d = 0; d < e.rank; ++d) {
+    dims[d] = e.dims[d];
+    box[d] = e.box[d];
+    if (d + 1 < e.rank)
+      strides[d] = e.strides[d];
+  }
+  *swizzle = int(e.swizzle);
+  *oobFill = int(e.oobFill);
+  *dataType = int(e.dataType);
+  return true;
+}
+/// The encode call whose map the last launch passed as parameter `param`
+/// (0, 1, 2 or 15); 0 for none.
+uint64_t blasstFakeLaunchedMap(int param) {
+  return param >= 0 && param < 16 ? launchedMaps[param] : 0;
 }
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
@@ -77,10 +133,10 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
 CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice) {
   switch (a) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    *v = 9;
+    *v = ccMajor;
     break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    *v = 0;
+    *v = ccMinor;
     break;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *v = 132;
@@ -100,7 +156,9 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice) {
-  std::strncpy(name, "Fake sm_90 GPU", size_t(len));
+  std::string n =
+      "Fake sm_" + std::to_string(ccMajor) + std::to_string(ccMinor) + " GPU";
+  std::strncpy(name, n.c_str(), size_t(len));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
@@ -156,15 +214,39 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *, CUfunction,
     return CUDA_ERROR_INVALID_CONTEXT;
   ++launches;
   contextAtLaunch = current;
+  if (!params)
+    return CUDA_SUCCESS;
   std::memcpy(&lastThreshold, params[12], sizeof(float));
+  // The runtime passes all 16 ABI parameters (the driver reads as many as
+  // the kernel takes).
+  for (int p : {0, 1, 2, 15})
+    std::memcpy(&launchedMaps[p], params[p], sizeof(uint64_t));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuTensorMapEncodeTiled(
-    CUtensorMap *map, CUtensorMapDataType, cuuint32_t, void *,
-    const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-    const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-    CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+    CUtensorMap *map, CUtensorMapDataType dataType, cuuint32_t rank,
+    void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+    const cuuint32_t *box, const cuuint32_t *, CUtensorMapInterleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion,
+    CUtensorMapFloatOOBfill oobFill) {
   std::memset(map, 0, sizeof(*map));
+  int n = ++encodeCount;
+  if (n <= kMaxEncodes && rank <= 5) {
+    Encode &e = encodes[n - 1];
+    e.dataType = dataType;
+    e.rank = rank;
+    e.address = reinterpret_cast<uint64_t>(address);
+    for (unsigned d = 0; d < rank; ++d) {
+      e.dims[d] = dims[d];
+      e.box[d] = box[d];
+      if (d + 1 < rank)
+        e.strides[d] = strides[d];
+    }
+    e.swizzle = swizzle;
+    e.oobFill = oobFill;
+  }
+  uint64_t tag = uint64_t(n);
+  std::memcpy(map, &tag, sizeof(tag));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t bytes) {

@@ -86,14 +86,14 @@ static void write_text(const char *name, const char *text) {
 
 static const char *kSpec =
     "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 causal=true";
-static const char *kMeta = "abi_version = 3\nkernel = k\ntarget = sm_90a\n"
+static const char *kMeta = "abi_version = 4\nkernel = k\ntarget = sm_90a\n"
                            "block_m = 128\nblock_n = 128\nthreads = 384\n"
                            "smem_bytes = 100000\n";
 
 static void test_versions_and_errors(void) {
   CHECK(strncmp(blasst_version(), "blasst ", 7) == 0);
   CHECK(blasst_c_api_version() == BLASST_C_API_VERSION);
-  CHECK(blasst_kernel_abi_version() == 3);
+  CHECK(blasst_kernel_abi_version() == 4);
   CHECK(strcmp(blasst_status_name(BLASST_OK), "BLASST_OK") == 0);
   CHECK(strcmp(blasst_status_name(BLASST_ERROR_ABI_MISMATCH),
                "BLASST_ERROR_ABI_MISMATCH") == 0);
@@ -183,7 +183,7 @@ static void test_files(void) {
   CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
               BLASST_ERROR_ABI_MISMATCH,
               "built for kernel ABI version 1, but this runtime implements "
-              "version 3");
+              "version 4");
 
   /* Good metadata and spec, a cubin that is not one. */
   write_text("junk.meta", kMeta);
@@ -200,7 +200,7 @@ static void test_files(void) {
   write_text("junk.spec", "head_dim=64 colour=red");
   CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "junk.spec:1: unknown key 'colour'");
-  CHECK_FAILS(blasst_kernel_load_data("x", 1, "abi_version = 3\n", kSpec,
+  CHECK_FAILS(blasst_kernel_load_data("x", 1, "abi_version = 4\n", kSpec,
                                       BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "missing required key");
   CHECK_FAILS(blasst_kernel_load_data(NULL, 0, kMeta, kSpec, BLASST_NO_DEVICE,
@@ -229,18 +229,18 @@ static void test_packages(void) {
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_ABI_MISMATCH,
               "built for kernel ABI version 1 (blasst 0.0.9), but this "
-              "runtime implements version 3: rebuild");
+              "runtime implements version 4: rebuild");
   /* No entry for the spec: the message says how to build one. */
-  write_text("manifest.txt", "format = 1\nabi_version = 3\n");
+  write_text("manifest.txt", "format = 1\nabi_version = 4\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_NOT_FOUND, "python -m blasst.aot build");
-  write_text("manifest.txt", "format = 1\nabi_version = 3\ncolour = red\n");
+  write_text("manifest.txt", "format = 1\nabi_version = 4\ncolour = red\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "manifest.txt:3: unknown key 'colour'");
   write_text("manifest.txt",
-             "format = 1\nabi_version = 3\nkernel = ../x target=sm_90a\n");
+             "format = 1\nabi_version = 4\nkernel = ../x target=sm_90a\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "not a plain file name");
@@ -249,7 +249,7 @@ static void test_packages(void) {
   CHECK_OK(blasst_kernel_key(kSpec, "sm_90a", &key));
   char manifest[1024];
   snprintf(manifest, sizeof(manifest),
-           "format = 1\nabi_version = 3\nkernel = gone %s\n", key ? key : "");
+           "format = 1\nabi_version = 4\nkernel = gone %s\n", key ? key : "");
   blasst_free(key);
   write_text("manifest.txt", manifest);
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
@@ -288,8 +288,9 @@ static void test_jit_package(void) {
   CHECK_FAILS(blasst_jit_compile("head_dim=96 head_dim_v=96", "sm_90a", cache,
                                  &c),
               BLASST_ERROR_UNSUPPORTED, "head_dim 96");
-  CHECK_FAILS(blasst_jit_compile(kSpec, "sm_100a", cache, &c),
-              BLASST_ERROR_UNSUPPORTED, "sm_100a");
+  CHECK_FAILS(blasst_jit_compile("head_dim=256 head_dim_v=256", "sm_100a",
+                                 cache, &c),
+              BLASST_ERROR_UNSUPPORTED, "head_dim 256");
   CHECK_FAILS(blasst_jit_compile("dtype=fp8", "sm_90a", cache, &c),
               BLASST_ERROR_INVALID_ARGUMENT, "dtype");
   const char *sparse = "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 "
@@ -302,9 +303,14 @@ static void test_jit_package(void) {
   CHECK(s == BLASST_OK);
   if (s != BLASST_OK)
     return;
+  /* sm_100a compiles here too (it runs only on a B200). */
+  blasst_compiled *b200 = NULL;
+  CHECK_OK(blasst_jit_compile(kSpec, "sm_100a", cache, &b200));
+  CHECK(strstr(blasst_compiled_meta(b200), "target = sm_100a\n") != NULL);
+  blasst_compiled_destroy(b200);
   size_t size = 0;
   CHECK(blasst_compiled_cubin(c, &size) != NULL && size > 1000);
-  CHECK(strstr(blasst_compiled_meta(c), "abi_version = 3\n") != NULL);
+  CHECK(strstr(blasst_compiled_meta(c), "abi_version = 4\n") != NULL);
   CHECK(strstr(blasst_compiled_spec(c), "sparsity=blasst:a=256\n") != NULL);
 
   /* A package: the kernel's files and a manifest line with its key. */
@@ -313,7 +319,7 @@ static void test_jit_package(void) {
   CHECK_OK(blasst_compiled_write(c, stem));
   CHECK_OK(blasst_kernel_key(sparse, "sm_90a", &key));
   snprintf(manifest, sizeof(manifest),
-           "format = 1\nabi_version = 3\nkernel = k0 %s\n", key ? key : "");
+           "format = 1\nabi_version = 4\nkernel = k0 %s\n", key ? key : "");
   blasst_free(key);
   write_text("manifest.txt", manifest);
 

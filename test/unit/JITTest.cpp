@@ -102,8 +102,9 @@ size_t codeOffset(const std::string &elf, const std::string &kernel) {
 
 /// Compiles or fails the test with the error text.
 jit::CompiledKernel mustCompile(const AttentionSpec &spec,
-                                const jit::CompileOptions &opts) {
-  llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, kSM90, opts);
+                                const jit::CompileOptions &opts,
+                                Target target = kSM90) {
+  llvm::Expected<jit::CompiledKernel> ck = jit::compile(spec, target, opts);
   if (!ck) {
     ADD_FAILURE() << llvm::toString(ck.takeError());
     return {};
@@ -156,20 +157,23 @@ protected:
 TEST(JIT, Supports) {
   AttentionSpec spec = smallSpec();
   EXPECT_EQ(jit::supports(spec, kSM90), "");
-  EXPECT_EQ(jit::supports(spec, Target::SM100a),
-            "the sm_100a lowering (tcgen05, tensor memory) is not built yet");
+  EXPECT_EQ(jit::supports(spec, Target::SM100a), "");
 
   AttentionSpec hd96 = spec;
   hd96.headDim = hd96.headDimV = 96;
   EXPECT_EQ(jit::supports(hd96, kSM90),
             checkSupported(hd96, blasst::Target::SM90a));
   EXPECT_NE(jit::supports(hd96, kSM90).find("head_dim 96"), std::string::npos);
-  // checkSupported's reason comes before "not built yet".
+  // sm_100a refuses what its lowering does not build, with the reason.
   AttentionSpec hd256 = spec;
   hd256.headDim = hd256.headDimV = 256;
+  EXPECT_EQ(jit::supports(hd256, Target::SM100a),
+            checkSupported(hd256, Target::SM100a));
   EXPECT_NE(jit::supports(hd256, Target::SM100a).find("tensor memory"),
             std::string::npos);
-  EXPECT_EQ(jit::supports(hd256, Target::SM100a).find("not built yet"),
+  AttentionSpec decode = spec;
+  decode.phase = Phase::Decode;
+  EXPECT_NE(jit::supports(decode, Target::SM100a).find("decode"),
             std::string::npos);
 }
 
@@ -181,10 +185,13 @@ TEST(JIT, UnsupportedIsAnErrorWithTheReason) {
       << err;
   EXPECT_NE(err.find(jit::supports(hd96, kSM90)), std::string::npos) << err;
 
-  err = compileError(smallSpec(), Target::SM100a);
-  EXPECT_NE(err.find("the sm_100a lowering (tcgen05, tensor memory) is not "
-                     "built yet"),
+  AttentionSpec hd256 = smallSpec();
+  hd256.headDim = hd256.headDimV = 256;
+  err = compileError(hd256, Target::SM100a);
+  EXPECT_NE(err.find("cannot compile 'jit-test' for sm_100a"),
             std::string::npos)
+      << err;
+  EXPECT_NE(err.find(jit::supports(hd256, Target::SM100a)), std::string::npos)
       << err;
 
   AttentionSpec invalid = smallSpec();
@@ -470,6 +477,78 @@ TEST_F(JITCacheTest, MissThenHit) {
   EXPECT_EQ(uncached.cacheStem, "");
   EXPECT_EQ(uncached.cacheKey, jit::cacheKey(smallSpec(), kSM90, off.schedule));
   EXPECT_EQ(listDir(dir).size(), 4u);
+}
+
+// sm_100a through the JIT: the pipeline blasst-compile runs, a cubin that
+// ptxas assembled for sm_100a without spills, cached under a key of its own
+// (target and cross-stage P knobs in it), and a hit the second time. Nothing
+// here needs a GPU; loading it on an sm_90 GPU (the fake driver's) is refused
+// with the reason.
+TEST_F(JITCacheTest, CompilesSm100a) {
+  AttentionSpec spec = smallSpec();
+  jit::CompiledKernel first = mustCompile(spec, options(), Target::SM100a);
+  ASSERT_FALSE(first.cubin.empty());
+  EXPECT_FALSE(first.fromCache);
+  EXPECT_EQ(first.target, Target::SM100a);
+  EXPECT_EQ(first.info.target, "sm_100a");
+  EXPECT_EQ(first.cacheKey, jit::cacheKey(spec, Target::SM100a));
+  EXPECT_NE(first.cacheKey, jit::cacheKey(spec, kSM90));
+  EXPECT_TRUE(first.schedule.crossStageP.value_or(false))
+      << "cross-stage P is the sm_100a default";
+  EXPECT_EQ(first.info.threads, 512);
+  EXPECT_EQ(first.info.blockM, 256);
+  // Kernel ABI 4: two Q tiles of 128 rows (the Q and O boxes), O stored
+  // with TMA through its tensor map (parameter 15).
+  EXPECT_EQ(first.info.qTiles, 2);
+  EXPECT_EQ(first.info.oTensorMap, 1);
+  EXPECT_NE(first.ptxasLog.find("0 bytes spill stores"), std::string::npos)
+      << first.ptxasLog;
+  EXPECT_EQ(listDir(dir), entryFiles(first.cacheKey));
+  rt::KernelFiles files;
+  EXPECT_TRUE(rt::readKernelFiles(stem(first.cacheKey), &files).ok());
+  EXPECT_EQ(files.info.target, "sm_100a");
+
+  jit::CompiledKernel second = mustCompile(spec, options(), Target::SM100a);
+  EXPECT_TRUE(second.fromCache);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.info.target, "sm_100a");
+  EXPECT_EQ(second.timings.cubinMs, 0);
+
+  // Another cross-stage P schedule is another kernel; the sm_90a kernel of
+  // the same spec is another entry.
+  jit::CompileOptions off = options();
+  off.schedule.crossStageP = false;
+  jit::CompiledKernel without = mustCompile(spec, off, Target::SM100a);
+  EXPECT_FALSE(without.fromCache);
+  EXPECT_NE(without.cacheKey, first.cacheKey);
+  EXPECT_NE(without.cubin, first.cubin);
+  jit::CompiledKernel hopper = mustCompile(spec, options());
+  EXPECT_FALSE(hopper.fromCache);
+  EXPECT_EQ(hopper.info.target, "sm_90a");
+  EXPECT_EQ(hopper.info.qTiles, 1);
+  EXPECT_EQ(hopper.info.oTensorMap, 0);
+  EXPECT_EQ(listDir(dir).size(), 12u);
+
+#ifdef BLASST_FAKE_DRIVER
+  // The fake driver's GPU is sm_90: the runtime refuses the sm_100a cubin
+  // before the driver sees it.
+  rt::setDriverLibraryForTesting(BLASST_FAKE_DRIVER);
+  {
+    rt::Context ctx;
+    ASSERT_TRUE(rt::Context::create(0, &ctx).ok());
+    jit::Kernel kernel(std::move(second));
+    rt::Status s = kernel.load(ctx);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("it was compiled for sm_100a, whose "
+                               "arch-specific code runs only on GPUs of "
+                               "compute capability 10.0, but GPU 0 (Fake "
+                               "sm_90 GPU) is sm_90"),
+              std::string::npos)
+        << s.message();
+    EXPECT_FALSE(kernel.loaded());
+  }
+  rt::setDriverLibraryForTesting(nullptr);
+#endif
 }
 
 TEST_F(JITCacheTest, CorruptEntriesAreRecompiled) {

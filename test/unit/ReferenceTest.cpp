@@ -5,7 +5,9 @@
 // definitions: the 16-bit conversions (exhaustively), the reference
 // attention against the textbook formula, the comparison flagging every kind
 // of corrupted output, and the BLASST skipping model against a brute-force
-// walk of the vote rules (decisions, counters, O and LSE over kept keys).
+// walk of the vote rules (decisions, counters, O and LSE over kept keys),
+// and the online softmax with sm_100a's conditional rescale (a float model)
+// against the definition.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1439,3 +1441,78 @@ TEST(Dial, ModelSkipsColdBlocksOutsideTheWindow) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The online softmax with FA4's conditional rescale (sm_100a dense kernels)
+//===----------------------------------------------------------------------===//
+
+// A model of the sm_100a softmax/correction arithmetic in float, per row and
+// KV block of 128 keys in the log2 domain: the row keeps its max while the
+// block max exceeds it by at most 8, then the factor is exactly 1 and O is
+// left alone; otherwise the usual rescale. Checked against the definition
+// in long double: O / l and the LSE agree to float rounding, every
+// exponential stays <= 256, and both paths are taken. (The algorithm, not
+// the kernel: no B200 runs it here.)
+TEST(ConditionalRescale, FinalNormalisationIsExact) {
+  const int kKeys = 4096, kBlock = 128, kDim = 8;
+  uint32_t state = 12345;
+  auto uniform = [&] {
+    state = state * 1664525u + 1013904223u;
+    return float(state >> 8) / float(1u << 24);
+  };
+  int kept = 0, rescaled = 0;
+  for (int row = 0; row < 16; ++row) {
+    // Scores (already scaled to log2 units) that drift upwards: small
+    // growths keep the max, occasional jumps rescale.
+    std::vector<float> s(kKeys), v(size_t(kKeys) * kDim);
+    for (int j = 0; j < kKeys; ++j)
+      s[size_t(j)] = 6.0f * uniform() + 0.01f * float(j) * float(row % 4) +
+                     (uniform() < 0.002f ? 12.0f : 0.0f);
+    for (float &x : v)
+      x = 2.0f * uniform() - 1.0f;
+
+    float m = -INFINITY, l = 0.0f, maxP = 0.0f;
+    std::vector<float> o(kDim, 0.0f);
+    for (int b0 = 0; b0 < kKeys; b0 += kBlock) {
+      float mb = -INFINITY;
+      for (int j = b0; j < b0 + kBlock; ++j)
+        mb = std::max(mb, s[size_t(j)]);
+      float mNew = std::max(m, mb);
+      bool keep = mNew - m <= 8.0f; // false for m = -inf
+      if (keep)
+        mNew = m;
+      float factor = keep ? 1.0f : std::exp2(m - mNew);
+      (keep ? kept : rescaled) += b0 > 0;
+      if (factor != 1.0f)
+        for (float &x : o)
+          x *= factor;
+      l *= factor;
+      m = mNew;
+      for (int j = b0; j < b0 + kBlock; ++j) {
+        float p = std::exp2(s[size_t(j)] - m);
+        maxP = std::max(maxP, p);
+        l += p;
+        for (int d = 0; d < kDim; ++d)
+          o[size_t(d)] += p * v[size_t(j) * kDim + size_t(d)];
+      }
+    }
+    EXPECT_LE(maxP, 256.0f);
+
+    long double mx = -INFINITY, sum = 0;
+    for (float x : s)
+      mx = std::max<long double>(mx, x);
+    std::vector<long double> ref(kDim, 0);
+    for (int j = 0; j < kKeys; ++j) {
+      long double p = std::exp2(static_cast<long double>(s[size_t(j)]) - mx);
+      sum += p;
+      for (int d = 0; d < kDim; ++d)
+        ref[size_t(d)] += p * v[size_t(j) * kDim + size_t(d)];
+    }
+    for (int d = 0; d < kDim; ++d)
+      EXPECT_NEAR(o[size_t(d)] / l, double(ref[size_t(d)] / sum), 2e-5)
+          << "row " << row << " column " << d;
+    EXPECT_NEAR(m + std::log2(l), double(mx + std::log2(sum)), 1e-5);
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(rescaled, 0);
+}

@@ -64,7 +64,8 @@ namespace blasst::jit {
 const char *compilerVersion();
 
 /// Whether compile() can build `spec` for `target`: "" when it can, else the
-/// reason (checkSupported's, or that the sm_100a lowering is not built yet).
+/// reason (checkSupported's). sm_100a kernels compile anywhere; only a B200
+/// runs them (the runtime refuses to load them on another GPU).
 std::string supports(const AttentionSpec &spec, Target target);
 
 struct CompileOptions {

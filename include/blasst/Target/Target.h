@@ -57,6 +57,8 @@ struct LoweredKernel {
   int qGroup = 0;   ///< Decode: q heads packed per tile (0: not packed).
   bool splitKV = false; ///< Decode: split KV with the workspace parameter.
   int kvSplits = 0; ///< Decode: splits fixed at compile time (0: at launch).
+  int qTiles = 1;   ///< Q tiles per CTA, each a TMA box of blockM / qTiles.
+  bool oTensorMap = false; ///< O stored with TMA: takes O's tensor map.
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

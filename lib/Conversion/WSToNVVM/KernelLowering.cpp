@@ -29,10 +29,19 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
                            smemName, Attribute(), /*alignment=*/kTileAlign,
                            /*addrSpace=*/3);
 
-  // split_kv kernels (decode) take the workspace as parameter 14.
-  SmallVector<Type> params(kNumParams + (kernel.getSplitKv() ? 1 : 0));
-  if (kernel.getSplitKv())
+  // split_kv kernels (decode) take the workspace as parameter 14; kernels
+  // that store O with TMA take 14 and O's tensor map as 15 (ABI 4), so the
+  // PTX of every other kernel is as before.
+  bool oTensorMap =
+      kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
+  SmallVector<Type> params(oTensorMap            ? kTmO + 1
+                           : kernel.getSplitKv() ? kNumParams + 1
+                                                 : kNumParams);
+  if (kernel.getSplitKv() || oTensorMap)
     params[kWorkspace] = ptrGen;
+  if (oTensorMap)
+    params[kTmO] = ptrGen;
   params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
   params[kO] = params[kLse] = params[kStats] = ptrGen;
   params[kSeqQ] = params[kSeqKV] = i32;
@@ -50,7 +59,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                 b.getI32IntegerAttr(1));
   auto tmapType = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
-  for (unsigned i : {kTmQ, kTmK, kTmV}) {
+  SmallVector<unsigned> tensorMaps = {kTmQ, kTmK, kTmV};
+  if (oTensorMap)
+    tensorMaps.push_back(kTmO);
+  for (unsigned i : tensorMaps) {
     func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
                     TypeAttr::get(tmapType));
     func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
@@ -61,7 +73,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   for (unsigned i : {kO, kLse, kStats})
     func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
                     b.getUnitAttr());
-  if (kernel.getSplitKv())
+  if (kernel.getSplitKv() || oTensorMap)
     func.setArgAttr(kWorkspace, LLVM::LLVMDialect::getNoAliasAttrName(),
                     b.getUnitAttr());
 
@@ -150,6 +162,17 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       if (auto n = record->getAs<IntegerAttr>("kv_splits"))
         func->setAttr("blasst.kv_splits", b.getI64IntegerAttr(n.getInt()));
   }
+  if (oTensorMap)
+    func->setAttr("blasst.o_tensor_map", b.getUnitAttr());
+  // Several Q tiles per CTA (sm_100a): each its own TMA box of
+  // block_m / q_tiles rows, the runtime's Q (and O) box.
+  int64_t qLoads = 0;
+  kernel.walk([&](TmaLoadOp load) {
+    if (load.getTensor() == Tensor::q)
+      ++qLoads;
+  });
+  if (qLoads > 1)
+    func->setAttr("blasst.q_tiles", b.getI64IntegerAttr(qLoads));
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());

@@ -48,6 +48,10 @@ enum Param : unsigned {
 /// workspace of the splits' partial O and LSE and the per-tile counters, or
 /// null when the launch uses one split.
 constexpr unsigned kWorkspace = kNumParams;
+/// Kernels that store O with TMA (a ws.tma_store: sm_100a) take O's tensor
+/// map as parameter 15 (ABI 4); they have parameter 14 too (the workspace,
+/// null unless split_kv), so each index means one thing.
+constexpr unsigned kTmO = kWorkspace + 1;
 
 constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
 constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.

@@ -93,3 +93,101 @@ ws.kernel @p_in_smem target = sm_100a, block_m = 128, block_n = 128, spec = <hea
     }
   }
 }
+
+// -----
+
+// The epilogue stages O for the TMA store in TMA's 64-column panels.
+ws.kernel @stage_96_columns target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @o0 tmem [128, 96] f32 stages 1
+  ws.buffer @l0 smem [128, 2] f32 stages 1
+  ws.buffer @st smem [128, 96] bf16 stages 1
+  ws.pipe @l0_pipe depth 1 producer @softmax0 consumers [@correction] buffers [@l0]
+  ws.pipe @epi_pipe depth 1 producer @correction consumers [@epilogue] buffers [@st]
+  ws.role @softmax0 softmax warps [0, 4) rows [0, 128) {
+    ws.acquire @l0_pipe
+    ws.store_row_sums -> @l0
+    ws.release @l0_pipe
+  }
+  ws.role @correction correction warps [4, 8) {
+    ws.acquire @l0_pipe
+    ws.acquire @epi_pipe
+    // expected-error @below {{stages O for a TMA store in 64-column panels (one 128-byte swizzle span), got 96 columns}}
+    ws.epilogue @o0 -> @st sums @l0
+    ws.release @epi_pipe
+    ws.release @l0_pipe
+  }
+  ws.role @epilogue epilogue warps [8, 9) {
+    ws.acquire @epi_pipe
+    ws.tma_store @st -> o
+    ws.release @epi_pipe
+  }
+}
+
+// -----
+
+// The TMA store takes boxes of 128 rows by 64 columns (the epilogue role
+// comes first here, so its store is lowered before the staging).
+ws.kernel @store_96_columns target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @o0 tmem [128, 96] f32 stages 1
+  ws.buffer @l0 smem [128, 2] f32 stages 1
+  ws.buffer @st smem [128, 96] bf16 stages 1
+  ws.pipe @l0_pipe depth 1 producer @softmax0 consumers [@correction] buffers [@l0]
+  ws.pipe @epi_pipe depth 1 producer @correction consumers [@epilogue] buffers [@st]
+  ws.role @epilogue epilogue warps [8, 9) {
+    ws.acquire @epi_pipe
+    // expected-error @below {{stores O in boxes of 128 rows by 64 columns (O's tensor map), not a 128x96 tile}}
+    ws.tma_store @st -> o
+    ws.release @epi_pipe
+  }
+  ws.role @softmax0 softmax warps [0, 4) rows [0, 128) {
+    ws.acquire @l0_pipe
+    ws.store_row_sums -> @l0
+    ws.release @l0_pipe
+  }
+  ws.role @correction correction warps [4, 8) {
+    ws.acquire @l0_pipe
+    ws.acquire @epi_pipe
+    ws.epilogue @o0 -> @st sums @l0
+    ws.release @epi_pipe
+    ws.release @l0_pipe
+  }
+}
+
+// -----
+
+// A staged tile no epilogue with `sums` writes cannot be stored.
+ws.kernel @store_unstaged target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @st smem [128, 64] bf16 stages 1
+  ws.pipe @epi_pipe depth 1 producer @correction consumers [@epilogue] buffers [@st]
+  ws.role @epilogue epilogue warps [8, 9) {
+    ws.acquire @epi_pipe
+    // expected-error @below {{stores @st, which no ws.epilogue with `sums` stages}}
+    ws.tma_store @st -> o
+    ws.release @epi_pipe
+  }
+  ws.role @correction correction warps [4, 8) {
+    ws.acquire @epi_pipe
+    ws.release @epi_pipe
+  }
+}
+
+// -----
+
+// The staging tile is one 128-row tile of the accumulator's columns.
+ws.kernel @stage_64_rows target = sm_100a, block_m = 128, block_n = 128, spec = <head_dim = 64> {
+  ws.buffer @o0 tmem [128, 64] f32 stages 1
+  ws.buffer @l0 smem [128, 2] f32 stages 1
+  ws.buffer @st smem [64, 64] bf16 stages 1
+  ws.pipe @l0_pipe depth 1 producer @softmax0 consumers [@correction] buffers [@l0]
+  ws.role @softmax0 softmax warps [0, 4) rows [0, 128) {
+    ws.acquire @l0_pipe
+    ws.store_row_sums -> @l0
+    ws.release @l0_pipe
+  }
+  ws.role @correction correction warps [4, 8) {
+    ws.acquire @l0_pipe
+    // expected-error @below {{stages a 64x64 tile for a 128x64 accumulator}}
+    ws.epilogue @o0 -> @st sums @l0
+    ws.release @l0_pipe
+  }
+}

@@ -23,6 +23,10 @@ using namespace blasst::ws::lowering;
 /// wait) and per tcgen05.ld/st of the correction role (80 registers: 16).
 constexpr int64_t kChunk = 32;
 constexpr int64_t kCorrChunk = 16;
+/// FA4's conditional rescale: a row keeps its running max while the max
+/// grows by at most this much in the log2 domain (log2 256: exponentials
+/// stay below 256).
+constexpr float kRescaleThreshold = 8.0f;
 
 std::unique_ptr<TargetLowering>
 blasst::ws::lowering::createSM100Lowering(KernelEnv &env) {
@@ -444,11 +448,26 @@ LogicalResult SM100Lowering::emitSoftmaxUpdate(SoftmaxUpdateOp op,
   if (!st.mBlock[0])
     return op.emitOpError() << "needs a preceding ws.row_max";
   Value mNew = fmax(st.m[0], st.mBlock[0]);
+  // FA4's conditional rescale (kernels without a BLASST vote, which needs
+  // the true running max): while the row max grew by at most
+  // kRescaleThreshold (log2 domain) the row keeps its old max, so the
+  // factor is exactly 1 and the correction role may leave O alone; the
+  // exponentials are then at most 2^kRescaleThreshold. O and l use the same
+  // max, so the final O / l and the LSE are exact. A row that has seen no
+  // key (m = -inf) always takes the new max (the difference is +inf or NaN).
+  Value keep;
+  if (lazyRescale()) {
+    keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                 fsub(mNew, st.m[0]), cf(kRescaleThreshold));
+    mNew = select(keep, st.m[0], mNew);
+  }
   // A row with no visible key yet keeps m = -inf; subtract 0 instead.
   Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew,
                                       cf(-INFINITY));
   st.mUse[0] = select(isInf, cf(0.0f), mNew);
   st.corr[0] = exp2(fsub(st.m[0], st.mUse[0]));
+  if (keep)
+    st.corr[0] = select(keep, cf(1.0f), st.corr[0]);
   st.m[0] = mNew;
   // Per row: the factor and the running max, for the correction role.
   Value slot = add(c32(offsetOf(bufferOf(op.getFactorsAttr()))),
@@ -584,6 +603,15 @@ LogicalResult SM100Lowering::emitCorrect(CorrectOp op, RoleState &st) {
   // Block 0: O holds nothing yet (its P V overwrites it). Uniform branch.
   OpBuilder::InsertionGuard guard(b);
   openIf(cmp(arith::CmpIPredicate::ne, st.kvBlock, c32(0)));
+  // Conditional rescale: a warp whose 32 rows all kept their max (factor
+  // exactly 1) skips the tensor-memory round trip; tcgen05.ld/st are
+  // warp-collective, hence the vote.
+  if (lazyRescale()) {
+    Value rescale = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                          factor, cf(1.0f));
+    openIf(NVVM::VoteSyncOp::create(b, loc, i1, c32(-1), rescale,
+                                    NVVM::VoteSyncKind::any));
+  }
   t5::emitFenceAfterThreadSync(b, loc);
   int64_t col = tmemColumn(o), n = o.getShape()[1];
   for (int64_t c = 0; c < n / kCorrChunk; ++c) {
@@ -621,9 +649,19 @@ LogicalResult SM100Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
   // The acquire of the done pipe waited for the last commit.
   t5::emitFenceAfterThreadSync(b, loc);
   int64_t col = tmemColumn(o);
-  // The staging tile is row-major (row r at r · dv · 2 bytes): the epilogue
-  // warp copies each row with one cp.async.bulk.
-  Value rowBase = add(c32(offsetOf(stage)), mul(r, c32(dv * 2)));
+  // The staging tile has TMA's layout, as Q's tile (which it lies over):
+  // 64-column panels of 128 rows x 128 B, 128B-swizzled: the 16-byte chunk
+  // j of row r (columns 8j..8j+7 of its panel) at r · 128 + (j ^ r % 8) · 16.
+  // The epilogue warp stores each panel with one cp.async.bulk.tensor; the
+  // eight rows of a quarter-warp's 16-byte stores hit eight distinct chunks.
+  if (dv % kPanelElems)
+    return op.emitOpError() << "stages O for a TMA store in 64-column panels "
+                               "(one 128-byte swizzle span), got "
+                            << dv << " columns";
+  // computeLayout puts every smem buffer at a multiple of kTileAlign (an
+  // alias at its aliasee's offset): panel rows r and r + 8 swizzle alike.
+  Value rowBase = add(c32(offsetOf(stage)), mul(r, c32(kSwizzleBytes)));
+  Value rowSwizzle = remu(r, c32(8));
   for (int64_t c = 0; c < dv / kCorrChunk; ++c) {
     SmallVector<Value> v = loadF32(col + c * kCorrChunk, kCorrChunk);
     for (int64_t q = 0; q < kCorrChunk / 8; ++q) {
@@ -633,8 +671,13 @@ LogicalResult SM100Lowering::emitEpilogue(EpilogueOp op, RoleState &st) {
             b, loc, vec,
             packPair(fmul(v[8 * q + 2 * j], inv), fmul(v[8 * q + 2 * j + 1], inv)),
             c32(j));
-      Value ptr = smemPtr(add(rowBase, c32(c * kCorrChunk * 2 + q * 16)));
-      LLVM::StoreOp::create(b, loc, vec, ptr, 16);
+      int64_t chunk = (c * kCorrChunk) / 8 + q; // 8 columns of dv
+      int64_t panel = chunk / 8;
+      Value at = add(add(rowBase, c32(panel * 128 * kSwizzleBytes)),
+                     mul(arith::XOrIOp::create(b, loc, rowSwizzle,
+                                               c32(chunk % 8)),
+                         c32(16)));
+      LLVM::StoreOp::create(b, loc, vec, smemPtr(at), 16);
     }
   }
   t5::emitFenceBeforeThreadSync(b, loc);
@@ -675,29 +718,28 @@ LogicalResult SM100Lowering::emitTmaStore(TmaStoreOp op, RoleState &st) {
     return op.emitOpError() << "stores " << op.getSrcAttr()
                             << ", which no ws.epilogue with `sums` stages";
   int64_t rows = stage.getShape()[0], dv = stage.getShape()[1];
+  if (rows != 128 || dv % kPanelElems)
+    return op.emitOpError() << "stores O in boxes of 128 rows by 64 columns "
+                               "(O's tensor map), not a "
+                            << rows << "x" << dv << " tile";
   int64_t rowBegin = rowBeginOfStats(writer.getSumsAttr());
-  int64_t warps = st.role.getNumWarps();
-  Value t = st.threadInRole;
-  Value base = LLVM::GEPOp::create(
-      b, loc, ptrGen, elemTy, param(kO),
-      ValueRange{add64(mul64(ext64(batch), param(kOStrideB)),
-                       mul64(ext64(head), param(kOStrideH)))});
-  auto ptrGlobal = LLVM::LLVMPointerType::get(ctx, 1);
-  // Each thread copies rows t, t + 32 · warps, ... below seqQ: one bulk
-  // copy of dv · 2 contiguous bytes per row.
-  for (int64_t i = 0; i < rows / (32 * warps); ++i) {
-    Value r = add(t, c32(i * 32 * warps));
-    Value row = add(add(mul(mBlock, c32(blockM)), c32(rowBegin)), r);
-    OpBuilder::InsertionGuard guard(b);
-    openIf(cmp(arith::CmpIPredicate::slt, row, param(kSeqQ)));
-    Value dst = LLVM::GEPOp::create(
-        b, loc, ptrGen, elemTy, base,
-        ValueRange{mul64(ext64(row), param(kOStrideS))});
-    dst = LLVM::AddrSpaceCastOp::create(b, loc, ptrGlobal, dst);
-    Value src = smemPtr(add(c32(offsetOf(stage)), mul(r, c32(dv * 2))));
-    NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(b, loc, dst, src,
-                                                 c32(dv * 2), Value(),
-                                                 Value());
+  // One thread stores the tile through O's tensor map (ABI 4, parameter
+  // 15): a box of {64 columns, 1 head, 128 rows, 1} per panel from the
+  // swizzled staging tile. The TMA unit writes nothing outside the tensor,
+  // so rows at or past seqQ (the tensor map's sequence extent) stay
+  // untouched. Its bulk group is its own: commit, then wait until the
+  // staging tile has been read (the release, and the CTA's exit, follow).
+  OpBuilder::InsertionGuard guard(b);
+  openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
+  Value seqCoord =
+      add(mul(mBlock, c32(blockM)), c32(rowBegin));
+  for (int64_t p = 0; p < dv / kPanelElems; ++p) {
+    Value src =
+        smemPtr(add(c32(offsetOf(stage)), c32(p * rows * kSwizzleBytes)));
+    SmallVector<Value> coords = {c32(p * kPanelElems), head, seqCoord, batch};
+    NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+        b, loc, param(kTmO), src, coords, Value(), NVVM::TMAStoreMode::TILE,
+        Value());
   }
   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
   // The staging tile may be reused once the copies have read it.

@@ -108,7 +108,17 @@ private:
                                 4);
   }
 
+  /// FA4's conditional rescale is on: the kernel has no BLASST vote (whose
+  /// test needs the true running max).
+  bool lazyRescale() {
+    if (!lazy)
+      lazy = !kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
+                  .wasInterrupted();
+    return *lazy;
+  }
+
   Value tmemBase; // i32, read once by every thread after the allocation.
+  std::optional<bool> lazy;
 };
 
 } // namespace blasst::ws::lowering

@@ -51,6 +51,11 @@ namespace blasst::rt {
 ///   cluster_m         1..2, CTAs per cluster along x; 2: K/V
 ///                     multicast pairs, K/V boxes of block_n / 2
 ///                     rows, grid x rounded up to even (default 1) (optional)
+///   q_group, split_kv, kv_splits  decode (KernelABI.h)          (optional)
+///   q_tiles           1..2, Q tiles per CTA, each a TMA box of
+///                     block_m / q_tiles rows (default 1)        (optional)
+///   o_tensor_map      0..1, O stored with TMA through parameter
+///                     15, O's tensor map (default 0)            (optional)
 ///   content_sha256    64 lowercase hex digits: kernelContentHash of
 ///                     the cubin, the .spec text and the other keys;
 ///                     checked by readKernelFiles/loadFiles  (optional)
@@ -111,7 +116,7 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 /// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
 /// keeps the descriptors aligned, also on the heap).
 struct AttentionLaunch {
-  static constexpr int kNumParams = 15;
+  static constexpr int kNumParams = 16;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -126,6 +131,7 @@ struct AttentionLaunch {
   float log2Threshold = 0;                          // 12
   uint64_t log2ThresholdPtr = 0;                    // 13 device pointer or 0
   uint64_t workspace = 0;                           // 14 decode: or 0
+  CUtensorMap tmO;                                  // 15 o_tensor_map only
   /// Decode kernels: the KV splits of this launch (1 for other kernels).
   int kvSplits = 1;
 

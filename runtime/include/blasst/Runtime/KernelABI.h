@@ -1,11 +1,11 @@
 //===- KernelABI.h - The contract between generated kernels and hosts -----===//
 //
-// What the compiler's sm_90a attention kernels take and how they are
-// launched. Both sides include this header: the compiler (to build the
+// What the compiler's attention kernels (sm_90a, sm_100a) take and how they
+// are launched. Both sides include this header: the compiler (to build the
 // kernel signature and the metadata file) and the runtime/launcher (to encode
 // tensor maps and pack parameters). Plain C++, no LLVM, no CUDA headers.
 //
-// Kernel parameters, in order (ABI version 2):
+// Kernel parameters, in order (ABI version 4):
 //   0  tmQ    CUtensorMap, by value (__grid_constant__, 64-byte aligned)
 //   1  tmK    CUtensorMap, by value
 //   2  tmV    CUtensorMap, by value
@@ -34,12 +34,22 @@
 //                 partLse[T][S][block_m], int32 counter[T]
 //                 (decodeWorkspaceBytes); the counters must be zero before
 //                 the first launch (the kernel leaves them zero), and one
-//                 workspace serves one launch at a time.
+//                 workspace serves one launch at a time. Kernels with
+//                 o_tensor_map = 1 have it too (null unless split_kv = 1).
+//   15 tmO    kernels with .meta o_tensor_map = 1 only (sm_100a; ABI 4):
+//             O's CUtensorMap by value, like Q's but over (head_dim_v,
+//             q_heads, seqQ) with O's strides and a box of
+//             {64, 1, block_m / q_tiles, 1}, swizzle 128B. The epilogue
+//             stores each normalised tile with cp.async.bulk.tensor from a
+//             128B-swizzled staging tile; the TMA unit writes no element
+//             outside the tensor, so rows at or past seqQ are never written.
+//             Other kernels write O through parameter 3 and the strides.
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
 //   box    {64, 1, rows, 1}: 64 elements of D (one 128-byte swizzle span) by
-//          `rows` sequence positions; rows = blockM for Q, blockN for K/V
+//          `rows` sequence positions; rows = blockM / q_tiles for Q (and O),
+//          blockN for K/V (blockN / cluster_m with K/V multicast)
 //   swizzle 128B, interleave none, OOB fill zeros (tails read as zero)
 //   Q over (D = head_dim, H = q_heads); K over (head_dim, kv_heads); V over
 //   (head_dim_v, kv_heads).
@@ -49,6 +59,9 @@
 // token-major in its rows; Q's box is {64, G, block_m / G, 1}. Grid
 // (ceil(seqQ / (block_m / G)) x splits, kv_heads, batch). Causal masking is
 // bottom-right as below (token i sees keys j <= i + seqKV - seqQ).
+//
+// Kernels with q_tiles = T > 1 (sm_100a: 2 tiles of 128 rows) load their
+// block_m query rows as T boxes of block_m / T rows each.
 //
 // Launch: grid (ceil(seqQ / blockM), q_heads, batch), block (threads, 1, 1),
 // dynamic shared memory `smemBytes` (raise the function's limit first), no
@@ -66,7 +79,10 @@ namespace blasst::rt {
 
 /// 2: parameter 13 (the threshold in device memory) added.
 /// 3: decode kernels (split_kv) take parameter 14, the workspace.
-constexpr int kKernelABIVersion = 3;
+/// 4: o_tensor_map kernels (sm_100a) take parameter 15, O's tensor map;
+///    q_tiles sets the Q box rows (sm_100a kernels of ABI 3 were given a
+///    Q box of block_m rows, twice their Q tile).
+constexpr int kKernelABIVersion = 4;
 /// The most new tokens per sequence a decode kernel takes.
 constexpr int kMaxDecodeSeqQ = 8;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
@@ -98,6 +114,12 @@ struct KernelInfo {
   int splitKV = 0;
   /// The split count the kernel was compiled to use; 0: chosen at launch.
   int kvSplits = 0;
+  /// Q tiles per CTA, each loaded as its own TMA box of blockM / qTiles
+  /// rows (sm_100a: 2); 1 for other kernels.
+  int qTiles = 1;
+  /// 1: the kernel stores O with TMA and takes O's tensor map (parameter
+  /// 15, and 14); 0: it writes O through the pointer and strides.
+  int oTensorMap = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or
