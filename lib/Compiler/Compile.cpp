@@ -155,6 +155,8 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.qGroup = lowered->qGroup;
   info.splitKV = lowered->splitKV ? 1 : 0;
   info.kvSplits = lowered->kvSplits;
+  info.perSeqKV = lowered->perSeqKV ? 1 : 0;
+  info.pageSize = lowered->pageSize;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return error(Stage::Cubin, "invalid kernel metadata: " + s.message(),

@@ -301,6 +301,10 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   if (auto n = dyn_cast_or_null<IntegerAttr>(
           kernelFunc->getAttr("blasst.kv_splits")))
     k.kvSplits = int(n.getInt());
+  k.perSeqKV = kernelFunc->hasAttr("blasst.per_seq_kv");
+  if (auto n = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.page_size")))
+    k.pageSize = int(n.getInt());
   return k;
 }
 

@@ -33,7 +33,7 @@ def can_compile():
 class CApiTest(unittest.TestCase):
     def test_versions(self):
         self.assertTrue(_capi.version().startswith("blasst "))
-        self.assertEqual(_capi.kernel_abi_version(), 3)
+        self.assertEqual(_capi.kernel_abi_version(), 4)
         self.assertTrue(os.path.exists(_capi.library_path()))
 
     def test_errors_carry_status_and_text(self):
@@ -193,7 +193,7 @@ class AotTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, d)
         aot.build(d, [SPEC], "sm_90a", self.cache)
         m = os.path.join(d, "manifest.txt")
-        text = open(m).read().replace("abi_version = 3", "abi_version = 1")
+        text = open(m).read().replace("abi_version = 4", "abi_version = 1")
         open(m, "w").write(text)
         with self.assertRaises(blasst.BlasstError) as cm:
             _capi.Kernel.from_package(d, SPEC, "sm_90a")

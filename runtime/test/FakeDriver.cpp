@@ -31,6 +31,7 @@ struct Memset {
   size_t words;
 } lastMemset{};
 std::atomic<int> memsets{0};
+uint64_t lastKVCache[3] = {};
 } // namespace
 
 extern "C" {
@@ -43,6 +44,12 @@ CUcontext blasstFakePrimaryContext() {
   return reinterpret_cast<CUcontext>(&primaryContext);
 }
 int blasstFakeSetCurrentCalls() { return setCurrentCalls; }
+/// The last launch's parameters 15 (KV lengths), 16 (block table) and 17
+/// (max pages).
+void blasstFakeLastKVCache(uint64_t out[3]) {
+  for (int i = 0; i < 3; ++i)
+    out[i] = lastKVCache[i];
+}
 /// cuMemsetD32Async calls, and the last one's pointer, value and words.
 int blasstFakeMemsets() { return memsets; }
 void blasstFakeLastMemset(uint64_t *ptr, unsigned *value, size_t *words) {
@@ -157,14 +164,28 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *, CUfunction,
   ++launches;
   contextAtLaunch = current;
   std::memcpy(&lastThreshold, params[12], sizeof(float));
+  // The runtime always passes parameters 15-17 (kernels without the KV
+  // cache options have fewer and ignore them).
+  std::memcpy(&lastKVCache[0], params[15], sizeof(uint64_t));
+  std::memcpy(&lastKVCache[1], params[16], sizeof(uint64_t));
+  int32_t maxPages = 0;
+  std::memcpy(&maxPages, params[17], sizeof(int32_t));
+  lastKVCache[2] = uint64_t(maxPages);
   return CUDA_SUCCESS;
 }
+/// The map records what was encoded, for the tests: the global dims
+/// (cuuint64_t) from byte 0 and the box (cuuint32_t) from byte 64.
 CUresult CUDAAPI cuTensorMapEncodeTiled(
-    CUtensorMap *map, CUtensorMapDataType, cuuint32_t, void *,
-    const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+    CUtensorMap *map, CUtensorMapDataType, cuuint32_t rank, void *,
+    const cuuint64_t *dims, const cuuint64_t *, const cuuint32_t *box,
     const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
     CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
   std::memset(map, 0, sizeof(*map));
+  if (rank > 5)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<char *>(map), dims, rank * sizeof(cuuint64_t));
+  std::memcpy(reinterpret_cast<char *>(map) + 64, box,
+              rank * sizeof(cuuint32_t));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t bytes) {

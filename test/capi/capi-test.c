@@ -17,6 +17,7 @@
 #include "blasst/blasst.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,14 +87,14 @@ static void write_text(const char *name, const char *text) {
 
 static const char *kSpec =
     "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 causal=true";
-static const char *kMeta = "abi_version = 3\nkernel = k\ntarget = sm_90a\n"
+static const char *kMeta = "abi_version = 4\nkernel = k\ntarget = sm_90a\n"
                            "block_m = 128\nblock_n = 128\nthreads = 384\n"
                            "smem_bytes = 100000\n";
 
 static void test_versions_and_errors(void) {
   CHECK(strncmp(blasst_version(), "blasst ", 7) == 0);
   CHECK(blasst_c_api_version() == BLASST_C_API_VERSION);
-  CHECK(blasst_kernel_abi_version() == 3);
+  CHECK(blasst_kernel_abi_version() == 4);
   CHECK(strcmp(blasst_status_name(BLASST_OK), "BLASST_OK") == 0);
   CHECK(strcmp(blasst_status_name(BLASST_ERROR_ABI_MISMATCH),
                "BLASST_ERROR_ABI_MISMATCH") == 0);
@@ -183,7 +184,7 @@ static void test_files(void) {
   CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
               BLASST_ERROR_ABI_MISMATCH,
               "built for kernel ABI version 1, but this runtime implements "
-              "version 3");
+              "version 4");
 
   /* Good metadata and spec, a cubin that is not one. */
   write_text("junk.meta", kMeta);
@@ -200,7 +201,7 @@ static void test_files(void) {
   write_text("junk.spec", "head_dim=64 colour=red");
   CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "junk.spec:1: unknown key 'colour'");
-  CHECK_FAILS(blasst_kernel_load_data("x", 1, "abi_version = 3\n", kSpec,
+  CHECK_FAILS(blasst_kernel_load_data("x", 1, "abi_version = 4\n", kSpec,
                                       BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "missing required key");
   CHECK_FAILS(blasst_kernel_load_data(NULL, 0, kMeta, kSpec, BLASST_NO_DEVICE,
@@ -229,18 +230,18 @@ static void test_packages(void) {
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_ABI_MISMATCH,
               "built for kernel ABI version 1 (blasst 0.0.9), but this "
-              "runtime implements version 3: rebuild");
+              "runtime implements version 4: rebuild");
   /* No entry for the spec: the message says how to build one. */
-  write_text("manifest.txt", "format = 1\nabi_version = 3\n");
+  write_text("manifest.txt", "format = 1\nabi_version = 4\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_NOT_FOUND, "python -m blasst.aot build");
-  write_text("manifest.txt", "format = 1\nabi_version = 3\ncolour = red\n");
+  write_text("manifest.txt", "format = 1\nabi_version = 4\ncolour = red\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "manifest.txt:3: unknown key 'colour'");
   write_text("manifest.txt",
-             "format = 1\nabi_version = 3\nkernel = ../x target=sm_90a\n");
+             "format = 1\nabi_version = 4\nkernel = ../x target=sm_90a\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "not a plain file name");
@@ -249,7 +250,7 @@ static void test_packages(void) {
   CHECK_OK(blasst_kernel_key(kSpec, "sm_90a", &key));
   char manifest[1024];
   snprintf(manifest, sizeof(manifest),
-           "format = 1\nabi_version = 3\nkernel = gone %s\n", key ? key : "");
+           "format = 1\nabi_version = 4\nkernel = gone %s\n", key ? key : "");
   blasst_free(key);
   write_text("manifest.txt", manifest);
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
@@ -304,7 +305,7 @@ static void test_jit_package(void) {
     return;
   size_t size = 0;
   CHECK(blasst_compiled_cubin(c, &size) != NULL && size > 1000);
-  CHECK(strstr(blasst_compiled_meta(c), "abi_version = 3\n") != NULL);
+  CHECK(strstr(blasst_compiled_meta(c), "abi_version = 4\n") != NULL);
   CHECK(strstr(blasst_compiled_spec(c), "sparsity=blasst:a=256\n") != NULL);
 
   /* A package: the kernel's files and a manifest line with its key. */
@@ -313,7 +314,7 @@ static void test_jit_package(void) {
   CHECK_OK(blasst_compiled_write(c, stem));
   CHECK_OK(blasst_kernel_key(sparse, "sm_90a", &key));
   snprintf(manifest, sizeof(manifest),
-           "format = 1\nabi_version = 3\nkernel = k0 %s\n", key ? key : "");
+           "format = 1\nabi_version = 4\nkernel = k0 %s\n", key ? key : "");
   blasst_free(key);
   write_text("manifest.txt", manifest);
 
@@ -408,7 +409,30 @@ static void test_jit_package(void) {
     a.struct_size = 8;
     CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
                 "struct_size");
+    /* The struct before the KV cache fields (ABI 4) is accepted; they read
+     * as 0. */
+    a.seq_lens_kv = 0x1000;
+    a.struct_size = (uint32_t)offsetof(blasst_attention_args, seq_lens_kv);
+    CHECK_OK(blasst_kernel_check_args(k, &a));
     a.struct_size = sizeof(a);
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "a seqLensKV pointer was given but the kernel was compiled "
+                "with kv_lengths = uniform");
+    a.seq_lens_kv = 0;
+    a.block_table = 0x2000;
+    a.max_pages = 4;
+    a.num_pages = 4;
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "compiled for a contiguous kv_cache");
+    a.block_table = 0;
+    a.max_pages = a.num_pages = 0;
+    {
+      int64_t v = -1;
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PER_SEQUENCE, &v));
+      CHECK(v == 0);
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PAGE_SIZE, &v));
+      CHECK(v == 0);
+    }
     CHECK_FAILS(blasst_kernel_launch(k, &a, NULL), BLASST_ERROR_INVALID_ARGUMENT,
                 "BLASST_NO_DEVICE");
     blasst_kernel_destroy(k);

@@ -276,6 +276,15 @@ TEST(JIT, CacheKeys) {
   ScheduleOptions splits;
   splits.kvSplits = 4;
   distinct(jit::cacheKey(decode, kSM90, splits), "kv_splits = 4");
+  // The KV caches are other kernels.
+  AttentionSpec perSeq = decode;
+  perSeq.kvPerSequence = true;
+  distinct(jit::cacheKey(perSeq, kSM90), "kv_lengths = per_sequence");
+  AttentionSpec paged = perSeq;
+  paged.kvPageSize = 64;
+  distinct(jit::cacheKey(paged, kSM90), "kv_cache = paged:page=64");
+  paged.kvPageSize = 16;
+  distinct(jit::cacheKey(paged, kSM90), "kv_cache = paged:page=16");
 
   // V on demand: on by default for BLASST on the sm_90a overlap schedule
   // (asking for it is the same kernel), off is another kernel; dense specs

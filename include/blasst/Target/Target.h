@@ -57,6 +57,8 @@ struct LoweredKernel {
   int qGroup = 0;   ///< Decode: q heads packed per tile (0: not packed).
   bool splitKV = false; ///< Decode: split KV with the workspace parameter.
   int kvSplits = 0; ///< Decode: splits fixed at compile time (0: at launch).
+  bool perSeqKV = false; ///< Decode: per-sequence KV lengths (parameter 15).
+  int pageSize = 0;      ///< Decode: paged K/V page size (0: contiguous).
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

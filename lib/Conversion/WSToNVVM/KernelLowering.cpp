@@ -29,10 +29,16 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
                            smemName, Attribute(), /*alignment=*/kTileAlign,
                            /*addrSpace=*/3);
 
-  // split_kv kernels (decode) take the workspace as parameter 14.
-  SmallVector<Type> params(kNumParams + (kernel.getSplitKv() ? 1 : 0));
+  // split_kv kernels (decode) take the workspace as parameter 14; with a KV
+  // cache option the lengths, the block table and max_pages (15-17).
+  SmallVector<Type> params(kNumParams + (kernel.getSplitKv() ? 1 : 0) +
+                           (hasKVCacheParams() ? kNumKVCacheParams : 0));
   if (kernel.getSplitKv())
     params[kWorkspace] = ptrGen;
+  if (hasKVCacheParams()) {
+    params[kSeqLensKV] = params[kBlockTable] = ptrGen;
+    params[kMaxPages] = i32;
+  }
   params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
   params[kO] = params[kLse] = params[kStats] = ptrGen;
   params[kSeqQ] = params[kSeqKV] = i32;
@@ -81,6 +87,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
+  if (hasKVCacheParams())
+    emitKVCacheStart();
   if (qGroup) {
     // Decode: grid y is the KV head; the tile's rows are the tokens of its
     // q_group q heads (head: the first of them). With split KV, grid x is
@@ -101,7 +109,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
       kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
       kvEndKey = arith::MinUIOp::create(
-          b, loc, param(kSeqKV), mul(add(kvBegin, kvCount), c32(blockN)));
+          b, loc, seqKVLen(), mul(add(kvBegin, kvCount), c32(blockN)));
     }
   }
   if (kernel.getKvMulticast()) {
@@ -150,6 +158,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       if (auto n = record->getAs<IntegerAttr>("kv_splits"))
         func->setAttr("blasst.kv_splits", b.getI64IntegerAttr(n.getInt()));
   }
+  if (kernel.getPerSeqKv())
+    func->setAttr("blasst.per_seq_kv", b.getUnitAttr());
+  if (pageSize)
+    func->setAttr("blasst.page_size", b.getI64IntegerAttr(pageSize));
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());
@@ -202,7 +214,7 @@ Value KernelLowering::numKVBlocks() {
   // Split KV: the CTA's share (computed once, emitKernel).
   if (kvCount)
     return kvCount;
-  Value seqKV = param(kSeqKV);
+  Value seqKV = seqKVLen();
   Value n = divu(add(seqKV, c32(blockN - 1)), c32(blockN));
   if (!spec.causal)
     return n;
@@ -269,7 +281,7 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
       // log2(lambda): fixed, or log2(a) - log2(L_kv) for this sequence.
       st.threshold = launchThreshold();
       if (spec.sparsity.kind == SparsityKind::ScaleFactor) {
-        Value lkv = arith::UIToFPOp::create(b, loc, f32, param(kSeqKV));
+        Value lkv = arith::UIToFPOp::create(b, loc, f32, seqKVLen());
         Value log2L =
             LLVM::CallIntrinsicOp::create(
                 b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),

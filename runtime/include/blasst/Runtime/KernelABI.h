@@ -35,6 +35,19 @@
 //                 (decodeWorkspaceBytes); the counters must be zero before
 //                 the first launch (the kernel leaves them zero), and one
 //                 workspace serves one launch at a time.
+//   15 seqLensKV  decode kernels with a KV cache option (.meta per_seq_kv
+//                 = 1 or page_size = P; ABI 4): pointer to int32 [batch],
+//                 each sequence's KV length (0 allowed: O = 0, LSE = -inf),
+//                 or null when the kernel is not per_seq_kv (seqKV, 7, is
+//                 then every sequence's length; with per_seq_kv it is an
+//                 upper bound the host uses for the split count).
+//   16 blockTable pointer to int32 [batch, maxPages]: the pages of each
+//                 sequence (paged kernels), or null.
+//   17 maxPages   int32, the block table's columns (>= 1 when paged). The
+//                 caller guarantees lengths <= maxPages x P; the kernel
+//                 clamps its table reads to the row.
+//   (Kernels without these options keep 14 or 15 parameters: their PTX is
+//   unchanged.)
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
@@ -49,6 +62,10 @@
 // token-major in its rows; Q's box is {64, G, block_m / G, 1}. Grid
 // (ceil(seqQ / (block_m / G)) x splits, kv_heads, batch). Causal masking is
 // bottom-right as below (token i sees keys j <= i + seqKV - seqQ).
+//
+// Paged K/V (.meta page_size = P): K and V are [num_pages, P, H, D]; their
+// maps are dims {D, H, P, num_pages}, box {64, 1, min(block_n, P), 1}; a
+// block of block_n > P keys is block_n / P copies, one per page.
 //
 // Launch: grid (ceil(seqQ / blockM), q_heads, batch), block (threads, 1, 1),
 // dynamic shared memory `smemBytes` (raise the function's limit first), no
@@ -66,7 +83,9 @@ namespace blasst::rt {
 
 /// 2: parameter 13 (the threshold in device memory) added.
 /// 3: decode kernels (split_kv) take parameter 14, the workspace.
-constexpr int kKernelABIVersion = 3;
+/// 4: decode kernels with per-sequence KV lengths or a paged KV cache take
+///    parameters 15-17 (.meta per_seq_kv, page_size).
+constexpr int kKernelABIVersion = 4;
 /// The most new tokens per sequence a decode kernel takes.
 constexpr int kMaxDecodeSeqQ = 8;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
@@ -98,6 +117,10 @@ struct KernelInfo {
   int splitKV = 0;
   /// The split count the kernel was compiled to use; 0: chosen at launch.
   int kvSplits = 0;
+  /// 1: the kernel reads per-sequence KV lengths (parameter 15).
+  int perSeqKV = 0;
+  /// Tokens per page of a paged K/V cache (parameters 16, 17); 0: contiguous.
+  int pageSize = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or
