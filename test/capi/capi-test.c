@@ -143,6 +143,20 @@ static void test_specs(void) {
   blasst_free(k1);
   blasst_free(k2);
   blasst_free(k3);
+  /* The decode KV caches are other kernels. */
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode", "sm_90a", &k1));
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode "
+                             "kv_lengths=per_sequence",
+                             "sm_90a", &k2));
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode "
+                             "kv_lengths=per_sequence kv_cache=paged:page=64",
+                             "sm_90a", &k3));
+  CHECK(k1 && k2 && k3 && strcmp(k1, k2) != 0 && strcmp(k2, k3) != 0);
+  CHECK(k1 && !strstr(k1, "kv_lengths") && !strstr(k1, "kv_cache"));
+  CHECK(k3 && strstr(k3, " kv_lengths=per_sequence kv_cache=paged:page=64"));
+  blasst_free(k1);
+  blasst_free(k2);
+  blasst_free(k3);
   CHECK_FAILS(blasst_kernel_key(kSpec, "sm_75", &k1),
               BLASST_ERROR_INVALID_ARGUMENT, "unknown target");
 }
