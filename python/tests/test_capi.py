@@ -136,7 +136,7 @@ class AotTest(unittest.TestCase):
     def test_package_is_found_by_spec_and_target(self):
         self.assertEqual(self.built, 2)
         abi, compiler, entries = aot.read_manifest(self.dir)
-        self.assertEqual(abi, 3)
+        self.assertEqual(abi, 4)
         self.assertEqual(len(entries), 2)
         self.assertEqual(aot.check(self.dir), 2)
         # Another `a`: the same kernel; its spec is the one asked for.

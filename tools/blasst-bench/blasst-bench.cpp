@@ -1232,14 +1232,14 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
       return fail(r, st.message());
   r.kvCache = kv.describe();
   if (!kv.lengths.empty() || kv.page) {
-    std::printf("  kv cache:%s%s\n",
-                kv.lengths.empty() ? " uniform lengths" : "",
-                kv.page ? (" paged, page " + std::to_string(kv.page) + ", " +
+    std::printf("  kv cache: %s, %s\n",
+                kv.lengths.empty() ? "one length" : "per-sequence lengths",
+                kv.page ? ("paged, page " + std::to_string(kv.page) + ", " +
                            std::to_string(kv.numPages) + " pages, " +
                            std::to_string(kv.maxPages) +
                            " table columns (shuffled)")
                               .c_str()
-                        : ", contiguous");
+                        : "contiguous");
     if (!kv.lengths.empty()) {
       std::string list;
       for (size_t b = 0; b < kv.lengths.size() && b < 16; ++b)

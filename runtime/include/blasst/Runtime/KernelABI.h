@@ -5,7 +5,7 @@
 // kernel signature and the metadata file) and the runtime/launcher (to encode
 // tensor maps and pack parameters). Plain C++, no LLVM, no CUDA headers.
 //
-// Kernel parameters, in order (ABI version 2):
+// Kernel parameters, in order (ABI version 4):
 //   0  tmQ    CUtensorMap, by value (__grid_constant__, 64-byte aligned)
 //   1  tmK    CUtensorMap, by value
 //   2  tmV    CUtensorMap, by value
