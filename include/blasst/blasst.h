@@ -171,7 +171,9 @@ typedef enum blasst_kernel_attr {
   BLASST_ATTR_BLOCK_N = 10,
   BLASST_ATTR_THREADS = 11,
   BLASST_ATTR_SMEM_BYTES = 12,
-  BLASST_ATTR_DEVICE = 13      /* the ordinal, or BLASST_NO_DEVICE */
+  BLASST_ATTR_DEVICE = 13,     /* the ordinal, or BLASST_NO_DEVICE */
+  BLASST_ATTR_KV_PER_SEQUENCE = 14, /* 0 or 1: needs seq_lens_kv */
+  BLASST_ATTR_KV_PAGE_SIZE = 15     /* 0 (contiguous) or the page size */
 } blasst_kernel_attr;
 
 typedef enum blasst_dtype { BLASST_DTYPE_BF16 = 0, BLASST_DTYPE_F16 = 1 } blasst_dtype;
@@ -245,7 +247,22 @@ typedef struct blasst_attention_args {
   uint64_t workspace;
   uint64_t workspace_bytes;
   int32_t kv_splits;
+  /* Must be 0. */
   uint32_t reserved;
+  /* Decode KV caches (fields added with kernel ABI 4; a caller built with
+   * the older, shorter struct passes its struct_size and gets them as 0).
+   * seq_lens_kv: int32 [batch] in device memory, each sequence's KV length
+   * (0 allowed), given iff the kernel has BLASST_ATTR_KV_PER_SEQUENCE;
+   * seq_kv is then an upper bound of them (>= 1). block_table: int32
+   * [batch, max_pages] page indices, given iff BLASST_ATTR_KV_PAGE_SIZE is
+   * not 0; k and v are then [num_pages, page, kv_heads, head_dim] (strides:
+   * {page, token, head}). The caller guarantees lengths <= max_pages x
+   * page (seq_kv is checked against it), table entries in [0, num_pages),
+   * and finite K/V values past each length inside its last page. */
+  uint64_t seq_lens_kv;
+  uint64_t block_table;
+  int64_t max_pages;
+  int64_t num_pages;
 } blasst_attention_args;
 
 /* blasst_attention_args.flags. */

@@ -13,6 +13,7 @@
 #include "blasst/Spec/AttentionSpec.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -480,6 +481,12 @@ blasst_status blasst_kernel_get_attr(const blasst_kernel *k,
   case BLASST_ATTR_DEVICE:
     *value = k->device;
     break;
+  case BLASST_ATTR_KV_PER_SEQUENCE:
+    *value = k->spec.kvPerSequence ? 1 : 0;
+    break;
+  case BLASST_ATTR_KV_PAGE_SIZE:
+    *value = k->spec.kvPageSize;
+    break;
   default:
     return fail(BLASST_ERROR_INVALID_ARGUMENT,
                 "unknown kernel attribute " + std::to_string(int(attr)));
@@ -560,12 +567,22 @@ blasst_status convertArgs(const blasst_kernel *k,
     return fail(BLASST_ERROR_INVALID_ARGUMENT, "kernel and args must not be "
                                                "null");
   std::string kernel = "arguments for kernel '" + k->info.kernelName + "': ";
-  if (a->struct_size < sizeof(blasst_attention_args))
+  // The struct before the KV cache fields (ABI 4) is accepted: those
+  // fields then read as 0.
+  constexpr size_t kSizeBeforeKVCache =
+      offsetof(blasst_attention_args, seq_lens_kv);
+  if (a->struct_size < kSizeBeforeKVCache)
     return fail(BLASST_ERROR_INVALID_ARGUMENT,
                 kernel + "args.struct_size is " +
                     std::to_string(a->struct_size) + ", expected " +
                     std::to_string(sizeof(blasst_attention_args)) +
                     " (initialise with blasst_attention_args_init)");
+  if (a->struct_size >= sizeof(blasst_attention_args)) {
+    r->seqLensKV = a->seq_lens_kv;
+    r->blockTable = a->block_table;
+    r->maxPages = a->max_pages;
+    r->numPages = a->num_pages;
+  }
   r->q = a->q;
   r->k = a->k;
   r->v = a->v;

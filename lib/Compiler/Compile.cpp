@@ -157,6 +157,8 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.kvSplits = lowered->kvSplits;
   info.qTiles = lowered->qTiles;
   info.oTensorMap = lowered->oTensorMap ? 1 : 0;
+  info.perSeqKV = lowered->perSeqKV ? 1 : 0;
+  info.pageSize = lowered->pageSize;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)
     return error(Stage::Cubin, "invalid kernel metadata: " + s.message(),

@@ -225,6 +225,22 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
             "LSE)";
     }
     os << "\n";
+    if (kernel.getPerSeqKv() || kernel.getPageSize()) {
+      os << "  kv cache: "
+         << (kernel.getPerSeqKv() ? "per-sequence lengths (int32 [batch], "
+                                    "parameter 15)"
+                                  : "one length (seq_kv)");
+      if (std::optional<uint64_t> p = kernel.getPageSize())
+        os << ", paged: " << *p << "-token pages, block table parameters 16 "
+           << "and 17, "
+           << (int64_t(*p) >= kernel.getBlockN()
+                   ? std::string("one page per KV block")
+                   : std::to_string(kernel.getBlockN() / int64_t(*p)) +
+                         " pages (copies) per KV block");
+      else
+        os << ", contiguous K/V";
+      os << "\n";
+    }
   }
   // Cross-stage P, where it did not run: why.
   if (kernel.getTarget() == ws::Target::sm_90a)

@@ -34,7 +34,7 @@ constexpr int kMaxHeads = 1024;
 const char *const kKnownKeys[] = {
     "name",     "preset",   "dtype",  "head_dim", "head_dim_v",
     "q_heads",  "kv_heads", "causal", "phase",    "softmax_scale",
-    "sparsity", "lambda_max", "lse",   "stats"};
+    "sparsity", "lambda_max", "lse",   "stats", "kv_lengths", "kv_cache"};
 
 std::string knownKeysList() {
   std::string out;
@@ -302,16 +302,11 @@ SpecOrError parseSpecImpl(const std::string &text,
       std::string key = token.substr(0, eq);
       std::string value = token.substr(eq + 1);
 
-      // The KV caches serving engines use (issue 20): later steps of the
-      // decode work, named so that a spec asking for them is told so.
-      if (key == "page_size" || key == "block_table" || key == "kv_cache")
-        return fail("a paged KV cache ('" + key +
-                    "') is not implemented yet: decode reads a contiguous "
-                    "[batch, seq_kv, kv_heads, head_dim] cache");
-      if (key == "kv_lengths" || key == "seq_lens")
-        return fail("per-sequence KV lengths ('" + key +
-                    "') are not implemented yet: every sequence of a batch "
-                    "has the launch's seq_kv");
+      // Spellings of the KV cache keys other engines use.
+      if (key == "page_size" || key == "block_table" || key == "seq_lens")
+        return fail("unknown key " + quoteForMessage(key) +
+                    " (a paged KV cache is 'kv_cache=paged:page=<n>', "
+                    "per-sequence KV lengths 'kv_lengths=per_sequence')");
       bool known = false;
       for (const char *k : kKnownKeys)
         known |= key == k;
@@ -382,6 +377,30 @@ SpecOrError parseSpecImpl(const std::string &text,
         if (!p)
           return invalidEnum("prefill|decode");
         spec.phase = *p;
+      } else if (key == "kv_lengths") {
+        if (value == "uniform")
+          spec.kvPerSequence = false;
+        else if (value == "per_sequence")
+          spec.kvPerSequence = true;
+        else
+          return invalidEnum("uniform|per_sequence");
+      } else if (key == "kv_cache") {
+        int page = 0;
+        if (value == "contiguous") {
+          spec.kvPageSize = 0;
+        } else if (value.rfind("paged:page=", 0) == 0 &&
+                   parseInt(value.substr(11), page)) {
+          // The range is validate()'s (a message with the allowed sizes);
+          // 0 would read as contiguous.
+          if (page <= 0)
+            return fail("kv_cache page size " + std::to_string(page) +
+                        " is not supported: a power of two from " +
+                        std::to_string(kMinKVPage) + " to " +
+                        std::to_string(kMaxKVPage));
+          spec.kvPageSize = page;
+        } else {
+          return invalidEnum("contiguous|paged:page=<n>");
+        }
       } else if (key == "softmax_scale") {
         if (value == "default") {
           spec.softmaxScale.reset();
@@ -656,7 +675,17 @@ std::string AttentionSpec::validate() const {
   // variant has no counter outputs to write them to.
   if (stats && sparsity.isDense())
     return "stats need a sparsity policy";
+  if (kvPageSize != 0 &&
+      (kvPageSize < kMinKVPage || kvPageSize > kMaxKVPage ||
+       (kvPageSize & (kvPageSize - 1)) != 0))
+    return "kv_cache page size " + std::to_string(kvPageSize) +
+           " is not supported: a power of two from " +
+           std::to_string(kMinKVPage) + " to " + std::to_string(kMaxKVPage);
   return "";
+}
+
+std::string blasst::kvCacheToString(int pageSize) {
+  return pageSize ? "paged:page=" + std::to_string(pageSize) : "contiguous";
 }
 
 std::string AttentionSpec::toString() const {
@@ -678,6 +707,12 @@ std::string AttentionSpec::toString() const {
     out += "lambda_max=" + formatExactDouble(sparsity.lambdaMax) + "\n";
   out += std::string("lse=") + (lse ? "true" : "false") + "\n";
   out += std::string("stats=") + (stats ? "true" : "false") + "\n";
+  // The KV cache keys only when not the defaults: the text of every spec
+  // without them (and so the JIT's cache keys) reads as before.
+  if (kvPerSequence)
+    out += "kv_lengths=per_sequence\n";
+  if (kvPageSize)
+    out += "kv_cache=" + kvCacheToString(kvPageSize) + "\n";
   return out;
 }
 
@@ -699,7 +734,8 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          headDimV == o.headDimV && numQHeads == o.numQHeads &&
          numKVHeads == o.numKVHeads && causal == o.causal && phase == o.phase &&
          softmaxScale == o.softmaxScale && sparsity == o.sparsity &&
-         lse == o.lse && stats == o.stats;
+         lse == o.lse && stats == o.stats &&
+         kvPerSequence == o.kvPerSequence && kvPageSize == o.kvPageSize;
 }
 
 //===----------------------------------------------------------------------===//
@@ -791,6 +827,15 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
     return std::string("head_dim 256 is not supported on ") + targetName +
            ": tensor memory holds at most 512 columns: S/P (2x128) + O "
            "(2x256) exceed it";
+  if (spec.phase != Phase::Decode && (spec.kvPerSequence || spec.paged()))
+    return std::string(spec.kvPerSequence ? "kv_lengths = per_sequence"
+                                          : "a paged kv_cache") +
+           " is not supported with phase = prefill: the prefill kernels take "
+           "one contiguous KV of the launch's seq_kv (use phase = decode)";
+  if (spec.phase == Phase::Decode && !spec.sparsity.isDense() &&
+      (spec.kvPerSequence || spec.paged()))
+    return "BLASST decode with per-sequence KV lengths or a paged kv_cache "
+           "is not implemented yet";
   if (spec.phase == Phase::Decode && !spec.sparsity.isDense())
     return "BLASST decode (skipping V loads) is not implemented yet";
   if (spec.phase == Phase::Decode) {

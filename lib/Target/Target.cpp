@@ -305,6 +305,10 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
           kernelFunc->getAttr("blasst.q_tiles")))
     k.qTiles = int(n.getInt());
   k.oTensorMap = kernelFunc->hasAttr("blasst.o_tensor_map");
+  k.perSeqKV = kernelFunc->hasAttr("blasst.per_seq_kv");
+  if (auto n = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.page_size")))
+    k.pageSize = int(n.getInt());
   return k;
 }
 

@@ -80,6 +80,8 @@ class AttentionArgs(ctypes.Structure):
         ("log2_threshold_ptr", ctypes.c_uint64),
         ("workspace", ctypes.c_uint64), ("workspace_bytes", ctypes.c_uint64),
         ("kv_splits", ctypes.c_int32), ("reserved", ctypes.c_uint32),
+        ("seq_lens_kv", ctypes.c_uint64), ("block_table", ctypes.c_uint64),
+        ("max_pages", ctypes.c_int64), ("num_pages", ctypes.c_int64),
     ]
 
     def __init__(self):

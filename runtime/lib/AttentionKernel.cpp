@@ -107,14 +107,21 @@ const IntKey kIntKeys[] = {
      "default 1"},
     {"o_tensor_map", &KernelInfo::oTensorMap, 0, 1,
      "1: the kernel stores O with TMA and takes O's tensor map (parameter "
+     "18); optional, default 0"},
+    {"per_seq_kv", &KernelInfo::perSeqKV, 0, 1,
+     "decode: 1 when the kernel reads per-sequence KV lengths (parameter "
      "15); optional, default 0"},
+    {"page_size", &KernelInfo::pageSize, 0, 256,
+     "decode: tokens per page of a paged K/V cache (parameters 16, 17), 0 "
+     "for contiguous K/V; optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
     "abi_version", "kernel",    "target",        "block_m",
     "block_n",     "threads",   "smem_bytes",    "compiler_version",
     "persistent",  "cluster_m", "content_sha256", "q_group",
-    "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map"};
+    "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
+    "per_seq_kv",  "page_size"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -234,6 +241,19 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          std::to_string(info.blockM));
   if (info.qTiles > 1 && info.qGroup)
     return Status::error("q_tiles cannot be combined with q_group");
+  if ((info.perSeqKV || info.pageSize) && !info.splitKV)
+    return Status::error(std::string(info.perSeqKV ? "per_seq_kv"
+                                                   : "page_size") +
+                         " needs split_kv = 1 (a decode kernel)");
+  if (info.pageSize &&
+      (info.pageSize < kMinKVPage || (info.pageSize & (info.pageSize - 1)) ||
+       (info.pageSize % info.blockN && info.blockN % info.pageSize)))
+    return Status::error("page_size = " + std::to_string(info.pageSize) +
+                         " is not a power of two from " +
+                         std::to_string(kMinKVPage) + " to " +
+                         std::to_string(kMaxKVPage) +
+                         " that divides or is a multiple of block_n = " +
+                         std::to_string(info.blockN));
   if (info.compilerVersion.find_first_of("\r\n") != std::string::npos)
     return Status::error("compiler_version contains a line break");
   if (trim(info.compilerVersion) != info.compilerVersion)
@@ -256,7 +276,9 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::splitKV || info.splitKV) &&
         (k.field != &KernelInfo::kvSplits || info.kvSplits) &&
         (k.field != &KernelInfo::qTiles || info.qTiles != 1) &&
-        (k.field != &KernelInfo::oTensorMap || info.oTensorMap))
+        (k.field != &KernelInfo::oTensorMap || info.oTensorMap) &&
+        (k.field != &KernelInfo::perSeqKV || info.perSeqKV) &&
+        (k.field != &KernelInfo::pageSize || info.pageSize))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -477,6 +499,8 @@ Status blasst::rt::validateArgsForKernel(const AttentionArgs &args,
   if (args.kvSplits > 1 && !info.splitKV)
     return fail("kvSplits is " + std::to_string(args.kvSplits) +
                 " but the kernel does not split KV (a decode kernel does)");
+  if (Status s = validateKVCacheArgs(args, spec); !s)
+    return fail(s.message());
   if (args.log2ThresholdPtr != 0 && spec.sparsity.isDense())
     return fail("a threshold pointer was given but the kernel is dense (no "
                 "sparsity policy) and would not read it");
@@ -497,6 +521,49 @@ Status blasst::rt::validateArgsForKernel(const AttentionArgs &args,
                 std::to_string(info.blockM) + ", block_n " +
                 std::to_string(info.blockN) + ", threads " +
                 std::to_string(info.threads) + ")");
+  return Status::success();
+}
+
+Status blasst::rt::validateKVCacheArgs(const AttentionArgs &args,
+                                      const AttentionSpec &spec) {
+  auto fail = [](const std::string &what) { return Status::error(what); };
+  if (spec.kvPerSequence && args.seqLensKV == 0)
+    return fail("the kernel was compiled with kv_lengths = per_sequence but "
+                "no seqLensKV pointer was given (int32 [batch])");
+  if (!spec.kvPerSequence && args.seqLensKV != 0)
+    return fail("a seqLensKV pointer was given but the kernel was compiled "
+                "with kv_lengths = uniform and would not read it");
+  if (args.seqLensKV % 4)
+    return fail("seqLensKV is not 4-byte aligned (int32 [batch])");
+  if (!spec.paged()) {
+    if (args.blockTable != 0 || args.maxPages != 0 || args.numPages != 0)
+      return fail("a block table (blockTable, maxPages, numPages) was given "
+                  "but the kernel was compiled for a contiguous kv_cache");
+    return Status::success();
+  }
+  if (args.blockTable == 0)
+    return fail("the kernel was compiled with kv_cache = " +
+                kvCacheToString(spec.kvPageSize) +
+                " but no blockTable was given (int32 [batch, maxPages])");
+  if (args.blockTable % 4)
+    return fail("blockTable is not 4-byte aligned (int32 [batch, maxPages])");
+  if (args.maxPages < 1 || args.maxPages > INT32_MAX)
+    return fail("maxPages is " + std::to_string(args.maxPages) +
+                "; a paged launch needs 1 to 2^31 - 1 block table columns");
+  if (args.numPages < 1 || args.numPages > INT32_MAX)
+    return fail("numPages is " + std::to_string(args.numPages) +
+                "; K and V of a paged launch are [numPages, " +
+                std::to_string(spec.kvPageSize) +
+                ", kv_heads, head_dim] with 1 to 2^31 - 1 pages");
+  // The lengths are in device memory; seqKV is their bound (or, without
+  // per_sequence, every sequence's length).
+  if (args.seqKV > args.maxPages * int64_t(spec.kvPageSize))
+    return fail("seqKV is " + std::to_string(args.seqKV) +
+                " but the block table holds at most maxPages x page = " +
+                std::to_string(args.maxPages) + " x " +
+                std::to_string(spec.kvPageSize) + " = " +
+                std::to_string(args.maxPages * int64_t(spec.kvPageSize)) +
+                " tokens per sequence");
   return Status::success();
 }
 
@@ -638,7 +705,10 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[12] = &log2Threshold;
   params[13] = &log2ThresholdPtr;
   params[14] = &workspace;
-  params[15] = &tmO;
+  params[15] = &seqLensKV;
+  params[16] = &blockTable;
+  params[17] = &maxPages;
+  params[18] = &tmO;
 }
 
 //===----------------------------------------------------------------------===//
@@ -674,6 +744,14 @@ Status blasst::rt::checkKernelDescription(const KernelInfo &info,
         ", q_heads / kv_heads = " + std::to_string(spec.gqaRatio()) +
         "): a decode kernel has q_group = q_heads / kv_heads and split_kv = "
         "1, other kernels neither");
+  if (info.perSeqKV != int(spec.kvPerSequence) ||
+      info.pageSize != spec.kvPageSize)
+    return Status::error(
+        "the metadata (per_seq_kv = " + std::to_string(info.perSeqKV) +
+        ", page_size = " + std::to_string(info.pageSize) +
+        ") does not match the spec (kv_lengths = " +
+        (spec.kvPerSequence ? "per_sequence" : "uniform") +
+        ", kv_cache = " + kvCacheToString(spec.kvPageSize) + ")");
   return Status::success();
 }
 
@@ -826,19 +904,30 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                                  TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
-  if (Status s = encodeTiledBSHD(&launch.tmK, "K", dataType, args.k, args.batch,
-                                 args.seqKV, args.numKVHeads, args.headDim,
+  // A paged cache: K and V over the page pool, {D, H, page, numPages},
+  // boxes of min(block_n, page) rows (one copy per page of a block).
+  int64_t kvOuter = args.batch, kvRows = args.seqKV;
+  if (kernelSpec.paged()) {
+    kvOuter = args.numPages;
+    kvRows = kernelSpec.kvPageSize;
+    kvBoxRows = std::min(blockN, uint32_t(kernelSpec.kvPageSize));
+  }
+  if (Status s = encodeTiledBSHD(&launch.tmK, "K", dataType, args.k, kvOuter,
+                                 kvRows, args.numKVHeads, args.headDim,
                                  args.kStrides, kvBoxRows, kTmaBoxHeadDim,
                                  TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
   // V's head dim is head_dim_v, equal to head_dim (checked at load).
-  if (Status s = encodeTiledBSHD(&launch.tmV, "V", dataType, args.v, args.batch,
-                                 args.seqKV, args.numKVHeads,
+  if (Status s = encodeTiledBSHD(&launch.tmV, "V", dataType, args.v, kvOuter,
+                                 kvRows, args.numKVHeads,
                                  kernelSpec.headDimV, args.vStrides, kvBoxRows,
                                  kTmaBoxHeadDim, TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
+  launch.seqLensKV = args.seqLensKV;
+  launch.blockTable = args.blockTable;
+  launch.maxPages = int32_t(args.maxPages);
 
   // O stored with TMA (o_tensor_map): a tile's 64-column panels from the
   // 128B-swizzled staging tile; rows at or past seqQ lie outside the

@@ -108,6 +108,12 @@ std::string blasst::rt::kernelKey(const AttentionSpec &spec, Target target) {
   }
   key += std::string(" lse=") + (spec.lse ? "true" : "false");
   key += std::string(" stats=") + (spec.stats ? "true" : "false");
+  // The decode KV caches, only when not the defaults (other keys, and the
+  // packages written with them, read as before).
+  if (spec.kvPerSequence)
+    key += " kv_lengths=per_sequence";
+  if (spec.kvPageSize)
+    key += " kv_cache=" + kvCacheToString(spec.kvPageSize);
   return key;
 }
 

@@ -474,8 +474,9 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
                       &l.lse,          &l.stats,    &l.seqQ,     &l.seqKV,
                       &l.oStrideB,     &l.oStrideS, &l.oStrideH, &l.scaleLog2,
                       &l.log2Threshold, &l.log2ThresholdPtr, &l.workspace,
+                      &l.seqLensKV,    &l.blockTable, &l.maxPages,
                       &l.tmO};
-  static_assert(AttentionLaunch::kNumParams == 16, "ABI 4: 16 parameters");
+  static_assert(AttentionLaunch::kNumParams == 19, "ABI 4: 19 parameters");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -834,7 +835,7 @@ struct RecordedEncode {
 // sm_100a kernels (ABI 4): Q and O boxes of one 128-row tile (block_m 256 /
 // q_tiles 2), O's tensor map encoded from the O pointer and strides (4-D
 // {D, H, S, B}, box {64, 1, 128, 1}, swizzle 128B) and passed as parameter
-// 15; sm_90a kernels encode no O map. The fake GPU is made an sm_100 one
+// 18; sm_90a kernels encode no O map. The fake GPU is made an sm_100 one
 // for this test; on the default sm_90 one the kernel is refused.
 TEST_F(FakeDriverTest, Sm100aEncodesAndPassesOTensorMap) {
   int (*encodes)() = nullptr;
@@ -901,7 +902,7 @@ TEST_F(FakeDriverTest, Sm100aEncodesAndPassesOTensorMap) {
   EXPECT_EQ(prepared.grid.str(), "(4,32,2)") << "ceil(1000 / 256) CTAs";
   ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
   EXPECT_EQ(launchedMap(0), uint64_t(before + 1)) << "Q";
-  EXPECT_EQ(launchedMap(15), uint64_t(before + 4)) << "O as parameter 15";
+  EXPECT_EQ(launchedMap(18), uint64_t(before + 4)) << "O as parameter 18";
 
   // An sm_90a kernel: Q's box is block_m rows, and there is no O map.
   AttentionKernel hopper;
@@ -910,6 +911,119 @@ TEST_F(FakeDriverTest, Sm100aEncodesAndPassesOTensorMap) {
   ASSERT_TRUE(succeeds(hopper.prepare(sampleArgs(), NAN, &prepared)));
   EXPECT_EQ(encodes(), before + 3);
   EXPECT_EQ(recorded(before + 1).box[2], 128u);
+}
+
+// Decode KV caches (ABI 4): per-sequence lengths and a paged cache. The
+// arguments are checked against the spec, K/V's tensor maps describe the
+// page pool ({D, H, page, numPages}, boxes of min(block_n, page) rows) and
+// parameters 15-17 carry the lengths, the table and its columns.
+TEST_F(FakeDriverTest, DecodeKVCacheArgsAndTensorMaps) {
+  void (*lastKVCache)(uint64_t *) = nullptr;
+  resolve("blasstFakeLastKVCache", &lastKVCache);
+  KernelInfo info = sampleInfo();
+  info.blockM = 64;
+  info.blockN = 64;
+  info.threads = 256;
+  info.qGroup = 4;
+  info.splitKV = 1;
+  info.perSeqKV = 1;
+  info.pageSize = 16;
+  AttentionSpec spec = sampleSpec();
+  spec.phase = Phase::Decode;
+  spec.kvPerSequence = true;
+  spec.kvPageSize = 16;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, hd 128
+  a.seqQ = 1;
+  a.seqKV = 1000; // the lengths' bound
+  a.kvSplits = 1;
+  AttentionLaunch prepared;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "kv_lengths = per_sequence but no seqLensKV pointer"));
+  a.seqLensKV = 0x60000000;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "kv_cache = paged:page=16 but no blockTable"));
+  a.blockTable = 0x70000000;
+  a.maxPages = 62; // 992 tokens < seqKV
+  a.numPages = 200;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "seqKV is 1000 but the block table holds at most "
+                        "maxPages x page = 62 x 16 = 992 tokens"));
+  a.maxPages = 63;
+  a.numPages = 0;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "numPages is 0"));
+  a.numPages = 200;
+  // The pool: [200 pages, 16 tokens, 8 heads, 128].
+  int64_t row = 8 * 128;
+  a.kStrides = a.vStrides = {16 * row, row, 128};
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  auto dims = [](const CUtensorMap &m, int i) {
+    uint64_t d = 0;
+    std::memcpy(&d, reinterpret_cast<const char *>(&m) + 8 * i, 8);
+    return d;
+  };
+  auto box = [](const CUtensorMap &m, int i) {
+    uint32_t b = 0;
+    std::memcpy(&b, reinterpret_cast<const char *>(&m) + 64 + 4 * i, 4);
+    return b;
+  };
+  for (const CUtensorMap *m : {&prepared.tmK, &prepared.tmV}) {
+    EXPECT_EQ(dims(*m, 0), 128u);
+    EXPECT_EQ(dims(*m, 1), 8u);
+    EXPECT_EQ(dims(*m, 2), 16u) << "a page's tokens";
+    EXPECT_EQ(dims(*m, 3), 200u) << "the pages";
+    EXPECT_EQ(box(*m, 2), 16u) << "min(block_n 64, page 16) rows";
+  }
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  uint64_t kv[3] = {};
+  lastKVCache(kv);
+  EXPECT_EQ(kv[0], 0x60000000u);
+  EXPECT_EQ(kv[1], 0x70000000u);
+  EXPECT_EQ(kv[2], 63u);
+  // A contiguous kernel refuses a table, a uniform one the lengths.
+  AttentionSpec contiguous = spec;
+  contiguous.kvPageSize = 0;
+  contiguous.kvPerSequence = false;
+  EXPECT_TRUE(failsWith(validateKVCacheArgs(a, contiguous),
+                        "a seqLensKV pointer was given but the kernel was "
+                        "compiled with kv_lengths = uniform"));
+  a.seqLensKV = 0;
+  EXPECT_TRUE(failsWith(validateKVCacheArgs(a, contiguous),
+                        "a block table (blockTable, maxPages, numPages) was "
+                        "given but the kernel was compiled for a contiguous "
+                        "kv_cache"));
+  // Metadata that does not match the spec.
+  KernelInfo uniform = info;
+  uniform.perSeqKV = 0;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              uniform, spec, &kernel),
+                        "the metadata (per_seq_kv = 0, page_size = 16) does "
+                        "not match the spec (kv_lengths = per_sequence"));
+  KernelInfo badPage = info;
+  badPage.pageSize = 24;
+  EXPECT_TRUE(failsWith(validateKernelInfo(badPage),
+                        "page_size = 24 is not a power of two"));
+  // Contiguous with per-sequence lengths: K/V over [batch, seqKV].
+  KernelInfo perSeq = info;
+  perSeq.pageSize = 0;
+  AttentionSpec perSeqSpec = spec;
+  perSeqSpec.kvPageSize = 0;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             perSeq, perSeqSpec, &kernel)));
+  AttentionArgs c = sampleArgs();
+  c.seqQ = 2;
+  c.kvSplits = 1;
+  c.seqLensKV = 0x60000000;
+  ASSERT_TRUE(succeeds(kernel.prepare(c, NAN, &prepared)));
+  EXPECT_EQ(dims(prepared.tmK, 2), 1000u);
+  EXPECT_EQ(dims(prepared.tmK, 3), 2u);
+  EXPECT_EQ(box(prepared.tmK, 2), 64u);
+  EXPECT_EQ(prepared.seqLensKV, 0x60000000u);
+  EXPECT_EQ(prepared.blockTable, 0u);
 }
 
 // Every runtime call that needs its object's context gives the calling

@@ -36,7 +36,7 @@ struct Memset {
 std::atomic<int> memsets{0};
 int ccMajor = 9, ccMinor = 0;
 /// What cuTensorMapEncodeTiled was asked for; the map it "encodes" holds the
-/// call's number (from 1) in its first 8 bytes, so a launch's tensor-map
+/// call's number (from 1) at byte kMapTag, so a launch's tensor-map
 /// parameters can be traced back to their encode calls.
 struct Encode {
   CUtensorMapDataType dataType;
@@ -50,8 +50,12 @@ struct Encode {
 constexpr int kMaxEncodes = 64;
 Encode encodes[kMaxEncodes];
 std::atomic<int> encodeCount{0};
-/// The first 8 bytes of the launch's parameters 0, 1, 2 and 15.
-uint64_t launchedMaps[16];
+/// The tags (see kMapTag) of the launch's parameters 0, 1, 2 and 18.
+uint64_t launchedMaps[19];
+/// Where a fake map keeps its encode call's number: after the dims (from
+/// byte 0) and the box (from byte 64) that the KV cache tests read.
+constexpr size_t kMapTag = 96;
+uint64_t lastKVCache[3] = {};
 } // namespace
 
 extern "C" {
@@ -64,6 +68,12 @@ CUcontext blasstFakePrimaryContext() {
   return reinterpret_cast<CUcontext>(&primaryContext);
 }
 int blasstFakeSetCurrentCalls() { return setCurrentCalls; }
+/// The last launch's parameters 15 (KV lengths), 16 (block table) and 17
+/// (max pages).
+void blasstFakeLastKVCache(uint64_t out[3]) {
+  for (int i = 0; i < 3; ++i)
+    out[i] = lastKVCache[i];
+}
 /// cuMemsetD32Async calls, and the last one's pointer, value and words.
 int blasstFakeMemsets() { return memsets; }
 void blasstFakeLastMemset(uint64_t *ptr, unsigned *value, size_t *words) {
@@ -102,9 +112,9 @@ bool blasstFakeEncode(int i, unsigned *rank, uint64_t *address,
   return true;
 }
 /// The encode call whose map the last launch passed as parameter `param`
-/// (0, 1, 2 or 15); 0 for none.
+/// (0, 1, 2 or 18); 0 for none.
 uint64_t blasstFakeLaunchedMap(int param) {
-  return param >= 0 && param < 16 ? launchedMaps[param] : 0;
+  return param >= 0 && param < 19 ? launchedMaps[param] : 0;
 }
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
@@ -217,12 +227,21 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *, CUfunction,
   if (!params)
     return CUDA_SUCCESS;
   std::memcpy(&lastThreshold, params[12], sizeof(float));
-  // The runtime passes all 16 ABI parameters (the driver reads as many as
-  // the kernel takes).
-  for (int p : {0, 1, 2, 15})
-    std::memcpy(&launchedMaps[p], params[p], sizeof(uint64_t));
+  // The runtime passes all 19 ABI parameters (the driver reads as many as
+  // the kernel takes): 15-17 are the KV cache's (kernels without the options
+  // have fewer and ignore them), 18 O's tensor map.
+  for (int p : {0, 1, 2, 18})
+    std::memcpy(&launchedMaps[p], static_cast<char *>(params[p]) + kMapTag,
+                sizeof(uint64_t));
+  std::memcpy(&lastKVCache[0], params[15], sizeof(uint64_t));
+  std::memcpy(&lastKVCache[1], params[16], sizeof(uint64_t));
+  int32_t maxPages = 0;
+  std::memcpy(&maxPages, params[17], sizeof(int32_t));
+  lastKVCache[2] = uint64_t(maxPages);
   return CUDA_SUCCESS;
 }
+/// The map records what was encoded, for the tests: the global dims
+/// (cuuint64_t) from byte 0 and the box (cuuint32_t) from byte 64.
 CUresult CUDAAPI cuTensorMapEncodeTiled(
     CUtensorMap *map, CUtensorMapDataType dataType, cuuint32_t rank,
     void *address, const cuuint64_t *dims, const cuuint64_t *strides,
@@ -245,8 +264,13 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(
     e.swizzle = swizzle;
     e.oobFill = oobFill;
   }
+  if (rank > 5)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<char *>(map), dims, rank * sizeof(cuuint64_t));
+  std::memcpy(reinterpret_cast<char *>(map) + 64, box,
+              rank * sizeof(cuuint32_t));
   uint64_t tag = uint64_t(n);
-  std::memcpy(map, &tag, sizeof(tag));
+  std::memcpy(reinterpret_cast<char *>(map) + kMapTag, &tag, sizeof(tag));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t bytes) {

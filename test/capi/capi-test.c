@@ -17,6 +17,7 @@
 #include "blasst/blasst.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,20 @@ static void test_specs(void) {
   CHECK(k1 && strncmp(k1, "target=sm_90a dtype=bf16 head_dim=64", 36) == 0);
   CHECK(k1 && strstr(k1, "sparsity=blasst:a lambda_max=1 "));
   CHECK(k1 && !strchr(k1, '\n'));
+  blasst_free(k1);
+  blasst_free(k2);
+  blasst_free(k3);
+  /* The decode KV caches are other kernels. */
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode", "sm_90a", &k1));
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode "
+                             "kv_lengths=per_sequence",
+                             "sm_90a", &k2));
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode "
+                             "kv_lengths=per_sequence kv_cache=paged:page=64",
+                             "sm_90a", &k3));
+  CHECK(k1 && k2 && k3 && strcmp(k1, k2) != 0 && strcmp(k2, k3) != 0);
+  CHECK(k1 && !strstr(k1, "kv_lengths") && !strstr(k1, "kv_cache"));
+  CHECK(k3 && strstr(k3, " kv_lengths=per_sequence kv_cache=paged:page=64"));
   blasst_free(k1);
   blasst_free(k2);
   blasst_free(k3);
@@ -414,7 +429,30 @@ static void test_jit_package(void) {
     a.struct_size = 8;
     CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
                 "struct_size");
+    /* The struct before the KV cache fields (ABI 4) is accepted; they read
+     * as 0. */
+    a.seq_lens_kv = 0x1000;
+    a.struct_size = (uint32_t)offsetof(blasst_attention_args, seq_lens_kv);
+    CHECK_OK(blasst_kernel_check_args(k, &a));
     a.struct_size = sizeof(a);
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "a seqLensKV pointer was given but the kernel was compiled "
+                "with kv_lengths = uniform");
+    a.seq_lens_kv = 0;
+    a.block_table = 0x2000;
+    a.max_pages = 4;
+    a.num_pages = 4;
+    CHECK_FAILS(blasst_kernel_check_args(k, &a), BLASST_ERROR_INVALID_ARGUMENT,
+                "compiled for a contiguous kv_cache");
+    a.block_table = 0;
+    a.max_pages = a.num_pages = 0;
+    {
+      int64_t v = -1;
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PER_SEQUENCE, &v));
+      CHECK(v == 0);
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PAGE_SIZE, &v));
+      CHECK(v == 0);
+    }
     CHECK_FAILS(blasst_kernel_launch(k, &a, NULL), BLASST_ERROR_INVALID_ARGUMENT,
                 "BLASST_NO_DEVICE");
     blasst_kernel_destroy(k);

@@ -283,6 +283,15 @@ TEST(JIT, CacheKeys) {
   ScheduleOptions splits;
   splits.kvSplits = 4;
   distinct(jit::cacheKey(decode, kSM90, splits), "kv_splits = 4");
+  // The KV caches are other kernels.
+  AttentionSpec perSeq = decode;
+  perSeq.kvPerSequence = true;
+  distinct(jit::cacheKey(perSeq, kSM90), "kv_lengths = per_sequence");
+  AttentionSpec paged = perSeq;
+  paged.kvPageSize = 64;
+  distinct(jit::cacheKey(paged, kSM90), "kv_cache = paged:page=64");
+  paged.kvPageSize = 16;
+  distinct(jit::cacheKey(paged, kSM90), "kv_cache = paged:page=16");
 
   // V on demand: on by default for BLASST on the sm_90a overlap schedule
   // (asking for it is the same kernel), off is another kernel; dense specs
@@ -498,7 +507,7 @@ TEST_F(JITCacheTest, CompilesSm100a) {
   EXPECT_EQ(first.info.threads, 512);
   EXPECT_EQ(first.info.blockM, 256);
   // Kernel ABI 4: two Q tiles of 128 rows (the Q and O boxes), O stored
-  // with TMA through its tensor map (parameter 15).
+  // with TMA through its tensor map (parameter 18).
   EXPECT_EQ(first.info.qTiles, 2);
   EXPECT_EQ(first.info.oTensorMap, 1);
   EXPECT_NE(first.ptxasLog.find("0 bytes spill stores"), std::string::npos)

@@ -755,17 +755,62 @@ TEST(SpecSupport, DtypesAndPhases) {
   EXPECT_EQ(checkSupported(s, Target::SM90a), "");
 }
 
-// The paged cache and per-sequence lengths are later steps of decode:
-// refused by name.
-TEST(SpecFiles, PagedAndVarlenKVAreRefusedByName) {
-  SpecOrError r = parseSpec("phase=decode page_size=64", "s");
+// The decode KV caches: kv_lengths and kv_cache parse, print (only when
+// not the defaults) and round-trip; bad values, other engines' spellings,
+// bad page sizes and prefill are refused by name.
+TEST(SpecFiles, KVCacheKeys) {
+  SpecOrError r =
+      parseSpec("phase=decode kv_lengths=per_sequence kv_cache=paged:page=64",
+                "s");
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_TRUE(r.spec->kvPerSequence);
+  EXPECT_EQ(r.spec->kvPageSize, 64);
+  std::string text = r.spec->toString();
+  EXPECT_CONTAINS(text, "kv_lengths=per_sequence\nkv_cache=paged:page=64\n");
+  SpecOrError again = parseSpec(text, "t");
+  ASSERT_TRUE(again) << again.error;
+  EXPECT_EQ(*again.spec, *r.spec);
+  EXPECT_NE(*r.spec, *parseSpec("phase=decode", "u").spec);
+  // Defaults print nothing: other specs' text (and JIT keys) are unchanged.
+  AttentionSpec plain;
+  EXPECT_EQ(plain.toString().find("kv_lengths"), std::string::npos);
+  EXPECT_EQ(plain.toString().find("kv_cache"), std::string::npos);
+  r = parseSpec("phase=decode kv_cache=contiguous kv_lengths=uniform", "s");
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_EQ(*r.spec, *parseSpec("phase=decode", "u").spec);
+
+  r = parseSpec("phase=decode page_size=64", "s");
   ASSERT_FALSE(r);
-  EXPECT_CONTAINS(r.error, "a paged KV cache ('page_size') is not "
-                           "implemented yet");
-  r = parseSpec("phase=decode kv_lengths=per_sequence", "s");
+  EXPECT_CONTAINS(r.error, "unknown key 'page_size' (a paged KV cache is "
+                           "'kv_cache=paged:page=<n>'");
+  r = parseSpec("phase=decode kv_lengths=ragged", "s");
   ASSERT_FALSE(r);
-  EXPECT_CONTAINS(r.error, "per-sequence KV lengths ('kv_lengths') are not "
-                           "implemented yet");
+  EXPECT_CONTAINS(r.error, "invalid value 'ragged' for kv_lengths (expected "
+                           "uniform|per_sequence)");
+  r = parseSpec("phase=decode kv_cache=paged:64", "s");
+  ASSERT_FALSE(r);
+  EXPECT_CONTAINS(r.error, "(expected contiguous|paged:page=<n>)");
+  for (const char *bad : {"8", "48", "512", "0"}) {
+    r = parseSpec(std::string("phase=decode kv_cache=paged:page=") + bad, "s");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_CONTAINS(r.error, "is not supported: a power of two from 16 to 256");
+  }
+  AttentionSpec prefill;
+  prefill.kvPerSequence = true;
+  EXPECT_CONTAINS(checkSupported(prefill, Target::SM90a),
+                  "kv_lengths = per_sequence is not supported with phase = "
+                  "prefill");
+  prefill.kvPerSequence = false;
+  prefill.kvPageSize = 64;
+  EXPECT_CONTAINS(checkSupported(prefill, Target::SM90a),
+                  "a paged kv_cache is not supported with phase = prefill");
+  AttentionSpec decode = prefill;
+  decode.phase = Phase::Decode;
+  EXPECT_EQ(checkSupported(decode, Target::SM90a), "");
+  decode.sparsity = {SparsityKind::LnLambda, -8.0};
+  EXPECT_CONTAINS(checkSupported(decode, Target::SM90a),
+                  "BLASST decode with per-sequence KV lengths or a paged "
+                  "kv_cache is not implemented yet");
 }
 
 TEST(SpecSupport, InvalidSpecsAreReportedFirst) {

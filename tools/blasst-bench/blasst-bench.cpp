@@ -83,6 +83,15 @@ shape:
                        (default: the kernel's kv_splits, else chosen at
                        launch from batch x kv heads, the length and the SM
                        count); the workspace is allocated and zeroed here
+  --kv-lengths L       kernels with kv_lengths = per_sequence: each
+                       sequence's KV length, a comma list of --batch values
+                       (0 allowed) or `random` (seeded, in [0, seq_kv], the
+                       first at seq_kv); default: every one seq_kv. seq_kv
+                       (the bound) defaults to the largest. Paged kernels
+                       (kv_cache = paged:page=P) get K/V as a shuffled page
+                       pool (seeded), a block table of ceil(seq_kv / P)
+                       columns whose unused entries name other pages, and
+                       every check compares with the contiguous reference
 inputs:
   --seed S             RNG seed (default 1234); inputs depend only on the seed
   --dist uniform|normal   uniform in [-1,1] (default) or standard normal
@@ -154,6 +163,9 @@ struct Options {
   int64_t oPad = 0;
   bool kvBHSD = false;  // --kv-layout bhsd
   int64_t kvSplits = 0; // --kv-splits (decode): 0 = the kernel's / launch's
+  /// --kv-lengths: the list, or random (kvLengthsRandom).
+  std::vector<int64_t> kvLengths;
+  bool kvLengthsRandom = false;
   CheckMode check = CheckMode::Full;
   int64_t checkRows = 0;
   int64_t warmup = 10;
@@ -282,6 +294,28 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       }
     } else if (arg == "--kv-splits") {
       err = intArg(&o->kvSplits, 1, 1024);
+    } else if (arg == "--kv-lengths") {
+      if ((err = need(&v)).empty()) {
+        o->kvLengths.clear();
+        o->kvLengthsRandom = v == "random";
+        size_t at = 0;
+        while (!o->kvLengthsRandom && err.empty()) {
+          size_t comma = v.find(',', at);
+          std::string item = v.substr(at, comma == std::string::npos
+                                              ? std::string::npos
+                                              : comma - at);
+          int64_t n = 0;
+          if (!parseInt64(item, &n) || n < 0 || n > INT32_MAX)
+            err = "option --kv-lengths: '" + item +
+                  "' is not a length in 0..2^31-1 (expected a comma list "
+                  "or 'random')";
+          else
+            o->kvLengths.push_back(n);
+          if (comma == std::string::npos)
+            break;
+          at = comma + 1;
+        }
+      }
     } else if (arg == "--check") {
       if ((err = need(&v)).empty()) {
         if (v == "full") {
@@ -414,6 +448,9 @@ struct KernelResult {
   int64_t kvSplitsAsked = 0; ///< --kv-splits (0: the kernel's / launch's)
   int kvSplits = 1;          ///< the launch's KV splits (decode kernels)
   double kvBytes = 0;        ///< K+V bytes a launch reads (bandwidth)
+  /// Decode KV caches: the lengths and the page size ("" for uniform,
+  /// contiguous).
+  std::string kvCache;
 
   /// A load/launch/driver error (the kernel then counts as failed).
   std::string error;
@@ -724,6 +761,137 @@ AttentionArgs argsFor(const Shape &s, const Layout &l, const AttentionSpec &spec
   return args;
 }
 
+/// The decode KV cache of a run (per-sequence lengths, pages): the lengths
+/// (empty for a kernel with kv_lengths = uniform), and for paged kernels
+/// the block table [batch, maxPages] over a pool of numPages pages.
+struct KVCacheLayout {
+  std::vector<int64_t> lengths;
+  int64_t page = 0, maxPages = 0, numPages = 0;
+  std::vector<int32_t> table;
+  /// For the keys of the inputs and of --vs-first.
+  std::string describe() const {
+    std::string d;
+    if (!lengths.empty()) {
+      d += " lengths";
+      for (int64_t n : lengths)
+        d += " " + std::to_string(n);
+    }
+    if (page)
+      d += " page " + std::to_string(page);
+    return d;
+  }
+};
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// The KV cache layout the options ask of this spec and shape (seeded: the
+/// same for every kernel of a run), or the reason it cannot be made.
+std::string kvCacheFor(const Options &opt, const AttentionSpec &spec,
+                       const Shape &s, KVCacheLayout *out) {
+  KVCacheLayout c;
+  if (!spec.kvPerSequence && (opt.kvLengthsRandom || !opt.kvLengths.empty()))
+    return "--kv-lengths: the kernel was built with kv_lengths = uniform "
+           "(every sequence seq_kv); build it with kv_lengths=per_sequence";
+  if (spec.kvPerSequence) {
+    if (opt.kvLengthsRandom) {
+      for (int64_t b = 0; b < s.batch; ++b)
+        c.lengths.push_back(
+            b == 0 ? s.seqKV
+                   : int64_t(mix64(opt.seed * 7919 + uint64_t(b)) %
+                             uint64_t(s.seqKV + 1)));
+    } else if (!opt.kvLengths.empty()) {
+      if (int64_t(opt.kvLengths.size()) != s.batch)
+        return "--kv-lengths gives " + std::to_string(opt.kvLengths.size()) +
+               " lengths for --batch " + std::to_string(s.batch);
+      for (int64_t n : opt.kvLengths)
+        if (n > s.seqKV)
+          return "--kv-lengths: " + std::to_string(n) +
+                 " is longer than --seq-kv " + std::to_string(s.seqKV);
+      c.lengths = opt.kvLengths;
+    } else {
+      c.lengths.assign(size_t(s.batch), s.seqKV);
+    }
+  }
+  if (spec.paged()) {
+    c.page = spec.kvPageSize;
+    c.maxPages = (s.seqKV + c.page - 1) / c.page;
+    // Every sequence's pages plus one spare per sequence, shuffled.
+    std::vector<int64_t> pagesOf;
+    for (int64_t b = 0; b < s.batch; ++b) {
+      int64_t len = c.lengths.empty() ? s.seqKV : c.lengths[size_t(b)];
+      pagesOf.push_back((len + c.page - 1) / c.page);
+      c.numPages += pagesOf.back() + 1;
+    }
+    if (c.numPages > INT32_MAX)
+      return "the page pool would have more than 2^31 - 1 pages";
+    std::vector<int32_t> perm(size_t(c.numPages));
+    for (size_t i = 0; i < perm.size(); ++i)
+      perm[i] = int32_t(i);
+    for (size_t i = perm.size(); i > 1; --i)
+      std::swap(perm[i - 1],
+                perm[size_t(mix64(opt.seed * 104729 + i) % uint64_t(i))]);
+    c.table.assign(size_t(s.batch * c.maxPages), 0);
+    size_t next = 0;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t p = 0; p < c.maxPages; ++p)
+        c.table[size_t(b * c.maxPages + p)] =
+            p < pagesOf[size_t(b)]
+                ? perm[next++]
+                // Unused entries name some page of the pool (another
+                // sequence's): the kernel must not read them.
+                : perm[size_t(mix64(uint64_t(b * 131 + p)) %
+                              uint64_t(c.numPages))];
+  }
+  *out = std::move(c);
+  return "";
+}
+
+/// The KV cache fields of the launch arguments (pool strides for a paged
+/// cache), with the lengths and the table at `lens`, `table`.
+void setKVCacheArgs(const KVCacheLayout &c, const Shape &s, uint64_t lens,
+                    uint64_t table, AttentionArgs *args) {
+  if (!c.lengths.empty())
+    args->seqLensKV = lens;
+  if (!c.page)
+    return;
+  args->blockTable = table;
+  args->maxPages = c.maxPages;
+  args->numPages = c.numPages;
+  int64_t row = s.kvHeads * s.headDim;
+  args->kStrides = {c.page * row, row, s.headDim};
+  int64_t rowV = s.kvHeads * s.headDimV;
+  args->vStrides = {c.page * rowV, rowV, s.headDimV};
+}
+
+/// The page pool of a contiguous [B, seqKV, H, D] tensor: every token of
+/// every sequence's length in its page; the other rows of a page (past a
+/// length, or pages of no sequence) hold finite values (1.0 or the
+/// contiguous tensor's rows past the length).
+std::vector<uint16_t> pagePool(const KVCacheLayout &c, const Shape &s,
+                               int64_t dim, const std::vector<uint16_t> &bits,
+                               DType dtype) {
+  int64_t row = s.kvHeads * dim;
+  std::vector<uint16_t> pool(size_t(c.numPages * c.page * row),
+                             floatToHalf(dtype, 1.0f));
+  for (int64_t b = 0; b < s.batch; ++b) {
+    int64_t len = c.lengths.empty() ? s.seqKV : c.lengths[size_t(b)];
+    int64_t pages = (len + c.page - 1) / c.page;
+    for (int64_t p = 0; p < pages; ++p) {
+      int64_t page = c.table[size_t(b * c.maxPages + p)];
+      for (int64_t r = 0; r < c.page && p * c.page + r < s.seqKV; ++r)
+        std::memcpy(&pool[size_t((page * c.page + r) * row)],
+                    &bits[size_t((b * s.seqKV + p * c.page + r) * row)],
+                    size_t(row) * 2);
+    }
+  }
+  return pool;
+}
+
 /// Load: reads STEM.{cubin,meta,spec} into *kernel (loading the module on
 /// the GPU), records and prints what was loaded. False when it does not
 /// load.
@@ -758,6 +926,10 @@ Shape shapeFor(const Options &opt, const AttentionSpec &spec) {
   s.seqQ =
       opt.seqQ ? *opt.seqQ : (decode ? 1 : (opt.seqKV ? *opt.seqKV : 1024));
   s.seqKV = opt.seqKV ? *opt.seqKV : (opt.seqQ && !decode ? *opt.seqQ : 1024);
+  // --kv-lengths: the bound is the largest length unless --seq-kv says.
+  if (!opt.seqKV && !opt.kvLengths.empty())
+    s.seqKV = std::max<int64_t>(
+        1, *std::max_element(opt.kvLengths.begin(), opt.kvLengths.end()));
   s.qHeads = spec.numQHeads;
   s.kvHeads = spec.numKVHeads;
   s.headDim = spec.headDim;
@@ -940,6 +1112,10 @@ std::string checkBeforeGpu(const Options &opt, const KernelFiles &files) {
       argsFor(s, l, spec, spec.dtype,
               {uint64_t(1) << 32, uint64_t(2) << 32, uint64_t(3) << 32,
                uint64_t(4) << 32, uint64_t(5) << 32, uint64_t(6) << 32});
+  KVCacheLayout kv;
+  if (std::string why = kvCacheFor(opt, spec, s, &kv); !why.empty())
+    return why;
+  setKVCacheArgs(kv, s, uint64_t(7) << 32, uint64_t(8) << 32, &args);
   if (Status st = validateArgsForKernel(args, info, spec, info.kernelName); !st)
     return "these options make arguments the kernel cannot take (--seq, "
            "--seq-q, --seq-kv, --batch, --o-pad): " +
@@ -994,7 +1170,7 @@ std::string checkJsonPath(const std::string &path) {
 struct DeviceRun {
   const Context *ctx = nullptr;
   const AttentionKernel *kernel = nullptr;
-  DeviceBuffer q, k, v, o, lse, stats, workspace;
+  DeviceBuffer q, k, v, o, lse, stats, workspace, lens, table;
   AttentionLaunch launch;
   /// O and LSE with their poisoned guards (LSE empty without lse = true).
   std::vector<uint16_t> outO;
@@ -1035,7 +1211,8 @@ struct DeviceRun {
 /// LSE), LSE and the counters as the spec asks, uploads the inputs and
 /// prepares the launch (tensor maps encoded once, outside any timing).
 /// Records and prints the launch shape.
-bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
+bool prepareLaunch(const Options &opt, const Context &ctx,
+                   const AttentionKernel &kernel,
                    const HostInputs &in, const Layout &l, KernelResult &r,
                    DeviceRun *run) {
   const AttentionSpec &spec = kernel.spec();
@@ -1045,13 +1222,54 @@ bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
   const size_t oElements = size_t(s.batch * l.o.batch) + kGuardElements;
   const size_t lseElements =
       spec.lse ? size_t(s.batch * s.qHeads * s.seqQ) + kGuardElements : 0;
+  KVCacheLayout kv;
+  if (std::string why = kvCacheFor(opt, spec, s, &kv); !why.empty())
+    return fail(r, why);
+  // A paged cache: K and V as the page pool the block table names.
+  std::vector<uint16_t> kPool, vPool;
+  if (kv.page) {
+    kPool = pagePool(kv, s, s.headDim, in.kBits, r.dtype);
+    vPool = pagePool(kv, s, s.headDimV, in.vBits, r.dtype);
+  }
+  const std::vector<uint16_t> &kUp = kv.page ? kPool : in.kBits;
+  const std::vector<uint16_t> &vUp = kv.page ? vPool : in.vBits;
   for (Status st :
        {DeviceBuffer::allocate(ctx, in.qBits.size() * 2, "Q", &run->q),
-        DeviceBuffer::allocate(ctx, in.kBits.size() * 2, "K", &run->k),
-        DeviceBuffer::allocate(ctx, in.vBits.size() * 2, "V", &run->v),
+        DeviceBuffer::allocate(ctx, kUp.size() * 2, "K", &run->k),
+        DeviceBuffer::allocate(ctx, vUp.size() * 2, "V", &run->v),
         DeviceBuffer::allocate(ctx, oElements * 2, "O", &run->o)})
     if (!st)
       return fail(r, st.message());
+  std::vector<int32_t> lens32(kv.lengths.begin(), kv.lengths.end());
+  if (!lens32.empty())
+    if (Status st = DeviceBuffer::allocate(ctx, lens32.size() * 4,
+                                           "KV lengths", &run->lens);
+        !st || !(st = run->lens.upload(lens32)))
+      return fail(r, st.message());
+  if (kv.page)
+    if (Status st = DeviceBuffer::allocate(ctx, kv.table.size() * 4,
+                                           "block table", &run->table);
+        !st || !(st = run->table.upload(kv.table)))
+      return fail(r, st.message());
+  r.kvCache = kv.describe();
+  if (!kv.lengths.empty() || kv.page) {
+    std::printf("  kv cache: %s, %s\n",
+                kv.lengths.empty() ? "one length" : "per-sequence lengths",
+                kv.page ? ("paged, page " + std::to_string(kv.page) + ", " +
+                           std::to_string(kv.numPages) + " pages, " +
+                           std::to_string(kv.maxPages) +
+                           " table columns (shuffled)")
+                              .c_str()
+                        : "contiguous");
+    if (!kv.lengths.empty()) {
+      std::string list;
+      for (size_t b = 0; b < kv.lengths.size() && b < 16; ++b)
+        list += (b ? "," : "") + std::to_string(kv.lengths[b]);
+      std::printf("  kv lengths: %s%s (bound seq_kv %" PRId64 ")\n",
+                  list.c_str(), kv.lengths.size() > 16 ? ",..." : "",
+                  s.seqKV);
+    }
+  }
   if (spec.lse)
     if (Status st =
             DeviceBuffer::allocate(ctx, lseElements * 4, "LSE", &run->lse);
@@ -1062,8 +1280,8 @@ bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
             ctx, size_t(s.batch * s.qHeads * 2) * 8, "stats", &run->stats);
         !st)
       return fail(r, st.message());
-  for (Status st : {run->q.upload(in.qBits), run->k.upload(in.kBits),
-                    run->v.upload(in.vBits)})
+  for (Status st : {run->q.upload(in.qBits), run->k.upload(kUp),
+                    run->v.upload(vUp)})
     if (!st)
       return fail(r, st.message());
 
@@ -1071,6 +1289,7 @@ bool prepareLaunch(const Context &ctx, const AttentionKernel &kernel,
       argsFor(s, l, spec, r.dtype,
               {run->q.address(), run->k.address(), run->v.address(),
                run->o.address(), run->lse.address(), run->stats.address()});
+  setKVCacheArgs(kv, s, run->lens.address(), run->table.address(), &args);
   // Decode: the KV splits' workspace, zeroed once (the kernel leaves its
   // counters at zero for the next launch).
   args.kvSplits = int(r.kvSplitsAsked);
@@ -1158,6 +1377,68 @@ void checkAgainstReference(const Options &opt, const HostInputs &in,
   auto t0 = std::chrono::steady_clock::now();
   Reference ref, denseRef;
   SkipModel model;
+  KVCacheLayout kv;
+  (void)kvCacheFor(opt, run.kernel->spec(), s, &kv); // checked before
+  if (!kv.lengths.empty() && !r.sparse) {
+    // Per-sequence lengths: each batch entry against the reference of its
+    // own length (a batch of one, contiguous K/V of that length), merged:
+    // counts add, rel L2 and max abs are the worst entry's.
+    CheckResult all;
+    for (int64_t b = 0; b < s.batch; ++b) {
+      Shape sb = s;
+      sb.batch = 1;
+      sb.seqKV = kv.lengths[size_t(b)];
+      Reference rb;
+      referenceAttention(sb, in.q.data() + b * l.q.batch, l.q,
+                         in.k.data() + b * l.k.batch, l.k,
+                         in.v.data() + b * l.v.batch, l.v, rows, opt.threads,
+                         &rb);
+      const float *lseB =
+          hasLse ? run.outLse.data() + b * s.qHeads * s.seqQ : nullptr;
+      CheckResult c = compareOutputs(sb, dtype, rb, run.outO.data() + b * l.o.batch,
+                                     l.o, lseB, tolerancesFor(dtype));
+      all.elementsChecked += c.elementsChecked;
+      all.rowsChecked = c.rowsChecked;
+      all.nonFinite += c.nonFinite;
+      all.overBound += c.overBound;
+      all.relL2 = std::max(all.relL2, c.relL2);
+      if (c.maxAbs >= all.maxAbs) {
+        all.maxAbs = c.maxAbs;
+        all.worstB = b;
+        all.worstH = c.worstH;
+        all.worstRow = c.worstRow;
+        all.worstD = c.worstD;
+        all.worstRef = c.worstRef;
+        all.worstOut = c.worstOut;
+      }
+      all.lseChecked |= c.lseChecked;
+      all.lseCount += c.lseCount;
+      all.lseNonFinite += c.lseNonFinite;
+      all.lseMaskedMismatch += c.lseMaskedMismatch;
+      all.lseMaxAbs = std::max(all.lseMaxAbs, c.lseMaxAbs);
+      all.pass &= c.pass;
+      for (const std::string &f : c.failures)
+        all.failures.push_back("batch entry " + std::to_string(b) +
+                               " (KV length " +
+                               std::to_string(sb.seqKV) + "): " + f);
+      for (int64_t row : rows)
+        r.maskedRowsChecked += sb.visibleKeys(row) == 0;
+    }
+    r.referenceSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    r.check = std::move(all);
+    r.writesOutsideO = countWritesOutside(s, l.o, run.outO.data(),
+                                          run.outO.size());
+    if (hasLse)
+      for (size_t i = size_t(s.batch * s.qHeads * s.seqQ);
+           i < run.outLse.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &run.outLse[i], 4);
+        r.writesOutsideLse += bits != kPoison32;
+      }
+    return;
+  }
   if (r.sparse) {
     skipModelAttention(s, in.q.data(), l.q, in.k.data(), l.k, in.v.data(), l.v,
                        rows, skipCfg, opt.threads, &model, &denseRef);
@@ -1367,7 +1648,16 @@ bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
   // Bandwidth: the bytes of K and V the kernel must read, per second at
   // the median (decode is bound by it).
   const Shape &sh = r.shape;
-  r.kvBytes = double(sh.batch) * double(sh.seqKV) * double(sh.kvHeads) *
+  // Per-sequence lengths: the sum of the lengths.
+  KVCacheLayout kv;
+  (void)kvCacheFor(opt, run.kernel->spec(), sh, &kv);
+  double tokens = double(sh.batch) * double(sh.seqKV);
+  if (!kv.lengths.empty()) {
+    tokens = 0;
+    for (int64_t n : kv.lengths)
+      tokens += double(n);
+  }
+  r.kvBytes = tokens * double(sh.kvHeads) *
               double(sh.headDim + sh.headDimV) * dtypeBytes(r.dtype);
   std::printf("  bandwidth: %.3f TB/s of K+V at the median (%.4g bytes)\n",
               r.kvBytes / (r.medianMs * 1e-3) / 1e12, r.kvBytes);
@@ -1389,12 +1679,18 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
       prepareInputs(opt, kernel.info(), layout, skipCfg, r);
   resolveThreshold(opt, kernel, in->dial, &skipCfg, r);
   DeviceRun run;
-  if (!prepareLaunch(ctx, kernel, *in, layout, r, &run))
+  if (!prepareLaunch(opt, ctx, kernel, *in, layout, r, &run))
     return false;
   if (!firstRun(opt, run, r))
     return false;
   if (opt.vsFirst)
-    compareWithFirst(r, stem, in->key, r.shape, layout.o, r.dtype, run.outO);
+  {
+    // Kernels of other KV lengths computed something else.
+    KVCacheLayout kv;
+    (void)kvCacheFor(opt, kernel.spec(), r.shape, &kv);
+    compareWithFirst(r, stem, in->key + kv.describe(), r.shape, layout.o,
+                     r.dtype, run.outO);
+  }
   if (opt.check != CheckMode::None) {
     checkAgainstReference(opt, *in, layout, skipCfg, run, r);
     printCheckReport(opt, r);
@@ -1528,6 +1824,8 @@ bool writeJson(const std::string &path, const Options &opt,
         << ", \"kv_tb_per_s\": "
         << jsonNumber(r.kvBytes / (r.medianMs * 1e-3) / 1e12)
         << ", \"kv_splits\": " << r.kvSplits;
+    if (!r.kvCache.empty())
+      j << ", \"kv_cache\": " << jsonString(r.kvCache.substr(1));
     if (r.vsFirstCompared)
       j << ",\n      \"vs_first\": {\"stem\": " << jsonString(r.vsFirstStem)
         << ", \"rel_l2\": " << jsonNumber(r.vsFirstRelL2)

@@ -34,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <sstream>
 
 using namespace mlir;
 using namespace blasst;
@@ -82,6 +83,17 @@ static cl::opt<bool>
                     "dense kernels do not change; with a sparsity policy IR "
                     "and PTX only, no cubin)"),
            cl::cat(cat));
+static cl::opt<std::string> kvLengthsOverride(
+    "kv-lengths",
+    cl::desc("override the spec's kv_lengths: uniform | per_sequence (decode: "
+             "each sequence's KV length from an int32 array)"),
+    cl::cat(cat));
+static cl::opt<std::string> kvCacheOverride(
+    "kv-cache",
+    cl::desc("override the spec's kv_cache: contiguous | paged:page=<n> "
+             "(decode: K/V in pages of n tokens, n a power of two 16..256, "
+             "with a block table)"),
+    cl::cat(cat));
 // `--stats` is also LLVM's own (statistics) option: it is taken out of argv
 // before LLVM's parser sees it.
 static bool statsFlag = false;
@@ -285,6 +297,26 @@ int main(int argc, char **argv) {
     reason = spec.validate();
     if (!reason.empty())
       return fail("--sparsity/--stats make the spec invalid: " + reason);
+  }
+  if (!kvLengthsOverride.empty() || !kvCacheOverride.empty()) {
+    // The spec's own syntax (kv_lengths=..., kv_cache=...), so the flags
+    // and the spec file cannot disagree on spelling.
+    // toString() prints the keys when not the defaults: drop those lines
+    // first, the flags replace them.
+    std::string kept, line;
+    std::istringstream lines(spec.toString());
+    while (std::getline(lines, line))
+      if ((kvLengthsOverride.empty() || line.rfind("kv_lengths=", 0) != 0) &&
+          (kvCacheOverride.empty() || line.rfind("kv_cache=", 0) != 0))
+        kept += line + "\n";
+    if (!kvLengthsOverride.empty())
+      kept += "kv_lengths=" + kvLengthsOverride + "\n";
+    if (!kvCacheOverride.empty())
+      kept += "kv_cache=" + kvCacheOverride + "\n";
+    SpecOrError parsed = parseSpec(kept, "--kv-lengths/--kv-cache");
+    if (!parsed)
+      return fail(parsed.error);
+    spec = *parsed.spec;
   }
   std::optional<Stage> last = parseStage(emit);
   if (!last)

@@ -72,6 +72,16 @@ struct AttentionSpec {
   bool lse = false;
   /// Emit per (batch, head) visited/skipped KV block counters.
   bool stats = false;
+  /// Decode KV caches (issue 20; spec keys `kv_lengths` and `kv_cache`):
+  /// every sequence of the batch has its own KV length (an int32 device
+  /// array [batch]) instead of the launch's one seq_kv.
+  bool kvPerSequence = false;
+  /// 0: K and V are contiguous [batch, seq_kv, kv_heads, head_dim]; else the
+  /// page size (a power of two, kMinKVPage..kMaxKVPage) of a paged cache:
+  /// K and V are [num_pages, page, kv_heads, head_dim] and an int32 block
+  /// table [batch, max_pages] names each sequence's pages.
+  int kvPageSize = 0;
+  bool paged() const { return kvPageSize != 0; }
 
   double effectiveScale() const;
   int gqaRatio() const { return numQHeads / numKVHeads; }
@@ -104,7 +114,8 @@ struct SpecOrError {
 /// Keys: name, preset (start from a preset, later keys override), dtype
 /// (bf16|f16), head_dim, head_dim_v, q_heads, kv_heads, causal (true|false),
 /// phase (prefill|decode), softmax_scale, sparsity
-/// (none|blasst:a=<float>|blasst:ln_lambda=<float>), lse, stats.
+/// (none|blasst:a=<float>|blasst:ln_lambda=<float>), lse, stats,
+/// kv_lengths (uniform|per_sequence), kv_cache (contiguous|paged:page=<n>).
 /// `sourceName` prefixes error messages. The result is validated.
 SpecOrError parseSpec(const std::string &text,
                       const std::string &sourceName = "<spec>");
@@ -130,6 +141,11 @@ std::optional<Target> parseTarget(const std::string &s);
 /// "sm_90a or sm_100a": what an unknown target's message lists.
 std::string targetChoices();
 int dtypeBytes(DType d);
+/// Page sizes a paged KV cache may have (powers of two).
+inline constexpr int kMinKVPage = 16;
+inline constexpr int kMaxKVPage = 256;
+/// `kv_cache` values: "contiguous" or "paged:page=<n>".
+std::string kvCacheToString(int pageSize);
 
 /// `text` for an error message: printable ASCII as is, control and
 /// non-ASCII bytes and '\\' as \xNN / \\, so a binary file's bytes reach

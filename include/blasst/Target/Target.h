@@ -59,6 +59,8 @@ struct LoweredKernel {
   int kvSplits = 0; ///< Decode: splits fixed at compile time (0: at launch).
   int qTiles = 1;   ///< Q tiles per CTA, each a TMA box of blockM / qTiles.
   bool oTensorMap = false; ///< O stored with TMA: takes O's tensor map.
+  bool perSeqKV = false; ///< Decode: per-sequence KV lengths (parameter 15).
+  int pageSize = 0;      ///< Decode: paged K/V page size (0: contiguous).
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -619,7 +619,11 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       opts.kvMulticast.value_or(false) ? b.getUnitAttr() : UnitAttr(),
       reverseTiles ? b.getUnitAttr() : UnitAttr(),
       decode ? b.getI64IntegerAttr(spec.gqaRatio()) : IntegerAttr(),
-      decode ? b.getUnitAttr() : UnitAttr(), scheduleAttr(ctx, opts));
+      decode ? b.getUnitAttr() : UnitAttr(),
+      decode && spec.kvPerSequence ? b.getUnitAttr() : UnitAttr(),
+      decode && spec.paged() ? b.getI64IntegerAttr(spec.kvPageSize)
+                             : IntegerAttr(),
+      scheduleAttr(ctx, opts));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -725,6 +729,13 @@ struct ConvertAttnToWSPass
         else if (*opts.persistent || *opts.kvMulticast || *opts.pingpong)
           why = "persistent, kv-multicast and pingpong are prefill "
                 "schedules";
+        else if (spec.paged() && spec.kvPageSize % opts.blockN &&
+                 opts.blockN % spec.kvPageSize)
+          why = "block-n=" + std::to_string(opts.blockN) +
+                " with a paged kv_cache of page " +
+                std::to_string(spec.kvPageSize) +
+                ": one must divide the other (a KV block is part of one "
+                "page or whole pages)";
         if (!why.empty()) {
           op.emitOpError() << "decode schedule: " << why;
           return signalPassFailure();

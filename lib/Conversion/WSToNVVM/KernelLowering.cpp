@@ -29,17 +29,24 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
                            smemName, Attribute(), /*alignment=*/kTileAlign,
                            /*addrSpace=*/3);
 
-  // split_kv kernels (decode) take the workspace as parameter 14; kernels
-  // that store O with TMA take 14 and O's tensor map as 15 (ABI 4), so the
-  // PTX of every other kernel is as before.
+  // split_kv kernels (decode) take the workspace as parameter 14; with a KV
+  // cache option the lengths, the block table and max_pages (15-17); kernels
+  // that store O with TMA take 14-17 (null / 0) and O's tensor map as 18
+  // (ABI 4), so each index means one thing and the PTX of every other
+  // kernel is as before.
   bool oTensorMap =
       kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
-  SmallVector<Type> params(oTensorMap            ? kTmO + 1
-                           : kernel.getSplitKv() ? kNumParams + 1
-                                                 : kNumParams);
+  SmallVector<Type> params(
+      oTensorMap ? kTmO + 1
+                 : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
+                       (hasKVCacheParams() ? kNumKVCacheParams : 0));
   if (kernel.getSplitKv() || oTensorMap)
     params[kWorkspace] = ptrGen;
+  if (hasKVCacheParams() || oTensorMap) {
+    params[kSeqLensKV] = params[kBlockTable] = ptrGen;
+    params[kMaxPages] = i32;
+  }
   if (oTensorMap)
     params[kTmO] = ptrGen;
   params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
@@ -93,6 +100,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
+  if (hasKVCacheParams())
+    emitKVCacheStart();
   if (qGroup) {
     // Decode: grid y is the KV head; the tile's rows are the tokens of its
     // q_group q heads (head: the first of them). With split KV, grid x is
@@ -113,7 +122,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
       kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
       kvEndKey = arith::MinUIOp::create(
-          b, loc, param(kSeqKV), mul(add(kvBegin, kvCount), c32(blockN)));
+          b, loc, seqKVLen(), mul(add(kvBegin, kvCount), c32(blockN)));
     }
   }
   if (kernel.getKvMulticast()) {
@@ -173,6 +182,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   });
   if (qLoads > 1)
     func->setAttr("blasst.q_tiles", b.getI64IntegerAttr(qLoads));
+  if (kernel.getPerSeqKv())
+    func->setAttr("blasst.per_seq_kv", b.getUnitAttr());
+  if (pageSize)
+    func->setAttr("blasst.page_size", b.getI64IntegerAttr(pageSize));
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());
@@ -225,7 +238,7 @@ Value KernelLowering::numKVBlocks() {
   // Split KV: the CTA's share (computed once, emitKernel).
   if (kvCount)
     return kvCount;
-  Value seqKV = param(kSeqKV);
+  Value seqKV = seqKVLen();
   Value n = divu(add(seqKV, c32(blockN - 1)), c32(blockN));
   if (!spec.causal)
     return n;
@@ -292,7 +305,7 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
       // log2(lambda): fixed, or log2(a) - log2(L_kv) for this sequence.
       st.threshold = launchThreshold();
       if (spec.sparsity.kind == SparsityKind::ScaleFactor) {
-        Value lkv = arith::UIToFPOp::create(b, loc, f32, param(kSeqKV));
+        Value lkv = arith::UIToFPOp::create(b, loc, f32, seqKVLen());
         Value log2L =
             LLVM::CallIntrinsicOp::create(
                 b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),

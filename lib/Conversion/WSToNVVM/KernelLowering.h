@@ -31,6 +31,18 @@ private:
   /// All threads of both CTAs of a pair (kv_multicast).
   void clusterSync();
   Value numKVBlocks();
+  /// KV cache options (KVCache.cpp): whether the kernel takes parameters
+  /// 15-17; the per-sequence length and the block-table row, read once at
+  /// the kernel's start; a K/V copy's page coordinates (row in the page,
+  /// page) per page the block covers; the copies of a paged K/V block.
+  bool hasKVCacheParams();
+  void emitKVCacheStart();
+  void prefetchPageCoords(AcquireOp op, RoleState &st);
+  SmallVector<std::pair<Value, Value>> pageCoordsOf(TmaLoadOp op,
+                                                    Value block);
+  void emitPagedKVCopies(TmaLoadOp op, RoleState &st, Value block, Value tmap,
+                         Value headCoord, Value stageBase, Value mbar,
+                         int64_t rows, int64_t cols);
   LogicalResult emitRole(RoleOp role);
   Value launchThreshold();
   LogicalResult emitRolesExclusive();

@@ -78,6 +78,7 @@ KernelEnv::KernelEnv(KernelOp kernel, const SmemLayout &layout,
     qGroup = int64_t(*g);
     tokensPerTile = blockM / qGroup;
   }
+  pageSize = int64_t(kernel.getPageSize().value_or(0));
 }
 
 LoweringBase::LoweringBase(KernelEnv &env)
@@ -93,7 +94,9 @@ LoweringBase::LoweringBase(KernelEnv &env)
       partnerRank(env.partnerRank), qGroup(env.qGroup),
       tokensPerTile(env.tokensPerTile), numQTiles(env.numQTiles),
       numSplits(env.numSplits), split(env.split), kvBegin(env.kvBegin),
-      kvCount(env.kvCount), kvEndKey(env.kvEndKey) {}
+      kvCount(env.kvCount), kvEndKey(env.kvEndKey), kvLen(env.kvLen),
+      pageSize(env.pageSize), tableRow(env.tableRow),
+      lastTableEntry(env.lastTableEntry) {}
 
 Value LoweringBase::hasRows(int64_t rowBegin) {
   if (qGroup)

@@ -48,10 +48,19 @@ enum Param : unsigned {
 /// workspace of the splits' partial O and LSE and the per-tile counters, or
 /// null when the launch uses one split.
 constexpr unsigned kWorkspace = kNumParams;
+/// Decode kernels with a KV cache option (ws.kernel per_seq_kv or
+/// page_size; ABI 4) take three more: the int32 KV lengths [batch] (or null
+/// without per_seq_kv), the int32 block table [batch, max_pages] (or null
+/// without page_size) and max_pages (i32).
+constexpr unsigned kSeqLensKV = kNumParams + 1;
+constexpr unsigned kBlockTable = kNumParams + 2;
+constexpr unsigned kMaxPages = kNumParams + 3;
+constexpr unsigned kNumKVCacheParams = 3;
 /// Kernels that store O with TMA (a ws.tma_store: sm_100a) take O's tensor
-/// map as parameter 15 (ABI 4); they have parameter 14 too (the workspace,
-/// null unless split_kv), so each index means one thing.
-constexpr unsigned kTmO = kWorkspace + 1;
+/// map as parameter 18 (ABI 4); they have parameters 14-17 too (the
+/// workspace and the KV cache's, null / 0 unless the kernel has those
+/// options), so each index means one thing.
+constexpr unsigned kTmO = kMaxPages + 1;
 
 constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
 constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.
@@ -125,6 +134,10 @@ struct RoleState {
   // V on demand): the voters' skipped blocks (loop-carried).
   bool countVotes = false;
   Value voteSkips;
+  /// Paged KV (ws.kernel page_size): the page coordinates of a K/V copy,
+  /// loaded from the block table before the load role waits for the stage
+  /// (emitAcquire), so the table read overlaps the wait; keyed by the copy.
+  llvm::DenseMap<Operation *, SmallVector<std::pair<Value, Value>>> pageCoords;
 
   /// The values a skipped block must leave untouched.
   SmallVector<Value> carried() { return {o, m[0], m[1], l[0], l[1]}; }
@@ -176,6 +189,14 @@ struct KernelEnv {
   /// past the split's last block (the next split's first) is fully masked,
   /// as a block past the sequence is.
   Value kvEndKey;
+  /// per_seq_kv: this CTA's sequence's KV length (i32, read once from the
+  /// lengths array); null: the launch's seqKV (parameter 7).
+  Value kvLen;
+  /// page_size: tokens per page (0: contiguous K/V), the i64 element offset
+  /// of this sequence's block-table row, and the last table entry it may
+  /// read (min(pages of its length, max_pages) - 1, at least 0).
+  int64_t pageSize = 0;
+  Value tableRow, lastTableEntry;
 };
 
 /// The helpers both the driver and a target lowering use; the members are
@@ -366,6 +387,13 @@ protected:
   Value &ctaRank, &partnerRank;
   int64_t &qGroup, &tokensPerTile;
   Value &numQTiles, &numSplits, &split, &kvBegin, &kvCount, &kvEndKey;
+  Value &kvLen;
+  int64_t &pageSize;
+  Value &tableRow, &lastTableEntry;
+
+  /// The KV length of this CTA's sequence: the per-sequence length with
+  /// per_seq_kv, else the launch's seqKV.
+  Value seqKVLen() { return kvLen ? kvLen : param(kSeqKV); }
 };
 
 } // namespace blasst::ws::lowering

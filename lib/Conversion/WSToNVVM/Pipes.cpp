@@ -24,6 +24,8 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
 
   OpBuilder::InsertionGuard guard(b);
   bool producer = isProducer(pipe, st);
+  // Paged K/V: the block-table reads before the wait (KVCache.cpp).
+  prefetchPageCoords(op, st);
   Value exists = blockExists(st, pipe, op.getAhead());
   // A consumer's look-ahead in the loop (block n+1, which is past the end
   // in the last iteration) needs no branch: past the end it waits for the
@@ -151,6 +153,15 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   Value stageBase =
       add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
   Value mbar = barrier(pipe, true, stage);
+  if (pageSize && op.getTensor() != Tensor::q) {
+    // Paged K/V: one copy per page the block covers (KVCache.cpp).
+    if (protocol.isMulticast(pipe) || rows != blockN)
+      return op.emitOpError() << "paged K/V copies need whole blocks of "
+                                 "block_n rows without multicast";
+    emitPagedKVCopies(op, st, blockOf(st, pipe, op.getAhead()), tmap,
+                      headCoord, stageBase, mbar, rows, cols);
+    return success();
+  }
   // kv_multicast: this CTA copies its half of the block's rows into both
   // CTAs of the pair (the same offsets; each full barrier expects the whole
   // tile, half from each producer).

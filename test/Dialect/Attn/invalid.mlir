@@ -164,3 +164,31 @@ func.func @fixed_above_cap() attributes {s = #attn.spec<sparsity = blasst(ln_lam
 func.func @bad_cap_key() attributes {s = #attn.spec<sparsity = blasst(a = 1.0,
   // expected-error @below {{blasst takes 'lambda_max' after its threshold, got 'cap'}}
   cap = 0.5)>} { return }
+
+// -----
+
+// expected-error @below {{invalid attention spec: kv_cache page size 48 is not supported: a power of two from 16 to 256}}
+func.func @bad_page() attributes {s = #attn.spec<phase = decode, kv_cache = paged(page = 48)>} { return }
+
+// -----
+
+// expected-error @below {{kv_cache page size 512 is not supported: a power of two from 16 to 256}}
+func.func @big_page() attributes {s = #attn.spec<phase = decode, kv_cache = paged(page = 512)>} { return }
+
+// -----
+
+func.func @bad_lengths() attributes {s = #attn.spec<phase = decode, kv_lengths =
+  // expected-error @below {{kv_lengths must be uniform or per_sequence}}
+  ragged>} { return }
+
+// -----
+
+func.func @bad_cache() attributes {s = #attn.spec<phase = decode, kv_cache =
+  // expected-error @below {{kv_cache must be contiguous or paged(page = <n>)}}
+  blocked>} { return }
+
+// -----
+
+func.func @bad_paged_key() attributes {s = #attn.spec<phase = decode, kv_cache = paged(
+  // expected-error @below {{paged takes 'page = <n>'}}
+  size = 64)>} { return }

@@ -48,3 +48,15 @@ func.func @decode(%q: memref<8x1x32x128xbf16>, %k: memref<8x?x8x128xbf16>, %v: m
 // CHECK-LABEL: func.func @capped
 // CHECK-SAME: sparsity = blasst(a = 2.560000e+02, lambda_max = 2.500000e-01)
 func.func @capped() attributes {s = #attn.spec<sparsity = blasst(a = 256.0, lambda_max = 0.25)>} { return }
+
+// -----
+
+// Decode KV caches: printed after stats, only when not the defaults; paged
+// K/V are [num_pages, page, kv_heads, head_dim] (their first dim is not
+// the batch).
+// CHECK-LABEL: func.func @paged
+// CHECK: phase = decode, {{.*}}stats = false, kv_lengths = per_sequence, kv_cache = paged(page = 64)>)
+func.func @paged(%q: memref<2x1x32x128xbf16>, %k: memref<100x64x8x128xbf16>, %v: memref<100x64x8x128xbf16>, %o: memref<2x1x32x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode, kv_cache = paged(page = 64), kv_lengths = per_sequence>) : memref<2x1x32x128xbf16>, memref<100x64x8x128xbf16>, memref<100x64x8x128xbf16>, memref<2x1x32x128xbf16>
+  return
+}

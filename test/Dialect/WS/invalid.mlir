@@ -1522,3 +1522,45 @@ ws.kernel @k target = sm_100a, block_m = 256, block_n = 128, spec = <head_dim = 
     }
   }
 }
+
+// -----
+
+// The decode KV caches: the kernel's record matches the spec, needs the
+// decode schedule, and a KV block is part of one page or whole pages.
+// expected-error @below {{'ws.kernel' op has per_seq_kv but the spec has kv_lengths = uniform}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 4 split_kv per_seq_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op the spec has kv_lengths = per_sequence but the kernel has no per_seq_kv}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode, kv_lengths = per_sequence> q_group = 4 split_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op page_size = 32 but the spec's kv_cache has page size 64 (0: contiguous)}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode, kv_cache = paged(page = 64)> q_group = 4 split_kv page_size = 32 {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op per_seq_kv needs split_kv (the decode schedule)}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode, kv_lengths = per_sequence> per_seq_kv {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op page_size = 64 and block_n = 48: one must divide the other (a KV block is part of one page or whole pages)}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 48, spec = <head_dim = 64, phase = decode, kv_cache = paged(page = 64)> q_group = 4 split_kv page_size = 64 {
+  ws.role @r load warps [0, 1) {
+  }
+}

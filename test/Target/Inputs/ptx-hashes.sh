@@ -75,6 +75,13 @@ variants() {
   done
   echo "decode_f16_hd128_q32kv8_ctrue|dtype=f16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|"
   echo "decode_bf16_hd128_q32kv8_splits4|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--kv-splits=4"
+  # Decode KV caches (issue 20 part 2): per-sequence lengths, paged caches
+  # (several pages per block, one, blocks inside a page), one length paged.
+  echo "decode_kv_perseq_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence|"
+  echo "decode_kv_paged16_hd128_q32kv8_cfalse|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_lengths=per_sequence kv_cache=paged:page=16|"
+  echo "decode_kv_paged64_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=64|"
+  echo "decode_kv_paged256_hd64_q32kv1_ctrue|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 causal=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=256|"
+  echo "decode_kv_paged64u_hd128_q32kv8_cfalse|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_cache=paged:page=64|"
   # The presets as shipped.
   for p in llama3-8b-prefill llama3-8b-prefill-blasst llama3-8b-decode mha-hd64-prefill mha-hd128-prefill; do
     echo "preset_${p}|preset=$p|"

@@ -3,31 +3,52 @@
 # fails on any ptxas error, register spill or serialised wgmma. seq_q (1 to
 # 8 new tokens) is a launch argument, not compiled in: one kernel per spec
 # serves seq_q 1/2/4/8. MHA (16/16), GQA (32/8, 16/4), MQA (8/1, 32/1) x
-# head_dim 64/128 x causal x bf16/f16, LSE on every other kernel.
+# head_dim 64/128 x causal x bf16/f16, LSE on every other kernel. Then the
+# KV caches (bf16): per-sequence lengths (GQA 32/8, MQA 32/1 x head_dim
+# 64/128 x causal) and paged caches of 16/64/256-token pages (x head_dim
+# 64/128 x {GQA 32/8 causal, MHA 16/16}), lengths per sequence.
 # Usage: ptxas-decode-matrix.sh BLASST_COMPILE OUTDIR [extra flags...]
 set -euo pipefail
 compile="$1"; out="$2"; shift 2; extra=("$@"); mkdir -p "$out"
 n=0
+build() { # name spec
+  local name="$1"
+  printf 'name=%s %s\n' "$name" "$2" >"$out/$name.in.spec"
+  log=$("$compile" --spec "$out/$name.in.spec" --target sm_90a --emit cubin \
+        -o "$out/$name" -v "${extra[@]}" 2>&1) || { echo "FAIL $name"; echo "$log"; exit 1; }
+  if ! grep -q "0 bytes spill stores, 0 bytes spill loads" <<<"$log"; then
+    echo "SPILL $name"; echo "$log"; exit 1
+  fi
+  if grep -q "Potential Performance Loss" <<<"$log"; then
+    echo "SERIALIZED $name"; echo "$log"; exit 1
+  fi
+  n=$((n + 1))
+}
 for dtype in bf16 f16; do
   for hd in 64 128; do
     for heads in "16 16" "32 8" "16 4" "8 1" "32 1"; do
       for causal in false true; do
         read -r qh kvh <<<"$heads"
         lse=$([[ $(( n % 2 )) -eq 0 ]] && echo true || echo false)
-        name="decode_${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"
-        printf 'name=%s dtype=%s head_dim=%s q_heads=%s kv_heads=%s causal=%s lse=%s phase=decode\n' \
-          "$name" "$dtype" "$hd" "$qh" "$kvh" "$causal" "$lse" >"$out/$name.in.spec"
-        log=$("$compile" --spec "$out/$name.in.spec" --target sm_90a --emit cubin \
-              -o "$out/$name" -v "${extra[@]}" 2>&1) || { echo "FAIL $name"; echo "$log"; exit 1; }
-        if ! grep -q "0 bytes spill stores, 0 bytes spill loads" <<<"$log"; then
-          echo "SPILL $name"; echo "$log"; exit 1
-        fi
-        if grep -q "Potential Performance Loss" <<<"$log"; then
-          echo "SERIALIZED $name"; echo "$log"; exit 1
-        fi
-        n=$((n + 1))
+        build "decode_${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}" \
+          "dtype=$dtype head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=$lse phase=decode"
       done
     done
+  done
+done
+for hd in 64 128; do
+  for heads in "32 8" "32 1"; do
+    read -r qh kvh <<<"$heads"
+    for causal in false true; do
+      build "decode_kv_perseq_hd${hd}_q${qh}kv${kvh}_causal${causal}" \
+        "dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode kv_lengths=per_sequence"
+    done
+  done
+  for page in 16 64 256; do
+    build "decode_kv_paged${page}_hd${hd}_q32kv8_causal" \
+      "dtype=bf16 head_dim=$hd q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=$page"
+    build "decode_kv_paged${page}_hd${hd}_q16kv16" \
+      "dtype=bf16 head_dim=$hd q_heads=16 kv_heads=16 causal=false phase=decode kv_lengths=per_sequence kv_cache=paged:page=$page"
   done
 done
 echo "assembled $n sm_90a decode kernels, no spills"

@@ -68,7 +68,7 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
   }
   Value keyBlock = mul(absBlock(block), c32(blockN));
   Value keyBase = add(keyBlock, colInBlock);
-  Value seqKV = param(kSeqKV);
+  Value seqKV = seqKVLen();
   // Causal (bottom-right): key <= row + seqKV - seqQ.
   Value diag = sub(seqKV, param(kSeqQ));
   Value negInf = cf(-INFINITY);

@@ -62,6 +62,8 @@ AttentionSpec SpecAttr::toSpec() const {
     s.sparsity.lambdaMax = getLambdaMax().getValueAsDouble();
   s.lse = getLse();
   s.stats = getStats();
+  s.kvPerSequence = getKvPerSequence();
+  s.kvPageSize = int(getKvPageSize());
   return s;
 }
 
@@ -77,7 +79,7 @@ SpecAttr SpecAttr::fromSpec(MLIRContext *ctx, const AttentionSpec &s) {
   return SpecAttr::get(ctx, getElementType(ctx, s.dtype), s.headDim, s.headDimV,
                        s.numQHeads, s.numKVHeads, s.causal, s.phase, scale,
                        s.sparsity.kind, sparsityValue, lambdaMax, s.lse,
-                       s.stats);
+                       s.stats, s.kvPerSequence, s.kvPageSize);
 }
 
 LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -85,7 +87,8 @@ LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t qHeads, int64_t kvHeads, bool causal,
                                Phase phase, FloatAttr softmaxScale,
                                SparsityKind sparsity, FloatAttr sparsityValue,
-                               FloatAttr lambdaMax, bool lse, bool stats) {
+                               FloatAttr lambdaMax, bool lse, bool stats,
+                               bool kvPerSequence, int64_t kvPageSize) {
   if (!isa<BFloat16Type, Float16Type>(dtype))
     return emitError() << "attention dtype must be bf16 or f16, got " << dtype;
   auto fits = [](int64_t v) { return v > 0 && v <= (1 << 20); };
@@ -111,6 +114,11 @@ LogicalResult SpecAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     s.sparsity.lambdaMax = lambdaMax.getValueAsDouble();
   s.lse = lse;
   s.stats = stats;
+  if (kvPageSize < 0 || kvPageSize > (1 << 20))
+    return emitError() << "kv_cache page size must be positive, got "
+                       << kvPageSize;
+  s.kvPerSequence = kvPerSequence;
+  s.kvPageSize = int(kvPageSize);
   std::string reason = s.validate();
   if (!reason.empty())
     return emitError() << "invalid attention spec: " << reason;
@@ -212,6 +220,39 @@ struct SpecParser {
       spec.phase = *ph;
       return success();
     }
+    if (key == "kv_lengths") {
+      SMLoc loc = p.getCurrentLocation();
+      StringRef kw;
+      if (p.parseKeyword(&kw))
+        return failure();
+      if (kw != "uniform" && kw != "per_sequence")
+        return p.emitError(loc) << "kv_lengths must be uniform or per_sequence";
+      spec.kvPerSequence = kw == "per_sequence";
+      return success();
+    }
+    if (key == "kv_cache") {
+      SMLoc loc = p.getCurrentLocation();
+      StringRef kw;
+      if (p.parseKeyword(&kw))
+        return failure();
+      if (kw == "contiguous") {
+        spec.kvPageSize = 0;
+        return success();
+      }
+      if (kw != "paged")
+        return p.emitError(loc)
+               << "kv_cache must be contiguous or paged(page = <n>)";
+      StringRef param;
+      SMLoc paramLoc;
+      if (p.parseLParen())
+        return failure();
+      paramLoc = p.getCurrentLocation();
+      if (p.parseKeyword(&param) || param != "page")
+        return p.emitError(paramLoc) << "paged takes 'page = <n>'";
+      if (p.parseEqual() || parseInt(key, spec.kvPageSize))
+        return failure();
+      return p.parseRParen();
+    }
     if (key == "softmax_scale") {
       if (succeeded(p.parseOptionalKeyword("default"))) {
         spec.softmaxScale.reset();
@@ -265,7 +306,8 @@ struct SpecParser {
     return p.emitError(keyLoc)
            << "unknown spec key '" << key
            << "' (known: preset, dtype, head_dim, head_dim_v, q_heads, "
-              "kv_heads, causal, phase, softmax_scale, sparsity, lse, stats)";
+              "kv_heads, causal, phase, softmax_scale, sparsity, lse, stats, "
+              "kv_lengths, kv_cache)";
   }
 };
 } // namespace
@@ -337,7 +379,12 @@ void SpecAttr::print(AsmPrinter &p) const {
     break;
   }
   p << ", lse = " << (s.lse ? "true" : "false")
-    << ", stats = " << (s.stats ? "true" : "false") << ">";
+    << ", stats = " << (s.stats ? "true" : "false");
+  if (s.kvPerSequence)
+    p << ", kv_lengths = per_sequence";
+  if (s.kvPageSize)
+    p << ", kv_cache = paged(page = " << s.kvPageSize << ")";
+  p << ">";
 }
 
 //===----------------------------------------------------------------------===//
@@ -385,17 +432,25 @@ LogicalResult AttentionOp::verify() {
   Type et = getSpec().getDtype();
   Operation *op = getOperation();
   StringRef bshd[] = {"batch", "seq", "heads", "dim"};
+  // A paged cache: K and V are the page pool [num_pages, page, heads, dim]
+  // (the block table and the per-sequence lengths are launch arguments).
+  StringRef pages[] = {"num_pages", "page", "heads", "dim"};
+  ArrayRef<StringRef> kvDims = s.paged() ? ArrayRef<StringRef>(pages) : bshd;
+  int64_t kvSeq = s.paged() ? s.kvPageSize : -1;
   if (failed(checkShape(op, "Q", getQ().getType(), et,
                         {-1, -1, s.numQHeads, s.headDim}, bshd)) ||
       failed(checkShape(op, "K", getK().getType(), et,
-                        {-1, -1, s.numKVHeads, s.headDim}, bshd)) ||
+                        {-1, kvSeq, s.numKVHeads, s.headDim}, kvDims)) ||
       failed(checkShape(op, "V", getV().getType(), et,
-                        {-1, -1, s.numKVHeads, s.headDimV}, bshd)) ||
+                        {-1, kvSeq, s.numKVHeads, s.headDimV}, kvDims)) ||
       failed(checkShape(op, "O", getO().getType(), et,
                         {-1, -1, s.numQHeads, s.headDimV}, bshd)))
     return failure();
-  if (failed(checkSameDim(op, getQ(), "Q", getK(), "K", 0, 0, "batch")) ||
-      failed(checkSameDim(op, getQ(), "Q", getV(), "V", 0, 0, "batch")) ||
+  if ((!s.paged() &&
+       (failed(checkSameDim(op, getQ(), "Q", getK(), "K", 0, 0, "batch")) ||
+        failed(checkSameDim(op, getQ(), "Q", getV(), "V", 0, 0, "batch")))) ||
+      (s.paged() && failed(checkSameDim(op, getK(), "K", getV(), "V", 0, 0,
+                                        "num_pages"))) ||
       failed(checkSameDim(op, getQ(), "Q", getO(), "O", 0, 0, "batch")) ||
       failed(checkSameDim(op, getQ(), "Q", getO(), "O", 1, 1, "seq")) ||
       failed(checkSameDim(op, getK(), "K", getV(), "V", 1, 1, "seq")))

@@ -160,6 +160,30 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "q_group cannot be combined with persistent or "
                               "kv_multicast";
   }
+  // The decode KV caches: the record of the spec's choice, read by the
+  // lowering.
+  AttentionSpec kernelSpec = getSpec().toSpec();
+  if (getPerSeqKv() != kernelSpec.kvPerSequence)
+    return emitOpError() << (getPerSeqKv() ? "has per_seq_kv but the spec has "
+                                             "kv_lengths = uniform"
+                                           : "the spec has kv_lengths = "
+                                             "per_sequence but the kernel has "
+                                             "no per_seq_kv");
+  if (int64_t(getPageSize().value_or(0)) != kernelSpec.kvPageSize)
+    return emitOpError() << "page_size = " << getPageSize().value_or(0)
+                         << " but the spec's kv_cache has page size "
+                         << kernelSpec.kvPageSize << " (0: contiguous)";
+  if ((getPerSeqKv() || getPageSize()) && !getSplitKv())
+    return emitOpError() << (getPerSeqKv() ? "per_seq_kv" : "page_size")
+                         << " needs split_kv (the decode schedule)";
+  if (std::optional<uint64_t> page = getPageSize()) {
+    int64_t p = int64_t(*page), n = getBlockN();
+    if (p % n && n % p)
+      return emitOpError() << "page_size = " << p << " and block_n = " << n
+                           << ": one must divide the other (a KV block is "
+                              "part of one page or whole pages)";
+  }
+
   if (getSplitKv()) {
     if (getTarget() != Target::sm_90a)
       return emitOpError() << "split_kv is implemented for sm_90a only";
@@ -172,7 +196,6 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "split_kv needs exactly one compute role (the "
                               "last split's merge runs in it)";
   }
-
   // Warp ranges are disjoint.
   for (auto [i, a] : llvm::enumerate(roles))
     for (RoleOp b : llvm::drop_begin(roles, i + 1))

@@ -98,6 +98,14 @@ Status validateArgsForKernel(const AttentionArgs &args, const KernelInfo &info,
                              const AttentionSpec &spec,
                              const std::string &kernelName);
 
+/// The KV cache arguments against the spec (part of validateArgsForKernel):
+/// seqLensKV given iff kv_lengths = per_sequence (4-byte aligned); for a
+/// paged kv_cache a 4-byte aligned blockTable, maxPages and numPages in
+/// 1..2^31-1 and seqKV (the lengths' bound) <= maxPages x page; for a
+/// contiguous one none of them.
+Status validateKVCacheArgs(const AttentionArgs &args,
+                           const AttentionSpec &spec);
+
 /// log2Threshold (ABI parameter 12) implied by the spec's sparsity policy:
 /// ln_lambda * log2(e) for `blasst:ln_lambda=`, log2(a) for `blasst:a=`
 /// (the kernel subtracts log2(seqKV) itself), 0 for dense kernels (which
@@ -116,7 +124,7 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 /// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
 /// keeps the descriptors aligned, also on the heap).
 struct AttentionLaunch {
-  static constexpr int kNumParams = 16;
+  static constexpr int kNumParams = 19;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -131,7 +139,10 @@ struct AttentionLaunch {
   float log2Threshold = 0;                          // 12
   uint64_t log2ThresholdPtr = 0;                    // 13 device pointer or 0
   uint64_t workspace = 0;                           // 14 decode: or 0
-  CUtensorMap tmO;                                  // 15 o_tensor_map only
+  uint64_t seqLensKV = 0;  // 15 per_seq_kv / page_size kernels: or 0
+  uint64_t blockTable = 0; // 16 paged: or 0
+  int32_t maxPages = 0;    // 17 paged: block table columns
+  CUtensorMap tmO;                                  // 18 o_tensor_map only
   /// Decode kernels: the KV splits of this launch (1 for other kernels).
   int kvSplits = 1;
 

@@ -36,7 +36,19 @@
 //                 the first launch (the kernel leaves them zero), and one
 //                 workspace serves one launch at a time. Kernels with
 //                 o_tensor_map = 1 have it too (null unless split_kv = 1).
-//   15 tmO    kernels with .meta o_tensor_map = 1 only (sm_100a; ABI 4):
+//   15 seqLensKV  decode kernels with a KV cache option (.meta per_seq_kv
+//                 = 1 or page_size = P; ABI 4): pointer to int32 [batch],
+//                 each sequence's KV length (0 allowed: O = 0, LSE = -inf),
+//                 or null when the kernel is not per_seq_kv (seqKV, 7, is
+//                 then every sequence's length; with per_seq_kv it is an
+//                 upper bound the host uses for the split count).
+//   16 blockTable pointer to int32 [batch, maxPages]: the pages of each
+//                 sequence (paged kernels), or null.
+//   17 maxPages   int32, the block table's columns (>= 1 when paged). The
+//                 caller guarantees lengths <= maxPages x P; the kernel
+//                 clamps its table reads to the row.
+//                 Kernels with o_tensor_map = 1 have 15-17 too (null / 0).
+//   18 tmO    kernels with .meta o_tensor_map = 1 only (sm_100a; ABI 4):
 //             O's CUtensorMap by value, like Q's but over (head_dim_v,
 //             q_heads, seqQ) with O's strides and a box of
 //             {64, 1, block_m / q_tiles, 1}, swizzle 128B. The epilogue
@@ -44,6 +56,8 @@
 //             128B-swizzled staging tile; the TMA unit writes no element
 //             outside the tensor, so rows at or past seqQ are never written.
 //             Other kernels write O through parameter 3 and the strides.
+//   (Kernels without these options keep 14 or 15 parameters: their PTX is
+//   unchanged.)
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
@@ -63,6 +77,10 @@
 // Kernels with q_tiles = T > 1 (sm_100a: 2 tiles of 128 rows) load their
 // block_m query rows as T boxes of block_m / T rows each.
 //
+// Paged K/V (.meta page_size = P): K and V are [num_pages, P, H, D]; their
+// maps are dims {D, H, P, num_pages}, box {64, 1, min(block_n, P), 1}; a
+// block of block_n > P keys is block_n / P copies, one per page.
+//
 // Launch: grid (ceil(seqQ / blockM), q_heads, batch), block (threads, 1, 1),
 // dynamic shared memory `smemBytes` (raise the function's limit first), no
 // cluster. Causal masking is bottom-right aligned (query i sees keys
@@ -79,7 +97,9 @@ namespace blasst::rt {
 
 /// 2: parameter 13 (the threshold in device memory) added.
 /// 3: decode kernels (split_kv) take parameter 14, the workspace.
-/// 4: o_tensor_map kernels (sm_100a) take parameter 15, O's tensor map;
+/// 4: decode kernels with per-sequence KV lengths or a paged KV cache take
+///    parameters 15-17 (.meta per_seq_kv, page_size).
+///    o_tensor_map kernels (sm_100a) take parameter 18, O's tensor map;
 ///    q_tiles sets the Q box rows (sm_100a kernels of ABI 3 were given a
 ///    Q box of block_m rows, twice their Q tile).
 constexpr int kKernelABIVersion = 4;
@@ -118,8 +138,12 @@ struct KernelInfo {
   /// rows (sm_100a: 2); 1 for other kernels.
   int qTiles = 1;
   /// 1: the kernel stores O with TMA and takes O's tensor map (parameter
-  /// 15, and 14); 0: it writes O through the pointer and strides.
+  /// 18, and 14-17); 0: it writes O through the pointer and strides.
   int oTensorMap = 0;
+  /// 1: the kernel reads per-sequence KV lengths (parameter 15).
+  int perSeqKV = 0;
+  /// Tokens per page of a paged K/V cache (parameters 16, 17); 0: contiguous.
+  int pageSize = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

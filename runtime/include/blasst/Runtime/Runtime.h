@@ -418,6 +418,24 @@ struct AttentionArgs {
   /// at launch).
   int kvSplits = 0;
 
+  /// Decode KV caches (the spec's kv_lengths and kv_cache; kernel
+  /// parameters 15-17). seqLensKV: int32 [batch] in device memory, each
+  /// sequence's KV length (0 allowed), for kv_lengths = per_sequence
+  /// kernels; seqKV is then an upper bound of them (it sizes the splits and,
+  /// for a contiguous cache, K and V's seq dimension). blockTable: int32
+  /// [batch, maxPages] page indices for a paged kv_cache; K and V are then
+  /// [numPages, page, kv_heads, head_dim] (kStrides/vStrides: batch = the
+  /// page stride, seq = the token stride). The caller guarantees every
+  /// length <= maxPages * page (the kernel clamps its table reads to the
+  /// row; the host checks seqKV, the runtime cannot read device lengths),
+  /// table entries in [0, numPages) (others read as zeros), and finite K/V
+  /// values at the positions past each length inside its last page or its
+  /// contiguous rows (their weight is exactly 0, but 0 x NaN is NaN).
+  uint64_t seqLensKV = 0;
+  uint64_t blockTable = 0;
+  int64_t maxPages = 0;
+  int64_t numPages = 0;
+
   BSHDStrides qStrides, kStrides, vStrides, oStrides;
 
   /// Fills all four stride sets for densely packed tensors.

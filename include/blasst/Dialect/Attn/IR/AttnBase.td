@@ -46,6 +46,13 @@ def Attn_SpecAttr : Attn_Attr<"Spec", "spec"> {
     may add `lambda_max = <float>` (in (0, 1], default 1), the cap on the
     effective lambda the kernel applies per sequence.
     `softmax_scale` defaults to 1/sqrt(head_dim).
+
+    Decode KV caches (printed only when not the default):
+    `kv_lengths = per_sequence` (every sequence of the batch has its own KV
+    length, an int32 device array; default `uniform`) and
+    `kv_cache = paged(page = <n>)` (K and V are pages of n tokens, a power of
+    two from 16 to 256, named by an int32 block table; default
+    `contiguous`).
   }];
   let parameters = (ins
     "::mlir::Type":$dtype,
@@ -60,7 +67,9 @@ def Attn_SpecAttr : Attn_Attr<"Spec", "spec"> {
     OptionalParameter<"::mlir::FloatAttr">:$sparsityValue,
     OptionalParameter<"::mlir::FloatAttr">:$lambdaMax,
     "bool":$lse,
-    "bool":$stats
+    "bool":$stats,
+    DefaultValuedParameter<"bool", "false">:$kvPerSequence,
+    DefaultValuedParameter<"int64_t", "0">:$kvPageSize
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

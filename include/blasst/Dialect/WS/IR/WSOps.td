@@ -112,6 +112,15 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     LSE into O (a counter per tile in the workspace, reset by that CTA).
     One split (workspace null) writes O directly.
 
+    With `per_seq_kv` (decode, the spec's `kv_lengths = per_sequence`) a CTA
+    reads its sequence's KV length from an int32 array [batch] (kernel
+    parameter 15) instead of the launch's seq_kv: its block count, the tail
+    mask, the causal diagonal and its splits follow that length. With
+    `page_size = P` (decode, the spec's paged `kv_cache`) K and V are pages
+    of P tokens and the load role takes each KV block's page from the block
+    table (parameters 16 and 17); a block of block_n > P keys is block_n / P
+    copies. Both need `split_kv`.
+
     `schedule` records the schedule `convert-attn-to-ws` resolved (every
     knob with its value, defaults included): what was asked for, for
     `--summary` and for reading the IR. The lowering reads the structure
@@ -122,6 +131,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        Attn_SpecAttr:$spec, UnitAttr:$persistent,
                        UnitAttr:$kv_multicast, UnitAttr:$reverse_tiles,
                        OptionalAttr<I64Attr>:$q_group, UnitAttr:$split_kv,
+                       UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<DictionaryAttr>:$schedule);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
@@ -130,6 +140,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
     (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)?
+    (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
     (`schedule` $schedule^)?
     attr-dict-with-keyword $body
   }];
