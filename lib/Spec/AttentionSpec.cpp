@@ -791,8 +791,6 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
     return std::string("head_dim 256 is not supported on ") + targetName +
            ": tensor memory holds at most 512 columns: S/P (2x128) + O "
            "(2x256) exceed it";
-  if (spec.phase == Phase::Decode && !spec.sparsity.isDense())
-    return "BLASST decode (skipping V loads) is not implemented yet";
   if (spec.phase == Phase::Decode) {
     // The decode schedule (q heads of a KV head packed into one 64-row
     // tile, split KV) exists for sm_90a at head_dim 64 and 128.
