@@ -13,8 +13,11 @@
 # of the blocks skipped (same inputs, same split count); then a summary
 # (speedup, skip rate, byte bound 2 / (2 - skip)) in $OUT/summary.txt.
 # Usage: run-decode-blasst.sh [KDIR] [OUT]  (KDIR default .device/decode).
-# Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; HDS="128" halves the
-# check matrix; SHAPES: "batch seq_kv:dials,..." (default below: dials that
+# Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; within CHECKS,
+# MATRIX=0 leaves out the matrix and SPLITS=0 the split / a= / 1000-launch
+# runs; HDS="128" halves the matrix (each part should fit a 10-minute device
+# command: HDS=64 SPLITS=0, HDS=128 SPLITS=0, MATRIX=0 with the sanitizers,
+# the benchmark alone); SHAPES: "batch seq_kv:dials,..." (default below: dials that
 # give ~0 / ~70 / ~87.5% skipped in the CPU model at each shape; batch 1
 # needs higher dials: its 16 splits each keep their leading cold blocks
 # until a hot block raises the split's fresh running max).
@@ -34,6 +37,7 @@ run() { local name="$1"; shift; runs=$((runs + 1))
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== BLASST decode vs the CPU skipping model (every element, stats) ==="
   for hd in ${HDS:-64 128}; do
+    [[ ${MATRIX:-1} == 1 ]] || break
     for heads in "16 16" "32 8" "8 1" "32 1"; do
       read -r qh kvh <<<"$heads"
       ks=(--kernel "$K/bdec_hd${hd}_q${qh}kv${kvh}_cfalse" --kernel "$K/bdec_hd${hd}_q${qh}kv${kvh}_ctrue")
@@ -54,6 +58,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
   # Split boundaries: each split's first block is kept and its running max
   # starts fresh; the model takes the launch's split count.
   for k in bdec_hd128_q32kv8 bdec_hd64_q32kv1 bdec_hd128_q16kv16; do
+    [[ ${SPLITS:-1} == 1 ]] || break
     ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
     for sq in 1 8; do
       for shape in "1 129" "8 3001" "2 40000"; do
@@ -69,11 +74,13 @@ if [[ ${CHECKS:-1} == 1 ]]; then
   # a= policy: T = log2 a - log2 L_kv (capped at lambda_max = 1), computed
   # in the kernel from the sequence length.
   for skv in 100 5000 40000; do
+    [[ ${SPLITS:-1} == 1 ]] || break
     run "chk_a_kv$skv" --kernel "$K/bdec_a_hd128_q32kv8_ctrue" --batch 4 --seq-q 4 \
       --seq-kv "$skv" --stats --warmup 0 --iters 1
   done
-  run chk_1000launch --kernel "$K/bdec_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 \
-    --seq-kv 4099 --dial 0.7 --stats --warmup 0 --iters 1 --repeat-launches 1000
+  [[ ${SPLITS:-1} == 1 ]] &&
+    run chk_1000launch --kernel "$K/bdec_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 \
+      --seq-kv 4099 --dial 0.7 --stats --warmup 0 --iters 1 --repeat-launches 1000
   echo "checks: $runs runs, $fails failed"
 fi
 if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
