@@ -98,16 +98,15 @@ int64_t blasst::ref::decodeTileKVBlocks(const Shape &s, const SkipConfig &c,
                                         int64_t tile) {
   int64_t n = ceilDiv(s.seqKV, c.blockN);
   if (s.causal) {
-    int64_t limit = std::max<int64_t>(
-        0, (tile + 1) * (c.blockM / c.qGroup) + s.seqKV - s.seqQ);
+    int64_t limit = std::max<int64_t>(0, (tile + 1) * (c.blockM / c.qGroup) +
+                                             s.seqKV - s.seqQ);
     n = std::min(n, ceilDiv(limit, c.blockN));
   }
   return n;
 }
 
-std::pair<int64_t, int64_t> blasst::ref::decodeSplitBlocks(int64_t blocks,
-                                                           int64_t splits,
-                                                           int64_t split) {
+std::pair<int64_t, int64_t>
+blasst::ref::decodeSplitBlocks(int64_t blocks, int64_t splits, int64_t split) {
   int64_t per = ceilDiv(blocks, splits);
   int64_t begin = std::min(split * per, blocks);
   return {begin, std::min(blocks - begin, per)};
@@ -118,8 +117,7 @@ std::pair<int64_t, int64_t> blasst::ref::decodeSplitBlocks(int64_t blocks,
 /// seqQ times the qGroup q heads; each split votes with its own running max.
 static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
                             const float *k, const Strides &ks, const float *v,
-                            const Strides &vs,
-                            const std::vector<int64_t> &rows,
+                            const Strides &vs, const std::vector<int64_t> &rows,
                             const SkipConfig &c, unsigned threads,
                             SkipModel *out, Reference *dense) {
   const int64_t D = s.headDim, Dv = s.headDimV, G = c.qGroup;
@@ -861,8 +859,8 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
           int64_t nB = std::min(decodeTileKVBlocks(s, c, t), dial.kvBlocks);
           walked += double(nB);
           for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
-            auto [begin, count] = decodeSplitBlocks(
-                nB, std::max<int64_t>(c.kvSplits, 1), sp);
+            auto [begin, count] =
+                decodeSplitBlocks(nB, std::max<int64_t>(c.kvSplits, 1), sp);
             for (int64_t n = begin + 1; n < begin + count; ++n)
               cold += dial.isCold(b, kh, n);
           }

@@ -495,10 +495,9 @@ TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
   AttentionSpec decode = sampleSpec();
   decode.phase = Phase::Decode;
   decode.headDim = decode.headDimV = 256;
-  EXPECT_TRUE(
-      failsWith(AttentionKernel::load(none, image, sizeof(image), sampleInfo(),
-                                      decode, &kernel),
-                "head_dim 256 is not supported with phase = decode"));
+  EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
+                                              sampleInfo(), decode, &kernel),
+                        "head_dim 256 is not supported with phase = decode"));
   KernelInfo blackwell = sampleInfo();
   blackwell.target = "sm_100a";
   AttentionSpec hd256 = sampleSpec();

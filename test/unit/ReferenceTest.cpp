@@ -1451,15 +1451,14 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
     int64_t seqQ, seqKV, qHeads, kvHeads, splits;
     bool causal;
   };
-  const Case cases[] = {{1, 700, 8, 2, 1, false},  {3, 700, 8, 2, 3, true},
-                        {8, 513, 32, 8, 4, true},  {2, 300, 32, 1, 4, false},
-                        {8, 300, 64, 1, 2, true},  {4, 640, 4, 4, 5, false}};
+  const Case cases[] = {{1, 700, 8, 2, 1, false}, {3, 700, 8, 2, 3, true},
+                        {8, 513, 32, 8, 4, true}, {2, 300, 32, 1, 4, false},
+                        {8, 300, 64, 1, 2, true}, {4, 640, 4, 4, 5, false}};
   for (const Case &c : cases) {
-    SCOPED_TRACE("seqQ " + std::to_string(c.seqQ) + " seqKV " +
-                 std::to_string(c.seqKV) + " heads " +
-                 std::to_string(c.qHeads) + "/" + std::to_string(c.kvHeads) +
-                 " splits " + std::to_string(c.splits) +
-                 (c.causal ? " causal" : ""));
+    SCOPED_TRACE(
+        "seqQ " + std::to_string(c.seqQ) + " seqKV " + std::to_string(c.seqKV) +
+        " heads " + std::to_string(c.qHeads) + "/" + std::to_string(c.kvHeads) +
+        " splits " + std::to_string(c.splits) + (c.causal ? " causal" : ""));
     Shape s = makeShape(2, c.seqQ, c.seqKV, c.qHeads, c.kvHeads, 64, 64,
                         c.causal, 0.125);
     DialConfig dc;
@@ -1516,15 +1515,17 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
           int64_t per = (nB + c.splits - 1) / c.splits;
           for (int64_t sp = 0; sp < c.splits; ++sp) {
             int64_t b0 = std::min(sp * per, nB), b1 = std::min(b0 + per, nB);
-            std::vector<long double> run(size_t(64),
-                                         -std::numeric_limits<long double>::infinity());
+            std::vector<long double> run(
+                size_t(64), -std::numeric_limits<long double>::infinity());
             for (int64_t n = b0; n < b1; ++n) {
               bool skip = n != b0;
               std::vector<long double> mb(size_t(64));
-              for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ); ++i)
+              for (int64_t i = t * tokens;
+                   i < std::min((t + 1) * tokens, c.seqQ); ++i)
                 for (int64_t g = 0; g < G; ++g) {
                   size_t r = size_t((i - t * tokens) * G + g);
-                  long double mx = -std::numeric_limits<long double>::infinity();
+                  long double mx =
+                      -std::numeric_limits<long double>::infinity();
                   for (int64_t j = n * 32; j < n * 32 + 32; ++j)
                     mx = std::max(mx, score(i, kh * G + g, j));
                   mb[r] = mx * (long double)kLog2E;
@@ -1551,7 +1552,8 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
             }
           }
           // O over the kept keys, per token and head of the tile.
-          for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ); ++i)
+          for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ);
+               ++i)
             for (int64_t g = 0; g < G; ++g) {
               int64_t h = kh * G + g;
               long double mx = -std::numeric_limits<long double>::infinity();
@@ -1561,7 +1563,8 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
               size_t idx = model.out.index(s, b, h, size_t(i));
               for (int64_t d = 0; d < 64; ++d) {
                 long double num = 0, den = 0;
-                for (int64_t j = 0; j < std::min(s.visibleKeys(i), nB * 32); ++j)
+                for (int64_t j = 0; j < std::min(s.visibleKeys(i), nB * 32);
+                     ++j)
                   if (keepBlock[size_t(j / 32)]) {
                     long double p = std::exp(score(i, h, j) - mx);
                     den += p;
@@ -1569,8 +1572,9 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
                                            kh * in.vs.head + d)];
                   }
                 maxErr = std::max(
-                    maxErr, double(std::fabs(num / den -
-                                             model.out.o[idx * 64 + size_t(d)])));
+                    maxErr,
+                    double(std::fabs(num / den -
+                                     model.out.o[idx * 64 + size_t(d)])));
               }
             }
         }
@@ -1582,8 +1586,9 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
       EXPECT_LE(std::llabs(model.skipped[i] - skipped[i]), model.borderline[i]);
     if (model.totalBorderline == 0)
       EXPECT_LE(maxErr, 1e-9);
-    EXPECT_EQ(model.totalVisited, int64_t(std::accumulate(
-                                      visited.begin(), visited.end(), int64_t(0))));
+    EXPECT_EQ(
+        model.totalVisited,
+        int64_t(std::accumulate(visited.begin(), visited.end(), int64_t(0))));
     // The dense output alongside equals the reference.
     Reference ref;
     referenceOf(in, all, 2, &ref);

@@ -871,8 +871,9 @@ void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
     r.emptyGroups = toString(skipCfg->emptyGroup);
     std::string groups =
         skipCfg->qGroup
-            ? "per tile (" + std::to_string(skipCfg->blockM) + " packed rows: " +
-                  std::to_string(skipCfg->qGroup) + " q heads x " +
+            ? "per tile (" + std::to_string(skipCfg->blockM) +
+                  " packed rows: " + std::to_string(skipCfg->qGroup) +
+                  " q heads x " +
                   std::to_string(skipCfg->blockM / skipCfg->qGroup) +
                   " tokens; each KV split's first block kept)"
             : "with " + std::to_string(skipCfg->groupRows) + "-row groups";

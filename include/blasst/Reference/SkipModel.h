@@ -46,8 +46,8 @@
 
 #include <cstdint>
 #include <limits>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace blasst::ref {
@@ -161,9 +161,10 @@ std::pair<int64_t, int64_t> decodeSplitBlocks(int64_t blocks, int64_t splits,
 /// kept keys for `rows`. Decode (config.qGroup > 0): CTA = query tile,
 /// one group, n = the tile's (absolute) KV block; every q head of a tile
 /// gets the tile's decisions, and per (b, h) visited / skipped count the
-/// blocks of every tile (each split its own), as the kernel's counters. When `dense` is non-null it also gets the dense
-/// reference for `rows` from the same scores (same as referenceAttention).
-/// Multithreaded over (b, h, CTA); results do not depend on `threads`.
+/// blocks of every tile (each split its own), as the kernel's counters. When
+/// `dense` is non-null it also gets the dense reference for `rows` from the
+/// same scores (same as referenceAttention). Multithreaded over (b, h, CTA);
+/// results do not depend on `threads`.
 void skipModelAttention(const Shape &shape, const float *q, const Strides &qs,
                         const float *k, const Strides &ks, const float *v,
                         const Strides &vs, const std::vector<int64_t> &rows,

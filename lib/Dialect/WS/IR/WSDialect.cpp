@@ -580,8 +580,7 @@ static LogicalResult verifyPipeAhead(Operation *op,
   }
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
     if (isa<KVLoopOp>(prev))
-      return op->emitOpError()
-             << "ahead after the kv_loop is not meaningful";
+      return op->emitOpError() << "ahead after the kv_loop is not meaningful";
   if (k < 0 || k >= depth)
     return op->emitOpError()
            << "before the kv_loop ahead = k works on block k and must be in "

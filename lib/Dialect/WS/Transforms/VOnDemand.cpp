@@ -137,8 +137,8 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     auto kPipe = cast<PipeOp>(
         SymbolTable::lookupSymbolIn(kernel, k->load.getPipeAttr().getAttr()));
     int64_t depth = int64_t(kPipe.getDepth());
-    int64_t ahead = kAhead ? int64_t(kAhead)
-                           : (kernel.getQGroup() ? depth : int64_t(1));
+    int64_t ahead =
+        kAhead ? int64_t(kAhead) : (kernel.getQGroup() ? depth : int64_t(1));
     if (ahead < 1 || ahead > depth)
       return kernel.emitOpError()
              << "blasst-v-on-demand: k-ahead must be in [1, " << depth
