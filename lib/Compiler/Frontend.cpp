@@ -343,6 +343,15 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
       os << ", and its V tile is not copied (V on demand) unless it follows "
          << *speculate << " kept block" << (*speculate == 1 ? "" : "s")
          << " (copied before the votes)";
+    // How far the load role streams K ahead of the V copies (decode: the
+    // K ring's depth).
+    int64_t kAhead = 0;
+    kernel.walk([&](ws::TmaLoadOp l) {
+      if (l.getTensor() == ws::Tensor::k && l->getParentOfType<ws::KVLoopOp>())
+        kAhead = std::max<int64_t>(kAhead, l.getAhead().value_or(0));
+    });
+    if (onDemand && kAhead > 1)
+      os << "; K copied " << kAhead << " blocks ahead";
     os << "\n";
     // The threshold the kernel applies, and where the cap takes over.
     const SparsityPolicy &sp = spec.sparsity;

@@ -90,6 +90,229 @@ int64_t blasst::ref::ctaKVBlocks(const Shape &s, const SkipConfig &c,
   return n;
 }
 
+int64_t blasst::ref::decodeTiles(const Shape &s, const SkipConfig &c) {
+  return ceilDiv(s.seqQ, c.blockM / c.qGroup);
+}
+
+int64_t blasst::ref::decodeTileKVBlocks(const Shape &s, const SkipConfig &c,
+                                        int64_t tile) {
+  int64_t n = ceilDiv(s.seqKV, c.blockN);
+  if (s.causal) {
+    int64_t limit = std::max<int64_t>(0, (tile + 1) * (c.blockM / c.qGroup) +
+                                             s.seqKV - s.seqQ);
+    n = std::min(n, ceilDiv(limit, c.blockN));
+  }
+  return n;
+}
+
+std::pair<int64_t, int64_t>
+blasst::ref::decodeSplitBlocks(int64_t blocks, int64_t splits, int64_t split) {
+  int64_t per = ceilDiv(blocks, splits);
+  int64_t begin = std::min(split * per, blocks);
+  return {begin, std::min(blocks - begin, per)};
+}
+
+/// The decode form of skipModelAttention (config.qGroup > 0): one task per
+/// (batch, KV head, query tile); the tile's voting rows are its tokens below
+/// seqQ times the qGroup q heads; each split votes with its own running max.
+static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
+                            const float *k, const Strides &ks, const float *v,
+                            const Strides &vs, const std::vector<int64_t> &rows,
+                            const SkipConfig &c, unsigned threads,
+                            SkipModel *out, Reference *dense) {
+  const int64_t D = s.headDim, Dv = s.headDimV, G = c.qGroup;
+  const int64_t tokens = c.blockM / G;
+  const int64_t splits = std::max<int64_t>(c.kvSplits, 1);
+  out->config = c;
+  out->mBlocks = decodeTiles(s, c);
+  out->groups = 1;
+  out->nBlocksMax = ceilDiv(s.seqKV, c.blockN);
+  const size_t pairs = size_t(s.batch * s.qHeads);
+  out->decisions.assign(pairs * size_t(out->mBlocks * out->nBlocksMax),
+                        kNotWalked);
+  const size_t nRows = rows.size();
+  double maxAbsV = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t j = 0; j < s.seqKV; ++j)
+      for (int64_t h = 0; h < s.kvHeads; ++h) {
+        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
+        for (int64_t d = 0; d < Dv; ++d)
+          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
+      }
+  Reference &ref = out->out;
+  ref.rows = rows;
+  ref.o.assign(pairs * nRows * size_t(Dv), 0.0);
+  ref.lse.assign(pairs * nRows, -kInf);
+  ref.maxAbsV = maxAbsV;
+  if (dense) {
+    dense->rows = rows;
+    dense->o.assign(pairs * nRows * size_t(Dv), 0.0);
+    dense->lse.assign(pairs * nRows, -kInf);
+    dense->maxAbsV = maxAbsV;
+  }
+  const int64_t tiles = out->mBlocks;
+  const size_t tasks = size_t(s.batch * s.kvHeads * tiles);
+  // Per task: (blocks walked, skipped, borderline, masked) of the tile,
+  // which every q head of the tile counts.
+  std::vector<int64_t> taskVisited(tasks, 0), taskSkipped(tasks, 0),
+      taskBorder(tasks, 0), taskMasked(tasks, 0);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    std::vector<double> sc, mblk, mrun, acc, accDense;
+    std::vector<uint8_t> keep;
+    for (size_t task; (task = next.fetch_add(1)) < tasks;) {
+      const int64_t t = int64_t(task) % tiles;
+      const int64_t kh = (int64_t(task) / tiles) % s.kvHeads;
+      const int64_t b = int64_t(task) / tiles / s.kvHeads;
+      const int64_t tok0 = t * tokens;
+      const int64_t tok1 = std::min(tok0 + tokens, s.seqQ);
+      const int64_t nB = decodeTileKVBlocks(s, c, t);
+      const int64_t nk = std::min(s.seqKV, nB * c.blockN);
+      // Voting rows (token, head), token-major as in the tile.
+      const int64_t vr = (tok1 - tok0) * G;
+      sc.assign(size_t(std::max<int64_t>(vr, 1) * std::max<int64_t>(nk, 1)),
+                0.0);
+      mblk.assign(size_t(vr * nB), -kInf);
+      std::vector<int64_t> vis(static_cast<size_t>(vr), 0);
+      for (int64_t r = 0; r < vr; ++r) {
+        const int64_t i = tok0 + r / G, h = kh * G + r % G;
+        const float *qr = q + b * qs.batch + i * qs.seq + h * qs.head;
+        double *dst = &sc[size_t(r * nk)];
+        const int64_t nv = std::min(s.visibleKeys(i), nk);
+        vis[size_t(r)] = nv;
+        for (int64_t j = 0; j < nv; ++j) {
+          const float *kr = k + b * ks.batch + j * ks.seq + kh * ks.head;
+          double acc0 = 0;
+          for (int64_t d = 0; d < D; ++d)
+            acc0 += double(qr[d]) * double(kr[d]);
+          dst[j] = acc0 * s.scale;
+        }
+        for (int64_t n = 0; n < nB; ++n) {
+          int64_t j0 = n * c.blockN, j1 = std::min(nv, j0 + c.blockN);
+          double mx = -kInf;
+          for (int64_t j = j0; j < j1; ++j)
+            mx = std::max(mx, dst[j]);
+          mblk[size_t(r * nB + n)] = mx * kLog2E;
+        }
+      }
+      // The vote, per split: a fresh running max at each split's start.
+      keep.assign(size_t(std::max<int64_t>(nB, 1)), 0);
+      const double T = c.log2Threshold, eps = c.borderlineEps;
+      for (int64_t sp = 0; sp < splits; ++sp) {
+        auto [begin, count] = decodeSplitBlocks(nB, splits, sp);
+        mrun.assign(size_t(vr), -kInf);
+        for (int64_t n = begin; n < begin + count; ++n) {
+          bool skip = n != begin, nearBelow = false, keepersNear = true,
+               anyVisible = false;
+          if (skip)
+            for (int64_t r = 0; r < vr; ++r) {
+              double mb = mblk[size_t(r * nB + n)];
+              anyVisible |= mb != -kInf;
+              double d = mb - mrun[size_t(r)];
+              if (d < T) {
+                if (d > T - eps)
+                  nearBelow = true;
+              } else {
+                skip = false;
+                if (!(d < T + eps))
+                  keepersNear = false;
+              }
+            }
+          else
+            keepersNear = false; // the split's first block: no vote
+          bool border = skip ? nearBelow : keepersNear;
+          taskMasked[task] += skip && !anyVisible;
+          if (!skip)
+            for (int64_t r = 0; r < vr; ++r)
+              mrun[size_t(r)] =
+                  std::max(mrun[size_t(r)], mblk[size_t(r * nB + n)]);
+          keep[size_t(n)] = !skip;
+          for (int64_t g = 0; g < G; ++g)
+            out->decisions[out->decisionIndex(s.qHeads, b, kh * G + g, t, 0,
+                                              n)] =
+                uint8_t((skip ? kSkipped : kKept) | (border ? kBorderline : 0));
+          ++taskVisited[task];
+          taskSkipped[task] += skip;
+          taskBorder[task] += border;
+        }
+      }
+      // Outputs for the selected tokens of this tile: softmax over the kept
+      // keys (the splits' merge by LSE is exact).
+      acc.resize(size_t(Dv));
+      accDense.resize(size_t(Dv));
+      auto lo = std::lower_bound(rows.begin(), rows.end(), tok0);
+      auto hi = std::lower_bound(rows.begin(), rows.end(), tok1);
+      for (auto it = lo; it != hi; ++it) {
+        const int64_t i = *it;
+        const size_t ri = size_t(it - rows.begin());
+        for (int64_t g = 0; g < G; ++g) {
+          const int64_t r = (i - tok0) * G + g, h = kh * G + g;
+          const double *row = &sc[size_t(r * nk)];
+          const int64_t nv = vis[size_t(r)];
+          const size_t idx = ref.index(s, b, h, ri);
+          for (int pass = dense ? 0 : 1; pass < 2; ++pass) {
+            // pass 0: every visible key (dense), 1: the kept blocks' keys.
+            auto used = [&](int64_t j) {
+              return pass == 0 || keep[size_t(j / c.blockN)] != 0;
+            };
+            double mx = -kInf;
+            for (int64_t j = 0; j < nv; ++j)
+              if (used(j))
+                mx = std::max(mx, row[j]);
+            if (mx == -kInf)
+              continue; // O = 0, LSE = -inf
+            std::vector<double> &a = pass ? acc : accDense;
+            std::fill(a.begin(), a.end(), 0.0);
+            double l = 0;
+            for (int64_t j = 0; j < nv; ++j) {
+              if (!used(j))
+                continue;
+              double p = std::exp(row[j] - mx);
+              l += p;
+              const float *vj = v + b * vs.batch + j * vs.seq + kh * vs.head;
+              for (int64_t d = 0; d < Dv; ++d)
+                a[size_t(d)] += p * double(vj[d]);
+            }
+            Reference &dst = pass ? ref : *dense;
+            double *o = &dst.o[idx * size_t(Dv)];
+            for (int64_t d = 0; d < Dv; ++d)
+              o[d] = a[size_t(d)] / l;
+            dst.lse[idx] = mx + std::log(l);
+          }
+        }
+      }
+    }
+  };
+  size_t workers = std::min<size_t>(threads ? threads : defaultThreads(),
+                                    std::max<size_t>(tasks, 1));
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &th : pool)
+    th.join();
+
+  out->visited.assign(pairs, 0);
+  out->skipped.assign(pairs, 0);
+  out->borderline.assign(pairs, 0);
+  out->totalVisited = out->totalSkipped = out->totalBorderline = 0;
+  out->maskedSkips = out->emptyGroupSkips = 0;
+  for (size_t task = 0; task < tasks; ++task) {
+    const int64_t kh = (int64_t(task) / tiles) % s.kvHeads;
+    const int64_t b = int64_t(task) / tiles / s.kvHeads;
+    for (int64_t g = 0; g < G; ++g) {
+      size_t pair = size_t(b * s.qHeads + kh * G + g);
+      out->visited[pair] += taskVisited[task];
+      out->skipped[pair] += taskSkipped[task];
+      out->borderline[pair] += taskBorder[task];
+    }
+    out->totalVisited += G * taskVisited[task];
+    out->totalSkipped += G * taskSkipped[task];
+    out->totalBorderline += G * taskBorder[task];
+    out->maskedSkips += G * taskMasked[task];
+  }
+}
+
 void blasst::ref::skipModelAttention(const Shape &s, const float *q,
                                      const Strides &qs, const float *k,
                                      const Strides &ks, const float *v,
@@ -97,6 +320,9 @@ void blasst::ref::skipModelAttention(const Shape &s, const float *q,
                                      const std::vector<int64_t> &rows,
                                      const SkipConfig &c, unsigned threads,
                                      SkipModel *out, Reference *dense) {
+  if (c.qGroup > 0)
+    return skipModelDecode(s, q, qs, k, ks, v, vs, rows, c, threads, out,
+                           dense);
   if (threads == 0)
     threads = defaultThreads();
   const int64_t D = s.headDim, Dv = s.headDimV;
@@ -412,6 +638,11 @@ blasst::ref::recheckWithoutBorderline(const Shape &s, DType dtype,
             int64_t r0 = m * c.blockM + g * c.groupRows;
             int64_t r1 =
                 std::min({r0 + c.groupRows, (m + 1) * c.blockM, s.seqQ});
+            if (c.qGroup > 0) { // decode: the tile's tokens
+              int64_t tokens = c.blockM / c.qGroup;
+              r0 = m * tokens;
+              r1 = std::min(r0 + tokens, s.seqQ);
+            }
             for (int64_t i = r0; i < r1; ++i)
               touched[size_t((b * s.qHeads + h) * s.seqQ + i)] = 1;
           }
@@ -618,6 +849,24 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
   // Prefix counts of cold blocks per (b, kv head).
   double walked = 0, cold = 0;
   std::vector<int64_t> prefix(size_t(dial.kvBlocks + 1));
+  if (c.qGroup > 0) {
+    // Decode: each tile walks its blocks once for all its q heads; the
+    // first block of each split is kept whatever it is (not skippable).
+    const int64_t tiles = decodeTiles(s, c);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t kh = 0; kh < s.kvHeads; ++kh)
+        for (int64_t t = 0; t < tiles; ++t) {
+          int64_t nB = std::min(decodeTileKVBlocks(s, c, t), dial.kvBlocks);
+          walked += double(nB);
+          for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
+            auto [begin, count] =
+                decodeSplitBlocks(nB, std::max<int64_t>(c.kvSplits, 1), sp);
+            for (int64_t n = begin + 1; n < begin + count; ++n)
+              cold += dial.isCold(b, kh, n);
+          }
+        }
+    return walked > 0 ? cold / walked : 0.0;
+  }
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t kh = 0; kh < s.kvHeads; ++kh) {
       prefix[0] = 0;

@@ -836,8 +836,6 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
       (spec.kvPerSequence || spec.paged()))
     return "BLASST decode with per-sequence KV lengths or a paged kv_cache "
            "is not implemented yet";
-  if (spec.phase == Phase::Decode && !spec.sparsity.isDense())
-    return "BLASST decode (skipping V loads) is not implemented yet";
   if (spec.phase == Phase::Decode) {
     // The decode schedule (q heads of a KV head packed into one 64-row
     // tile, split KV) exists for sm_90a at head_dim 64 and 128.

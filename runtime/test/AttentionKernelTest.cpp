@@ -523,11 +523,10 @@ TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
       "not supported on sm_90a"));
   AttentionSpec decode = sampleSpec();
   decode.phase = Phase::Decode;
-  decode.sparsity = {SparsityKind::LnLambda, -8.0};
-  EXPECT_TRUE(
-      failsWith(AttentionKernel::load(none, image, sizeof(image), sampleInfo(),
-                                      decode, &kernel),
-                "BLASST decode (skipping V loads) is not implemented yet"));
+  decode.headDim = decode.headDimV = 256;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
+                                              sampleInfo(), decode, &kernel),
+                        "head_dim 256 is not supported with phase = decode"));
   KernelInfo blackwell = sampleInfo();
   blackwell.target = "sm_100a";
   AttentionSpec hd256 = sampleSpec();

@@ -965,6 +965,9 @@ SkipConfig skipConfigFor(const KernelInfo &info, const Options &opt) {
   c.blockN = info.blockN;
   c.borderlineEps = opt.borderlineEps;
   c.emptyGroup = opt.emptyGroups;
+  // Decode: the tile's packed rows vote together; the split count is the
+  // launch's (set once the launch is prepared).
+  c.qGroup = info.qGroup;
   return c;
 }
 
@@ -1059,16 +1062,24 @@ void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
     skipCfg->log2Threshold = r.kernelT;
     r.borderlineEps = skipCfg->borderlineEps;
     r.emptyGroups = toString(skipCfg->emptyGroup);
+    std::string groups =
+        skipCfg->qGroup
+            ? "per tile (" + std::to_string(skipCfg->blockM) +
+                  " packed rows: " + std::to_string(skipCfg->qGroup) +
+                  " q heads x " +
+                  std::to_string(skipCfg->blockM / skipCfg->qGroup) +
+                  " tokens; each KV split's first block kept)"
+            : "with " + std::to_string(skipCfg->groupRows) + "-row groups";
     std::printf("  BLASST: %s, parameter 12 = %.6g (%s), T = %.6g log2 units "
                 "(lambda = 2^T = %.3g, ln_lambda %.4g); skipping modeled "
-                "with %" PRId64 "-row groups, %" PRId64 "-key blocks\n",
+                "%s, %" PRId64 "-key blocks\n",
                 sparsityToString(spec.sparsity).c_str(),
                 double(r.log2Threshold),
                 opt.log2Threshold ? "--log2-threshold"
                 : opt.dial        ? "--dial default"
                                   : "from the spec",
                 r.kernelT, std::exp2(r.kernelT), r.kernelT * 0.6931471805599453,
-                skipCfg->groupRows, skipCfg->blockN);
+                groups.c_str(), skipCfg->blockN);
   }
 }
 
@@ -1681,6 +1692,17 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   DeviceRun run;
   if (!prepareLaunch(opt, ctx, kernel, *in, layout, r, &run))
     return false;
+  if (skipCfg.qGroup > 0) {
+    // Decode: each split starts a fresh running max (its first block is
+    // kept), so the model takes the launch's split count.
+    skipCfg.kvSplits = r.kvSplits;
+    if (r.dial) {
+      r.dialWalkedCold = dialWalkedColdFraction(r.shape, skipCfg, in->dial);
+      std::printf("  dial (decode, %d KV split%s): %.3f of the tiles' blocks "
+                  "are cold and not a split's first\n",
+                  r.kvSplits, r.kvSplits == 1 ? "" : "s", r.dialWalkedCold);
+    }
+  }
   if (!firstRun(opt, run, r))
     return false;
   if (opt.vsFirst)

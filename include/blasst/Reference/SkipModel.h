@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace blasst::ref {
@@ -89,6 +90,17 @@ struct SkipConfig {
     Idle, ///< walks nothing: neither visited nor skipped
   };
   EmptyGroup emptyGroup = EmptyGroup::Skip;
+  /// Decode (the .meta's q_group > 0): a tile of blockM rows holds
+  /// blockM / qGroup tokens of the qGroup q heads of one KV head (row r:
+  /// token r / qGroup, head r % qGroup), and all of its rows vote together
+  /// (groupRows is ignored). Rows of tokens >= seqQ (TMA's zero fill)
+  /// abstain and are not counted.
+  int64_t qGroup = 0;
+  /// Decode: the launch's KV splits. Tile t walks
+  /// decodeTileKVBlocks(t) blocks, cut into kvSplits runs of
+  /// ceil(blocks / kvSplits) (later runs shorter or empty); each run starts
+  /// with a fresh running max (-inf), so its first block is always kept.
+  int64_t kvSplits = 1;
 };
 const char *toString(SkipConfig::EmptyGroup e);
 
@@ -133,12 +145,26 @@ struct SkipModel {
 /// KV blocks CTA `mBlock` walks (see the header comment).
 int64_t ctaKVBlocks(const Shape &shape, const SkipConfig &config,
                     int64_t mBlock);
+/// Decode (config.qGroup > 0): the query tiles, ceil(seqQ / tokens per
+/// tile), and the KV blocks of tile `tile` (all of its splits): causal up to
+/// the diagonal of the tile's last token (tile + 1) * tokens - 1.
+int64_t decodeTiles(const Shape &shape, const SkipConfig &config);
+int64_t decodeTileKVBlocks(const Shape &shape, const SkipConfig &config,
+                           int64_t tile);
+/// Decode: the first block and the block count of split `split` of a tile
+/// of `blocks` blocks (as the kernel's kvBegin / kvCount).
+std::pair<int64_t, int64_t> decodeSplitBlocks(int64_t blocks, int64_t splits,
+                                              int64_t split);
 
 /// Runs the skipping model: decisions and counters for every (b, h, CTA,
 /// group, block) (this needs the scores of all query rows), O/LSE over the
-/// kept keys for `rows`. When `dense` is non-null it also gets the dense
-/// reference for `rows` from the same scores (same as referenceAttention).
-/// Multithreaded over (b, h, CTA); results do not depend on `threads`.
+/// kept keys for `rows`. Decode (config.qGroup > 0): CTA = query tile,
+/// one group, n = the tile's (absolute) KV block; every q head of a tile
+/// gets the tile's decisions, and per (b, h) visited / skipped count the
+/// blocks of every tile (each split its own), as the kernel's counters. When
+/// `dense` is non-null it also gets the dense reference for `rows` from the
+/// same scores (same as referenceAttention). Multithreaded over (b, h, CTA);
+/// results do not depend on `threads`.
 void skipModelAttention(const Shape &shape, const float *q, const Strides &qs,
                         const float *k, const Strides &ks, const float *v,
                         const Strides &vs, const std::vector<int64_t> &rows,

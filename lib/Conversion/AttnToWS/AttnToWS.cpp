@@ -51,8 +51,14 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.blockM = decode ? 64 : hopper ? 128 : 256;
   if (decode && !o.blockN)
     o.blockN = spec.headDim > 64 ? 64 : 128;
+  // BLASST decode at head_dim 128 takes 4 stages (144 KB): with V on demand
+  // a skipped block moves only its K tile, and the load role streams K as
+  // many blocks ahead as the ring is deep (blasst-v-on-demand's k-ahead), so
+  // the ring's depth is what keeps a run of skipped blocks bandwidth-bound:
+  // 4 x 16 KB of K in flight per CTA, what 2 stages of K and V give dense
+  // decode (not measured yet).
   if (decode && !o.stages)
-    o.stages = spec.headDim > 64 ? 2 : 4;
+    o.stages = spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4) : 4;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
   // in registers; block_n 176 at head_dim 128 and 80 at head_dim 256, as
   // FA3), the fastest measured, dense and with BLASST

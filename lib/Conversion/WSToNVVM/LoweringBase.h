@@ -291,7 +291,9 @@ protected:
       return ahead ? add(st.kvBlock, c32(int64_t(*ahead))) : st.kvBlock;
     if (!protocol.isPerBlock(pipe))
       return Value(); // Q: loaded once, stage 0, phase 0.
-    return st.afterLoop ? sub(st.numBlocks, c32(1)) : c32(0);
+    // Before the loop `ahead = k` is block k (a prologue streaming ahead).
+    return st.afterLoop ? sub(st.numBlocks, c32(1))
+                        : c32(ahead ? int64_t(*ahead) : 0);
   }
   /// The KV block of the sequence that block `block` of this CTA's loop is
   /// (split KV: the split's first block added).

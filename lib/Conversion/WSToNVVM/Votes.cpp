@@ -138,14 +138,25 @@ void KernelLowering::emitVoteStatsFlush(RoleState &st) {
 }
 
 void KernelLowering::addStats(Value visited, Value skipped) {
-  Value base = mul64(
-      add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(head)), c64(2));
-  for (auto [k, v] : llvm::enumerate(ValueRange{visited, skipped})) {
-    Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),
-                                    ValueRange{add64(base, c64(k))});
-    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, ptr, ext64(v),
-                              LLVM::AtomicOrdering::monotonic);
-  }
+  auto addFor = [&](Value qHead) {
+    Value base = mul64(
+        add64(mul64(ext64(batch), c64(spec.numQHeads)), ext64(qHead)), c64(2));
+    for (auto [k, v] : llvm::enumerate(ValueRange{visited, skipped})) {
+      Value ptr = LLVM::GEPOp::create(b, loc, ptrGen, i64, param(kStats),
+                                      ValueRange{add64(base, c64(k))});
+      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, ptr, ext64(v),
+                                LLVM::AtomicOrdering::monotonic);
+    }
+  };
+  if (!qGroup)
+    return addFor(head);
+  // Decode: the tile's rows are q_group q heads (from `head` on) that saw
+  // the same block decisions: each q head counts the tile's blocks. With
+  // split KV every split adds its own blocks (the atomics sum the splits).
+  auto loop = scf::ForOp::create(b, loc, c32(0), c32(qGroup), c32(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  addFor(add(head, loop.getInductionVar()));
 }
 
 LogicalResult KernelLowering::emitAwaitVote(AwaitVoteOp op, RoleState &st) {

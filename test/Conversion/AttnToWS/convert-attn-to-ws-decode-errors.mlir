@@ -22,11 +22,3 @@ func.func @ratio128(%q: memref<?x?x128x64xbf16>, %k: memref<?x?x1x64xbf16>, %v: 
   attn.attention %q, %k, %v -> %o spec(<head_dim = 64, head_dim_v = 64, q_heads = 128, kv_heads = 1, phase = decode>) : memref<?x?x128x64xbf16>, memref<?x?x1x64xbf16>, memref<?x?x1x64xbf16>, memref<?x?x128x64xbf16>
   return
 }
-
-// -----
-
-func.func @blasst(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
-  // expected-error @below {{BLASST decode (skipping V loads) is not implemented yet}}
-  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8, phase = decode, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>
-  return
-}

@@ -562,6 +562,55 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // -----
 
+// Steps: in the kv_loop a pipe step may run at most the pipe's depth ahead.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 2
+  ws.pipe @p depth 2 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+    ws.kv_loop {
+      // expected-error @below {{ahead must be in [-1, 2] (the depth of pipe @p), got 3}}
+      ws.acquire @p {ahead = 3 : i64}
+    }
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Steps: before the kv_loop `ahead = k` is block k of the prologue, below
+// the pipe's depth.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 2
+  ws.pipe @p depth 2 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+    // expected-error @below {{before the kv_loop ahead = k works on block k and must be in [0, 2) (the depth of pipe @p), got 2}}
+    ws.tma_load k -> @kb via @p {ahead = 2 : i64}
+    ws.kv_loop {
+    }
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Steps: no look-ahead after the kv_loop.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 2
+  ws.pipe @p depth 2 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+    ws.kv_loop {
+    }
+    // expected-error @below {{ahead after the kv_loop is not meaningful}}
+    ws.release @p {ahead = 1 : i64}
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
 // Steps: tma_store writes only O.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
   ws.buffer @st smem [64, 64] bf16 stages 1

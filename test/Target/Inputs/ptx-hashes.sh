@@ -82,6 +82,18 @@ variants() {
   echo "decode_kv_paged64_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=64|"
   echo "decode_kv_paged256_hd64_q32kv1_ctrue|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 causal=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=256|"
   echo "decode_kv_paged64u_hd128_q32kv8_cfalse|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_cache=paged:page=64|"
+  # BLASST decode: the vote over the packed rows, V on demand with K
+  # streamed ahead, statistics per q head; waiting for every vote; k-ahead 1.
+  for hd in 64 128; do
+    for heads in "16 16" "32 8" "32 1"; do
+      read -r qh kvh <<<"$heads"
+      for causal in false true; do
+        echo "bdecode_bf16_hd${hd}_q${qh}kv${kvh}_c${causal}|dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=$causal phase=decode sparsity=blasst:a=256 stats=$causal|"
+      done
+    done
+  done
+  echo "bdecode_bf16_hd128_q32kv8_wait|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:ln_lambda=-8|--v-speculate-after=0"
+  echo "bdecode_bf16_hd128_q32kv8_novod|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:ln_lambda=-8|--v-on-demand=false"
   # The presets as shipped.
   for p in llama3-8b-prefill llama3-8b-prefill-blasst llama3-8b-decode mha-hd64-prefill mha-hd128-prefill; do
     echo "preset_${p}|preset=$p|"

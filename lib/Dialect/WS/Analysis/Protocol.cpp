@@ -102,8 +102,9 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
         else if (pipe && !pipes[pipe].perBlock)
           info.block = {BlockRef::Kind::Once, 0};
         else
+          // A prologue pipe step with `ahead = k` works on block k.
           info.block = {seenLoop ? BlockRef::Kind::Last : BlockRef::Kind::First,
-                        0};
+                        seenLoop ? 0 : ahead};
         using K = BarrierEvent::Kind;
         using B = BarrierEvent::Barrier;
         if (pipe) {
@@ -283,6 +284,8 @@ void ProtocolAnalysis::print(raw_ostream &os) const {
          << kinds[int(info.block.kind)];
       if (info.block.kind == BlockRef::Kind::Current && info.block.ahead)
         os << (info.block.ahead > 0 ? "+" : "") << info.block.ahead;
+      if (info.block.kind == BlockRef::Kind::First && info.block.ahead)
+        os << "+" << info.block.ahead;
       for (const BarrierEvent &e : info.events) {
         static const char *verbs[] = {" wait ", " arrive ", " sync "};
         os << verbs[int(e.kind)];

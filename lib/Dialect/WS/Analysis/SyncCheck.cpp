@@ -329,8 +329,10 @@ Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
   }
   switch (in.block.kind) {
   case BlockRef::Kind::Once:
-  case BlockRef::Kind::First:
     b.local = 0;
+    break;
+  case BlockRef::Kind::First:
+    b.local = in.block.ahead; // block k of a prologue with ahead = k
     break;
   case BlockRef::Kind::Current:
     b.local = loopN + in.block.ahead;

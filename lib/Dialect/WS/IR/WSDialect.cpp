@@ -579,13 +579,46 @@ static LogicalResult verifyAhead(Operation *op, std::optional<uint64_t> ahead) {
   return success();
 }
 
+/// A pipe step (acquire, tma_load, release) may run further ahead: in the
+/// kv_loop on block n + k for -1 <= k <= the pipe's depth (further ahead the
+/// stage would still hold an unread block), before it on block k < depth
+/// (the prologue of a role that streams k blocks ahead; blasst-v-on-demand's
+/// K copies). After the loop there is no block to be ahead of.
+static LogicalResult verifyPipeAhead(Operation *op,
+                                     std::optional<uint64_t> ahead,
+                                     FlatSymbolRefAttr pipeName) {
+  if (!ahead)
+    return success();
+  int64_t k = int64_t(*ahead);
+  FailureOr<PipeOp> pipe = lookupPipe(op, pipeName);
+  if (failed(pipe))
+    return failure();
+  int64_t depth = int64_t(pipe->getDepth());
+  if (op->getParentOfType<KVLoopOp>()) {
+    if (k < -1 || k > depth)
+      return op->emitOpError()
+             << "ahead must be in [-1, " << depth << "] (the depth of pipe "
+             << pipeName << "), got " << k;
+    return success();
+  }
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
+    if (isa<KVLoopOp>(prev))
+      return op->emitOpError() << "ahead after the kv_loop is not meaningful";
+  if (k < 0 || k >= depth)
+    return op->emitOpError()
+           << "before the kv_loop ahead = k works on block k and must be in "
+              "[0, "
+           << depth << ") (the depth of pipe " << pipeName << "), got " << k;
+  return success();
+}
+
 LogicalResult AcquireOp::verify() {
-  if (failed(verifyAhead(*this, getAhead())))
+  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())))
     return failure();
   return verifyPipeParticipant(*this, getPipeAttr());
 }
 LogicalResult ReleaseOp::verify() {
-  if (failed(verifyAhead(*this, getAhead())))
+  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())))
     return failure();
   return verifyPipeParticipant(*this, getPipeAttr());
 }
@@ -599,7 +632,7 @@ LogicalResult MmaWaitOp::verify() {
 }
 
 LogicalResult TmaLoadOp::verify() {
-  if (failed(verifyAhead(*this, getAhead())))
+  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())))
     return failure();
   if (getOnDemand()) {
     if (getTensor() != Tensor::v)

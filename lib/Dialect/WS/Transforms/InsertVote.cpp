@@ -177,11 +177,6 @@ void InsertVotePass::runOnOperation() {
     AttentionSpec spec = kernel.getSpec().toSpec();
     if (spec.sparsity.isDense())
       continue;
-    if (spec.phase == Phase::Decode) {
-      kernel.emitOpError() << "BLASST decode (skipping V loads) is not "
-                              "implemented yet; prefill only";
-      return signalPassFailure();
-    }
     bool voted = kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
                      .wasInterrupted();
     WalkResult r = kernel.walk([&](KVLoopOp loop) {

@@ -129,13 +129,32 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     if (!k->release->isBeforeInBlock(v->acquire))
       return loader.emitOpError()
              << "blasst-v-on-demand expects the K copy before the V copy";
-    // Block 0's K before the loop, the loop's K one block ahead.
+    // K of blocks 0 .. A - 1 before the loop, the loop's K A blocks ahead.
+    // Decode (bandwidth-bound) streams K as far ahead as its ring allows:
+    // the load role waits for the votes on block n with K of n + 1 .. n + A
+    // in flight (a skipped block costs only its K copy, so that is what
+    // keeps the memory busy).
+    auto kPipe = cast<PipeOp>(
+        SymbolTable::lookupSymbolIn(kernel, k->load.getPipeAttr().getAttr()));
+    int64_t depth = int64_t(kPipe.getDepth());
+    int64_t ahead =
+        kAhead ? int64_t(kAhead) : (kernel.getQGroup() ? depth : int64_t(1));
+    if (ahead < 1 || ahead > depth)
+      return kernel.emitOpError()
+             << "blasst-v-on-demand: k-ahead must be in [1, " << depth
+             << "] (the depth of pipe @" << kPipe.getSymName() << "), got "
+             << ahead;
     OpBuilder b(loop);
+    for (int64_t blk = 0; blk < ahead; ++blk)
+      for (Operation *op : {k->acquire.getOperation(), k->load.getOperation(),
+                            k->release.getOperation()}) {
+        Operation *copy = b.clone(*op);
+        if (blk)
+          copy->setAttr("ahead", b.getI64IntegerAttr(blk));
+      }
     for (Operation *op : {k->acquire.getOperation(), k->load.getOperation(),
-                          k->release.getOperation()}) {
-      b.clone(*op);
-      op->setAttr("ahead", b.getI64IntegerAttr(1));
-    }
+                          k->release.getOperation()})
+      op->setAttr("ahead", b.getI64IntegerAttr(ahead));
     b.setInsertionPoint(v->acquire);
     auto await = AwaitVoteOp::create(b, v->acquire.getLoc(), IntegerAttr());
     if (speculateAfter > 0)
@@ -167,6 +186,12 @@ static bool applies(KernelOp kernel) {
 }
 
 void VOnDemandPass::runOnOperation() {
+  if (kAhead < 0) {
+    getOperation().emitError() << "blasst-v-on-demand: k-ahead must be 0 "
+                                  "(the default for the kernel) or more, got "
+                               << int64_t(kAhead);
+    return signalPassFailure();
+  }
   if (speculateAfter < 0) {
     getOperation().emitError() << "blasst-v-on-demand: speculate-after must "
                                   "be 0 (always wait for the votes) or more, "

@@ -2,6 +2,8 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=overlap=false --blasst-insert-vote --blasst-v-on-demand=mode=auto | FileCheck %s --check-prefix=AUTO
 // RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote "--blasst-v-on-demand=speculate-after=-1" 2>&1 | FileCheck %s --check-prefix=NEG
 // NEG: error: blasst-v-on-demand: speculate-after must be 0 (always wait for the votes) or more, got -1
+// RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote "--blasst-v-on-demand=k-ahead=-1" 2>&1 | FileCheck %s --check-prefix=NEGK
+// NEGK: error: blasst-v-on-demand: k-ahead must be 0 (the default for the kernel) or more, got -1
 // Asked for explicitly (mode=true), V on demand is refused with the reason
 // where it cannot be done; mode=auto leaves those kernels as they are.
 

@@ -31,7 +31,7 @@ namespace blasst::ws {
 struct BlockRef {
   enum class Kind {
     Once,    ///< A once-per-CTA pipe (Q) or a step on no block.
-    First,   ///< Before the kv_loop: block 0 (a prologue).
+    First,   ///< Before the kv_loop: block `ahead` (a prologue; usually 0).
     Current, ///< Inside the kv_loop: block n + ahead.
     Last,    ///< After the kv_loop: the last block (an epilogue).
   };

@@ -297,8 +297,10 @@ def WS_ReleaseOp : WS_StepOp<"release"> {
 def WS_TmaLoadOp : WS_StepOp<"tma_load"> {
   let summary = "Copy a tile of Q, K or V into a pipe's smem buffer with TMA";
   let description = [{
-    `ahead = 1` copies the next KV block's tile (the load role running one
-    block ahead on that pipe). `on_demand` (V, after a `ws.await_vote` in the
+    `ahead = k` copies the tile of KV block n + k (the load role running k
+    blocks ahead on that pipe, k at most the pipe's depth); before the
+    kv_loop it copies block k (the prologue of such a role; acquire and
+    release take the same `ahead`). `on_demand` (V, after a `ws.await_vote` in the
     same block): the copy is issued only when a voter kept the block; for a
     block every voter skipped, the pipe's release arrives with no
     transaction bytes, so the stage still completes and no consumer waits.

@@ -44,6 +44,12 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     V pipe's release still arrives on skipped blocks (no transaction
     bytes), so the consumers' waits and releases are unchanged.
 
+    `k-ahead = A` copies K A blocks ahead (blocks 0 .. A - 1 before the
+    loop): while the load role waits for the votes on block n, K of blocks
+    n + 1 .. n + A are in flight. Decode kernels (q_group), bandwidth-bound,
+    take the K pipe's depth by default: with one block ahead a run of
+    skipped blocks would keep at most two K tiles in flight per CTA.
+
     Needs the overlap schedule (the votes on block n + 1 come one block
     before that block's P V, which hides the V copy's latency), one CTA per
     tile (no persistent CTAs, no kv_multicast). Kernels without a sparsity
@@ -61,7 +67,11 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
            "kernels where it applies">,
     Option<"speculateAfter", "speculate-after", "int64_t", /*default=*/"2",
            "copy V without waiting for the votes after this many kept blocks "
-           "in a row (ws.await_vote {speculate_after}); 0: always wait">
+           "in a row (ws.await_vote {speculate_after}); 0: always wait">,
+    Option<"kAhead", "k-ahead", "int64_t", /*default=*/"0",
+           "how many blocks the K copies run ahead of the V copies, 1 to the "
+           "K pipe's depth; 0: the K pipe's depth for decode kernels "
+           "(q_group), 1 otherwise">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }

@@ -3,14 +3,20 @@
 # runs blasst-verify-sync on it and fails on a violation), then prints the
 # largest search (states) as a deterministic stand-in for the time bound.
 # Usage: verify-matrix.sh BLASST_COMPILE BLASST_OPT OUTDIR TARGET [flags...]
+# With DECODE=1 the decode schedule (phase = decode, head_dim 64/128, MHA
+# 16/16, GQA 32/8, MQA 32/1).
 set -euo pipefail
 compile="$1"; opt="$2"; out="$3"; target="$4"; shift 4; extra=("$@")
 mkdir -p "$out"
 n=0; max=0; maxname=
 hds="64 128 256"; [[ $target == sm_100a ]] && hds="64 128"
+headset=("16 16" "16 4" "8 1"); phase=prefill
+if [[ ${DECODE:-0} == 1 ]]; then
+  hds="64 128"; headset=("16 16" "32 8" "32 1"); phase=decode
+fi
 for dtype in bf16 f16; do
   for hd in $hds; do
-    for heads in "16 16" "16 4" "8 1"; do
+    for heads in "${headset[@]}"; do
       for causal in false true; do
         read -r qh kvh <<<"$heads"
         # Three K/V stages do not fit shared memory at head_dim 256.
@@ -19,8 +25,8 @@ for dtype in bf16 f16; do
         fi
         lse=$([[ $(( (n / 2) % 2 )) -eq 0 ]] && echo true || echo false)
         name="${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"
-        printf 'name=%s\ndtype=%s\nhead_dim=%s\nq_heads=%s\nkv_heads=%s\ncausal=%s\nlse=%s\n' \
-          "$name" "$dtype" "$hd" "$qh" "$kvh" "$causal" "$lse" >"$out/$name.spec"
+        printf 'name=%s\ndtype=%s\nhead_dim=%s\nq_heads=%s\nkv_heads=%s\ncausal=%s\nlse=%s\nphase=%s\n' \
+          "$name" "$dtype" "$hd" "$qh" "$kvh" "$causal" "$lse" "$phase" >"$out/$name.spec"
         "$compile" --spec "$out/$name.spec" --target "$target" --emit ws \
           -o "$out/$name.mlir" "${extra[@]}" 2>"$out/$name.log" ||
           { echo "FAIL $name"; cat "$out/$name.log"; exit 1; }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# BLASST decode on the H200 (kernels from build-decode-kernels.sh, BLASST=1).
+# CHECKS: every element of O and LSE against the CPU skipping model (the
+# vote over the tile's packed rows, each KV split with a fresh running max
+# and its first block kept) and the statistics [B, Hq, 2] exactly (visited
+# equal, skipped within the model's borderline decisions), over seq_q
+# 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128 x causal, the sparsity dial at
+# 0.5 / 0.9 and fixed thresholds on random inputs (several skip levels),
+# forced split counts 1/3/7/16, the a= policy, 1000 launches.
+# SANITIZER: racecheck, memcheck, synccheck with 3 splits.
+# BENCH: bf16 hd128 32/8 heads, seq_q 1, batch 8 at 32K and 128K, batch 1 at
+# 128K: dense decode vs BLASST decode on dial inputs with ~0%, ~70%, ~87.5%
+# of the blocks skipped (same inputs, same split count); then a summary
+# (speedup, skip rate, byte bound 2 / (2 - skip)) in $OUT/summary.txt.
+# Usage: run-decode-blasst.sh [KDIR] [OUT]  (KDIR default .device/decode).
+# Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; within CHECKS,
+# MATRIX=0 leaves out the matrix and SPLITS=0 the split / a= / 1000-launch
+# runs; HDS="128" halves the matrix (each part should fit a 10-minute device
+# command: HDS=64 SPLITS=0, HDS=128 SPLITS=0, MATRIX=0 with the sanitizers,
+# the benchmark alone); SHAPES: "batch seq_kv:dials,..." (default below: dials that
+# give ~0 / ~70 / ~87.5% skipped in the CPU model at each shape; batch 1
+# needs higher dials: its 16 splits each keep their leading cold blocks
+# until a hot block raises the split's fresh running max).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-blasst-out}}"; mkdir -p "$OUT"
+B="$K/bin/blasst-bench"; fails=0; runs=0
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIPPED: no GPU (nvidia-smi)"; exit 0
+fi
+run() { local name="$1"; shift; runs=$((runs + 1))
+  "$B" "$@" --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1; local rc=$?
+  if [[ $rc -ne 0 ]]; then
+    echo "!! $name exited $rc"; grep -E "FAIL|error|launch:" "$OUT/$name.log" | head -n 8
+    fails=$((fails + 1))
+  fi; }
+if [[ ${CHECKS:-1} == 1 ]]; then
+  echo "=== BLASST decode vs the CPU skipping model (every element, stats) ==="
+  for hd in ${HDS:-64 128}; do
+    [[ ${MATRIX:-1} == 1 ]] || break
+    for heads in "16 16" "32 8" "8 1" "32 1"; do
+      read -r qh kvh <<<"$heads"
+      ks=(--kernel "$K/bdec_hd${hd}_q${qh}kv${kvh}_cfalse" --kernel "$K/bdec_hd${hd}_q${qh}kv${kvh}_ctrue")
+      for sq in 1 2 4 8; do
+        for skip in "--dial 0.5" "--dial 0.9" "--log2-threshold -1" "--log2-threshold -3"; do
+          for shape in "1 1000" "8 3001"; do
+            read -r batch skv <<<"$shape"
+            tag=$(echo "$skip" | tr -d ' -' | tr '.' 'p')
+            run "chk_hd${hd}_q${qh}kv${kvh}_sq${sq}_${tag}_b${batch}_kv${skv}" "${ks[@]}" \
+              --batch "$batch" --seq-q "$sq" --seq-kv "$skv" $skip --stats \
+              --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
+          done
+        done
+      done
+    done
+  done
+  echo "matrix: $runs runs, $fails failed"
+  # Split boundaries: each split's first block is kept and its running max
+  # starts fresh; the model takes the launch's split count.
+  for k in bdec_hd128_q32kv8 bdec_hd64_q32kv1 bdec_hd128_q16kv16; do
+    [[ ${SPLITS:-1} == 1 ]] || break
+    ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
+    for sq in 1 8; do
+      for shape in "1 129" "8 3001" "2 40000"; do
+        read -r batch skv <<<"$shape"
+        for splits in 1 3 7 16; do
+          run "split_${k}_sq${sq}_b${batch}_kv${skv}_s$splits" "${ks[@]}" \
+            --batch "$batch" --seq-q "$sq" --seq-kv "$skv" --kv-splits "$splits" \
+            --dial 0.8 --stats --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
+        done
+      done
+    done
+  done
+  # a= policy: T = log2 a - log2 L_kv (capped at lambda_max = 1), computed
+  # in the kernel from the sequence length.
+  for skv in 100 5000 40000; do
+    [[ ${SPLITS:-1} == 1 ]] || break
+    run "chk_a_kv$skv" --kernel "$K/bdec_a_hd128_q32kv8_ctrue" --batch 4 --seq-q 4 \
+      --seq-kv "$skv" --stats --warmup 0 --iters 1
+  done
+  [[ ${SPLITS:-1} == 1 ]] &&
+    run chk_1000launch --kernel "$K/bdec_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 \
+      --seq-kv 4099 --dial 0.7 --stats --warmup 0 --iters 1 --repeat-launches 1000
+  echo "checks: $runs runs, $fails failed"
+fi
+if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
+  echo "=== compute-sanitizer, BLASST decode, 3 KV splits ==="
+  for tool in racecheck memcheck synccheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
+      --kernel "$K/bdec_hd128_q32kv8_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
+      --kv-splits 3 --dial 0.7 --stats --warmup 0 --iters 1 >"$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?; echo "$tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_$tool.log")"
+    [[ $rc -eq 0 ]] || fails=$((fails + 1))
+  done
+fi
+if [[ ${BENCH:-1} == 1 ]]; then
+  echo "=== benchmark: dense vs BLASST decode, bf16 hd128 32/8 heads, seq_q 1 ==="
+  IFS=, read -ra shapes <<<"${SHAPES:-8 32768:0 0.71 0.885,8 131072:0 0.71 0.885,1 131072:0 0.73 0.93}"
+  for shape in "${shapes[@]}"; do
+    read -r batch skv <<<"${shape%%:*}"
+    for dial in ${shape#*:}; do
+      name="bench_b${batch}_kv${skv}_dial$dial"
+      run "$name" --kernel "$K/bench_dec_hd128_q32kv8" --kernel "$K/bench_bdec_hd128_q32kv8" \
+        --batch "$batch" --seq-q 1 --seq-kv "$skv" --dial "$dial" --check none \
+        --warmup 20 --iters 200
+      grep -E "launch:|time:|bandwidth:|stats:" "$OUT/$name.log" | sed "s/^/$name /"
+    done
+  done
+  python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
+import glob, json, os, sys
+print("shape, dial: dense ms, BLASST ms, speedup, skipped, byte bound 2/(2-skip), of the bound")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "bench_b*_dial*.json"))):
+    try:
+        ks = json.load(open(f))["kernels"]
+        d, b = (k["timing"]["median_ms"] for k in ks[:2])
+    except (KeyError, ValueError, IndexError):
+        print("%s: no timing" % os.path.basename(f)); continue
+    skip = ks[1].get("stats", {}).get("skip_rate", 0.0)
+    bound = 2.0 / (2.0 - skip)
+    print("%s: %.4f, %.4f, %.3fx, %.1f%%, %.3fx, %.2f" % (
+        os.path.basename(f)[6:-5], d, b, d / b, 100 * skip, bound, d / b / bound))
+PY
+fi
+echo "BLASST decode: $runs runs, $fails failed (logs in $OUT)"
+[[ $fails -eq 0 ]]
