@@ -1516,6 +1516,8 @@ TEST(ConditionalRescale, FinalNormalisationIsExact) {
   }
   EXPECT_GT(kept, 0);
   EXPECT_GT(rescaled, 0);
+}
+
 // Decode (SkipConfig::qGroup): the model against a brute-force walk written
 // from the rules: a tile of 64 rows holds 64 / G tokens of the G q heads of
 // one KV head and votes as one (tokens >= seqQ abstain); each of the
