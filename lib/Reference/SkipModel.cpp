@@ -112,6 +112,31 @@ blasst::ref::decodeSplitBlocks(int64_t blocks, int64_t splits, int64_t split) {
   return {begin, std::min(blocks - begin, per)};
 }
 
+/// Sizes the model's output (and the dense reference's, when asked for) for
+/// `pairs` (batch, q head) pairs of `rows` rows: O zero, LSE -inf, and
+/// maxAbsV, the largest |V| (the tolerances scale with it).
+static void initOutputs(const Shape &s, const float *v, const Strides &vs,
+                        const std::vector<int64_t> &rows, size_t pairs,
+                        Reference *ref, Reference *dense) {
+  const int64_t Dv = s.headDimV;
+  double maxAbsV = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t j = 0; j < s.seqKV; ++j)
+      for (int64_t h = 0; h < s.kvHeads; ++h) {
+        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
+        for (int64_t d = 0; d < Dv; ++d)
+          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
+      }
+  for (Reference *r : {ref, dense}) {
+    if (!r)
+      continue;
+    r->rows = rows;
+    r->o.assign(pairs * rows.size() * size_t(Dv), 0.0);
+    r->lse.assign(pairs * rows.size(), -kInf);
+    r->maxAbsV = maxAbsV;
+  }
+}
+
 /// The decode form of skipModelAttention (config.qGroup > 0): one task per
 /// (batch, KV head, query tile); the tile's voting rows are its tokens below
 /// seqQ times the qGroup q heads; each split votes with its own running max.
@@ -130,26 +155,8 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
   const size_t pairs = size_t(s.batch * s.qHeads);
   out->decisions.assign(pairs * size_t(out->mBlocks * out->nBlocksMax),
                         kNotWalked);
-  const size_t nRows = rows.size();
-  double maxAbsV = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t j = 0; j < s.seqKV; ++j)
-      for (int64_t h = 0; h < s.kvHeads; ++h) {
-        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
-        for (int64_t d = 0; d < Dv; ++d)
-          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
-      }
   Reference &ref = out->out;
-  ref.rows = rows;
-  ref.o.assign(pairs * nRows * size_t(Dv), 0.0);
-  ref.lse.assign(pairs * nRows, -kInf);
-  ref.maxAbsV = maxAbsV;
-  if (dense) {
-    dense->rows = rows;
-    dense->o.assign(pairs * nRows * size_t(Dv), 0.0);
-    dense->lse.assign(pairs * nRows, -kInf);
-    dense->maxAbsV = maxAbsV;
-  }
+  initOutputs(s, v, vs, rows, pairs, &ref, dense);
   const int64_t tiles = out->mBlocks;
   const size_t tasks = size_t(s.batch * s.kvHeads * tiles);
   // Per task: (blocks walked, skipped, borderline, masked) of the tile,
@@ -333,26 +340,8 @@ void blasst::ref::skipModelAttention(const Shape &s, const float *q,
   const size_t pairs = size_t(s.batch * s.qHeads);
   out->decisions.assign(
       pairs * size_t(out->mBlocks * out->groups * out->nBlocksMax), kNotWalked);
-  const size_t nRows = rows.size();
-  double maxAbsV = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t j = 0; j < s.seqKV; ++j)
-      for (int64_t h = 0; h < s.kvHeads; ++h) {
-        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
-        for (int64_t d = 0; d < Dv; ++d)
-          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
-      }
   Reference &ref = out->out;
-  ref.rows = rows;
-  ref.o.assign(pairs * nRows * size_t(Dv), 0.0);
-  ref.lse.assign(pairs * nRows, -kInf);
-  ref.maxAbsV = maxAbsV;
-  if (dense) {
-    dense->rows = rows;
-    dense->o.assign(pairs * nRows * size_t(Dv), 0.0);
-    dense->lse.assign(pairs * nRows, -kInf);
-    dense->maxAbsV = maxAbsV;
-  }
+  initOutputs(s, v, vs, rows, pairs, &ref, dense);
 
   const int64_t mBlocks = out->mBlocks, groups = out->groups;
   const size_t tasks = pairs * size_t(mBlocks);
