@@ -112,6 +112,31 @@ unsigned blasst::ref::defaultThreads() {
   return n ? n : 1;
 }
 
+double blasst::ref::maxAbsOfV(const Shape &s, const float *v,
+                              const Strides &vs) {
+  const int64_t Dv = s.headDimV;
+  double maxAbsV = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t j = 0; j < s.seqKV; ++j)
+      for (int64_t h = 0; h < s.kvHeads; ++h) {
+        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
+        for (int64_t d = 0; d < Dv; ++d)
+          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
+      }
+  return maxAbsV;
+}
+
+void blasst::ref::runWorkers(size_t workers, size_t tasks,
+                             const std::function<void()> &worker) {
+  workers = std::min<size_t>(workers, std::max<size_t>(tasks, 1));
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+}
+
 void blasst::ref::parallelFor(size_t n, unsigned threads,
                               const std::function<void(size_t, size_t)> &fn) {
   if (threads == 0)
@@ -265,15 +290,7 @@ void blasst::ref::referenceAttention(const Shape &s, const float *q,
   out->o.assign(size_t(s.batch * s.qHeads) * nRows * size_t(Dv), 0.0);
   out->lse.assign(size_t(s.batch * s.qHeads) * nRows, 0.0);
 
-  double maxAbsV = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t j = 0; j < s.seqKV; ++j)
-      for (int64_t h = 0; h < s.kvHeads; ++h) {
-        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
-        for (int64_t d = 0; d < Dv; ++d)
-          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
-      }
-  out->maxAbsV = maxAbsV;
+  out->maxAbsV = maxAbsOfV(s, v, vs);
 
   // Tasks: (batch, head) pairs, split into row chunks when there are fewer
   // pairs than threads so that every core has work.
@@ -358,11 +375,5 @@ void blasst::ref::referenceAttention(const Shape &s, const float *q,
       }
     }
   };
-  size_t workers = std::min<size_t>(threads, tasks);
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
+  runWorkers(threads, tasks, worker);
 }

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <thread>
 
 using namespace blasst;
 using namespace blasst::ref;
@@ -119,14 +118,7 @@ static void initOutputs(const Shape &s, const float *v, const Strides &vs,
                         const std::vector<int64_t> &rows, size_t pairs,
                         Reference *ref, Reference *dense) {
   const int64_t Dv = s.headDimV;
-  double maxAbsV = 0;
-  for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t j = 0; j < s.seqKV; ++j)
-      for (int64_t h = 0; h < s.kvHeads; ++h) {
-        const float *row = v + b * vs.batch + j * vs.seq + h * vs.head;
-        for (int64_t d = 0; d < Dv; ++d)
-          maxAbsV = std::max(maxAbsV, double(std::fabs(row[d])));
-      }
+  const double maxAbsV = maxAbsOfV(s, v, vs);
   for (Reference *r : {ref, dense}) {
     if (!r)
       continue;
@@ -135,6 +127,15 @@ static void initOutputs(const Shape &s, const float *v, const Strides &vs,
     r->lse.assign(pairs * rows.size(), -kInf);
     r->maxAbsV = maxAbsV;
   }
+}
+
+/// Zeroes the model's per-(batch, q head) and total counters.
+static void resetCounts(SkipModel *out, size_t pairs) {
+  out->visited.assign(pairs, 0);
+  out->skipped.assign(pairs, 0);
+  out->borderline.assign(pairs, 0);
+  out->totalVisited = out->totalSkipped = out->totalBorderline = 0;
+  out->maskedSkips = out->emptyGroupSkips = 0;
 }
 
 /// The decode form of skipModelAttention (config.qGroup > 0): one task per
@@ -290,20 +291,8 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
       }
     }
   };
-  size_t workers = std::min<size_t>(threads ? threads : defaultThreads(),
-                                    std::max<size_t>(tasks, 1));
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &th : pool)
-    th.join();
-
-  out->visited.assign(pairs, 0);
-  out->skipped.assign(pairs, 0);
-  out->borderline.assign(pairs, 0);
-  out->totalVisited = out->totalSkipped = out->totalBorderline = 0;
-  out->maskedSkips = out->emptyGroupSkips = 0;
+  runWorkers(threads ? threads : defaultThreads(), tasks, worker);
+  resetCounts(out, pairs);
   for (size_t task = 0; task < tasks; ++task) {
     const int64_t kh = (int64_t(task) / tiles) % s.kvHeads;
     const int64_t b = int64_t(task) / tiles / s.kvHeads;
@@ -535,19 +524,8 @@ void blasst::ref::skipModelAttention(const Shape &s, const float *q,
       }
     }
   };
-  size_t workers = std::min<size_t>(threads, std::max<size_t>(tasks, 1));
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
-
-  out->visited.assign(pairs, 0);
-  out->skipped.assign(pairs, 0);
-  out->borderline.assign(pairs, 0);
-  out->totalVisited = out->totalSkipped = out->totalBorderline = 0;
-  out->maskedSkips = out->emptyGroupSkips = 0;
+  runWorkers(threads, tasks, worker);
+  resetCounts(out, pairs);
   for (size_t t = 0; t < tasks; ++t) {
     size_t pair = t / size_t(mBlocks);
     out->visited[pair] += taskVisited[t];

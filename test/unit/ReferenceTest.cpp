@@ -1566,7 +1566,7 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
     const long double T = info.defaultLog2Threshold();
     std::vector<int64_t> visited(size_t(s.batch * s.qHeads), 0),
         skipped(size_t(s.batch * s.qHeads), 0);
-    uint64_t mismatch = 0, kept = 0, skips = 0, firstKept = 0;
+    uint64_t mismatch = 0, kept = 0, skips = 0;
     double maxErr = 0;
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t kh = 0; kh < s.kvHeads; ++kh)
@@ -1613,7 +1613,6 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
                 for (size_t r = 0; r < 64; ++r)
                   run[r] = std::max(run[r], mb[r]);
               keepBlock[size_t(n)] = !skip;
-              firstKept += n == b0;
               for (int64_t g = 0; g < G; ++g) {
                 uint8_t d = model.decisions[model.decisionIndex(
                     s.qHeads, b, kh * G + g, t, 0, n)];

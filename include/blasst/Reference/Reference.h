@@ -53,6 +53,11 @@ double unitRoundoff(DType dtype);
 void parallelFor(size_t n, unsigned threads,
                  const std::function<void(size_t, size_t)> &fn);
 unsigned defaultThreads();
+/// Runs `worker` on min(workers, max(tasks, 1)) threads (the calling thread
+/// is one of them) and waits: workers that take their tasks from a shared
+/// counter.
+void runWorkers(size_t workers, size_t tasks,
+                const std::function<void()> &worker);
 
 enum class Distribution { Uniform, Normal };
 const char *toString(Distribution d);
@@ -118,6 +123,9 @@ struct Reference {
     return (size_t(b * s.qHeads + h) * rows.size() + r);
   }
 };
+
+/// The largest |V| over the tensor (the tolerances scale with it).
+double maxAbsOfV(const Shape &s, const float *v, const Strides &vs);
 
 /// Attention in double precision from float inputs (the exact values of the
 /// bf16/f16-rounded data) for the given query rows of every batch entry and
