@@ -152,6 +152,11 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
     return module.emitError()
            << "the V speculation depth needs V on demand, which is off "
               "(--v-on-demand=false)";
+  if (opts.vSpeculateAfter && *opts.vSpeculateAfter < 0)
+    return module.emitError()
+           << "the V speculation depth (--v-speculate-after) must be 0 "
+              "(always wait for the votes) or more, got "
+           << *opts.vSpeculateAfter;
   std::optional<bool> vOnDemand = opts.vOnDemand;
   if (!vOnDemand && opts.vSpeculateAfter)
     vOnDemand = true;

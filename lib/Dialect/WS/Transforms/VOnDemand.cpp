@@ -157,9 +157,33 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
       op->setAttr("ahead", b.getI64IntegerAttr(ahead));
     b.setInsertionPoint(v->acquire);
     auto await = AwaitVoteOp::create(b, v->acquire.getLoc(), IntegerAttr());
-    if (speculateAfter > 0)
-      await.setSpeculateAfter(uint64_t(speculateAfter));
+    // -1: what the schedule record says (convert-attn-to-ws resolved it),
+    // else the same defaults: 4 for decode kernels, 2 otherwise.
+    int64_t speculate = speculateAfter;
+    std::optional<DictionaryAttr> record = kernel.getSchedule();
+    if (speculate < 0) {
+      IntegerAttr recorded =
+          record ? record->getAs<IntegerAttr>("v_speculate_after")
+                 : IntegerAttr();
+      speculate = recorded ? recorded.getInt() : kernel.getQGroup() ? 4 : 2;
+    }
+    if (speculate > 0)
+      await.setSpeculateAfter(uint64_t(speculate));
+    if (record) {
+      NamedAttrList attrs(*record);
+      attrs.set("v_speculate_after", b.getI64IntegerAttr(speculate));
+      kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
+    }
     v->load.setOnDemand(true);
+    // V first: the copy of V(n) (or its wait for the votes on n) comes
+    // before the copy of K(n + A). The votes on n are published right after
+    // the consumer releases K(n), which is what K(n + A) waits for, so an
+    // unspeculated V(n) costs the K stream nothing; a speculated V(n) no
+    // longer queues behind K(n + A)'s slot and leaves a block earlier.
+    if (vFirst == "true" || (vFirst == "auto" && kernel.getQGroup()))
+      for (Operation *op : {await.getOperation(), v->acquire.getOperation(),
+                            v->load.getOperation(), v->release.getOperation()})
+        op->moveBefore(k->acquire);
   }
   // The load role reads every published vote: it counts them, and the
   // voters keep no counters (their loop is the critical one).
@@ -192,11 +216,17 @@ void VOnDemandPass::runOnOperation() {
                                << int64_t(kAhead);
     return signalPassFailure();
   }
-  if (speculateAfter < 0) {
+  if (speculateAfter < -1) {
     getOperation().emitError() << "blasst-v-on-demand: speculate-after must "
                                   "be 0 (always wait for the votes) or more, "
-                                  "got "
+                                  "or -1 (the kernel's default), got "
                                << int64_t(speculateAfter);
+    return signalPassFailure();
+  }
+  if (vFirst != "true" && vFirst != "false" && vFirst != "auto") {
+    getOperation().emitError() << "blasst-v-on-demand: v-first must be true, "
+                                  "false or auto, got '"
+                               << vFirst << "'";
     return signalPassFailure();
   }
   if (mode != "true" && mode != "auto") {

@@ -3,6 +3,16 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-ahead=1" | FileCheck %s --check-prefix=K1
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync --ws-print-protocol 2>&1 | FileCheck %s --check-prefix=PROTO
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-ahead=5" 2>&1 | FileCheck %s --check-prefix=DEEPK
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=v-first=false speculate-after=2" --blasst-verify-sync | FileCheck %s --check-prefix=KFIRST
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=v-first=maybe" 2>&1 | FileCheck %s --check-prefix=BADVF
+// KFIRST: v_speculate_after = 2 : i64
+// KFIRST: ws.kv_loop {
+// KFIRST-NEXT: ws.acquire @k_pipe {ahead = 4 : i64}
+// KFIRST-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64}
+// KFIRST-NEXT: ws.release @k_pipe {ahead = 4 : i64}
+// KFIRST-NEXT: ws.await_vote {speculate_after = 2 : i64, stats}
+// KFIRST-NEXT: ws.acquire @v_pipe
+// BADVF: error: blasst-v-on-demand: v-first must be true, false or auto, got 'maybe'
 // BLASST decode (phase = decode, GQA 32/8 packed 4 q heads x 16 tokens per
 // 64-row tile, split KV): the one consumer votes after each block's row max
 // over all the tile's packed rows (one warpgroup: every row shares the P V);
@@ -38,19 +48,23 @@
 // VOD-NEXT: ws.acquire @k_pipe {ahead = 3 : i64}
 // VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 3 : i64}
 // VOD-NEXT: ws.release @k_pipe {ahead = 3 : i64}
+// V first (decode): V(n) after its votes, then K(n + 4); speculation after
+// four kept blocks in a row (the decode default, from the schedule record).
 // VOD-NEXT: ws.kv_loop {
-// VOD-NEXT: ws.acquire @k_pipe {ahead = 4 : i64}
-// VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64}
-// VOD-NEXT: ws.release @k_pipe {ahead = 4 : i64}
-// VOD-NEXT: ws.await_vote {speculate_after = 2 : i64, stats}
+// VOD-NEXT: ws.await_vote {speculate_after = 4 : i64, stats}
 // VOD-NEXT: ws.acquire @v_pipe
 // VOD-NEXT: ws.tma_load v -> @v via @v_pipe {on_demand}
 // VOD-NEXT: ws.release @v_pipe
+// VOD-NEXT: ws.acquire @k_pipe {ahead = 4 : i64}
+// VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64}
+// VOD-NEXT: ws.release @k_pipe {ahead = 4 : i64}
 // VOD: ws.vote @s {publish}
 
-// k-ahead=1: prefill's shape (K one block ahead).
+// k-ahead=1: prefill's shape (K one block ahead), V first.
 // K1: ws.release @k_pipe{{$}}
 // K1-NEXT: ws.kv_loop {
+// K1-NEXT: ws.await_vote
+// K1: ws.release @v_pipe
 // K1-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
 
 // The protocol: prologue copies on blocks 0..3, the loop's on n + 4.

@@ -37,7 +37,7 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     (`ws.tma_load v {on_demand}`); the votes publish their decisions. A
     skipped block then costs its K tile only: the L2 to shared memory
     traffic of V, about half of what a skipped block moves, is gone. After
-    `speculate-after` kept blocks in a row (default 2) the load role copies
+    `speculate-after` kept blocks in a row (default 2, decode 4) the load role copies
     the next V without waiting for its votes, a block earlier: with nothing
     skippable the V copies are as early as without this pass, and a
     skipped block right after such a run costs one unread V copy. The
@@ -49,6 +49,9 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     n + 1 .. n + A are in flight. Decode kernels (q_group), bandwidth-bound,
     take the K pipe's depth by default: with one block ahead a run of
     skipped blocks would keep at most two K tiles in flight per CTA.
+    `v-first` (auto: decode kernels) puts V(n)'s vote wait and copy before
+    the copy of K(n + A): a speculated V copy then leaves as soon as its
+    slot and the run's last vote allow instead of queueing behind K's slot.
 
     Needs the overlap schedule (the votes on block n + 1 come one block
     before that block's P V, which hides the V copy's latency), one CTA per
@@ -65,13 +68,19 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
            "true: every kernel (an error where it does not apply); auto: the "
            "kernels where it applies">,
-    Option<"speculateAfter", "speculate-after", "int64_t", /*default=*/"2",
+    Option<"speculateAfter", "speculate-after", "int64_t", /*default=*/"-1",
            "copy V without waiting for the votes after this many kept blocks "
-           "in a row (ws.await_vote {speculate_after}); 0: always wait">,
+           "in a row (ws.await_vote {speculate_after}); 0: always wait; -1: "
+           "the kernel's schedule record (v_speculate_after), else 4 for "
+           "decode kernels (q_group) and 2 otherwise">,
     Option<"kAhead", "k-ahead", "int64_t", /*default=*/"0",
            "how many blocks the K copies run ahead of the V copies, 1 to the "
            "K pipe's depth; 0: the K pipe's depth for decode kernels "
-           "(q_group), 1 otherwise">
+           "(q_group), 1 otherwise">,
+    Option<"vFirst", "v-first", "std::string", /*default=*/"\"auto\"",
+           "true: the loop copies V(n) (after its votes) before K(n + A); "
+           "false: K(n + A) first; auto: V first for decode kernels "
+           "(q_group)">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
