@@ -838,13 +838,11 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
            "is not implemented yet";
   if (spec.phase == Phase::Decode) {
     // The decode schedule (q heads of a KV head packed into one 64-row
-    // tile, split KV) exists for sm_90a at head_dim 64 and 128.
+    // tile, split KV) exists for sm_90a at head_dim 64, 128 and 256 (the
+    // head dims sm_90a supports, checked above).
     if (target != Target::SM90a)
       return std::string("phase = decode is not implemented on ") +
              targetName + " yet (the decode schedule is sm_90a's)";
-    if (spec.headDim != 64 && spec.headDim != 128)
-      return "head_dim " + std::to_string(spec.headDim) +
-             " is not supported with phase = decode: supported 64, 128";
     int g = spec.gqaRatio();
     if (g > 64 || (g & (g - 1)) != 0)
       return "q_heads / kv_heads = " + std::to_string(g) +

@@ -523,10 +523,11 @@ TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
       "not supported on sm_90a"));
   AttentionSpec decode = sampleSpec();
   decode.phase = Phase::Decode;
-  decode.headDim = decode.headDimV = 256;
+  decode.numQHeads = 24; // 3 q heads per kv head
   EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
                                               sampleInfo(), decode, &kernel),
-                        "head_dim 256 is not supported with phase = decode"));
+                        "q_heads / kv_heads = 3 is not supported with phase "
+                        "= decode"));
   KernelInfo blackwell = sampleInfo();
   blackwell.target = "sm_100a";
   AttentionSpec hd256 = sampleSpec();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kernels for the decode runs (phase = decode, sm_90a): the check matrix
-# (MHA 16/16, GQA 32/8 and 16/4, MQA 8/1 and 32/1 x head_dim 64/128 x causal,
+# (MHA 16/16, GQA 32/8 and 16/4, MQA 8/1 and 32/1 x head_dim 64/128/256 x causal,
 # LSE on) and the benchmark kernel (bf16, head_dim 128, 32 q / 8 kv heads).
 # seq_q (1-8) and the KV split count are launch values: one kernel per spec.
 # With BLASST=1 (default) also the BLASST decode kernels (bdec_*,
@@ -19,7 +19,7 @@ mk() { # name spec...
   grep -q "0 bytes spill stores, 0 bytes spill loads" "$OUT/$name.ptxas.log" ||
     { echo "spills or no ptxas report: $OUT/$name.ptxas.log"; exit 1; }
 }
-for hd in 64 128; do
+for hd in 64 128 256; do
   for heads in "16 16" "32 8" "16 4" "8 1" "32 1"; do
     read -r qh kvh <<<"$heads"
     for causal in false true; do
@@ -35,7 +35,7 @@ mk bench_dec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 
 # head_dim 64/128 x causal, statistics and LSE on; the threshold is a launch
 # value) and the benchmark pair's sparse half (same spec as bench_dec_*).
 if [[ ${BLASST:-1} == 1 ]]; then
-  for hd in 64 128; do
+  for hd in 64 128 256; do
     for heads in "16 16" "32 8" "8 1" "32 1"; do
       read -r qh kvh <<<"$heads"
       for causal in false true; do

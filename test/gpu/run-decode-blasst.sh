@@ -15,7 +15,7 @@
 # Usage: run-decode-blasst.sh [KDIR] [OUT]  (KDIR default .device/decode).
 # Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; within CHECKS,
 # MATRIX=0 leaves out the matrix and SPLITS=0 the split / a= / 1000-launch
-# runs; HDS="128" halves the matrix (each part should fit a 10-minute device
+# runs; HDS="128" runs a third of the matrix (each part should fit a 10-minute device
 # command: HDS=64 SPLITS=0, HDS=128 SPLITS=0, MATRIX=0 with the sanitizers,
 # the benchmark alone); SHAPES: "batch seq_kv:dials,..." (default below: dials that
 # give ~0 / ~70 / ~87.5% skipped in the CPU model at each shape; batch 1
@@ -36,7 +36,7 @@ run() { local name="$1"; shift; runs=$((runs + 1))
   fi; }
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== BLASST decode vs the CPU skipping model (every element, stats) ==="
-  for hd in ${HDS:-64 128}; do
+  for hd in ${HDS:-64 128 256}; do
     [[ ${MATRIX:-1} == 1 ]] || break
     for heads in "16 16" "32 8" "8 1" "32 1"; do
       read -r qh kvh <<<"$heads"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decode on the H200: every element of O and LSE checked against the CPU
 # reference (fresh random inputs, outputs poisoned) over the matrix seq_q
-# 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128 x causal, KV lengths that are not
+# 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128/256 x causal, KV lengths that are not
 # multiples of the 128-key block, batch 1 and 8 (the KV split count chosen
 # at launch), then forced split counts 1/3/7/16 (split boundaries inside the
 # sequence, short and capped splits); repeated launches bit-identical (the workspace counters
@@ -12,7 +12,7 @@
 # build-decode-kernels.sh; its bin/blasst-bench is used). Env: CHECKS=0 (no
 # reference checks), SANITIZER=0 (no racecheck/memcheck), BENCH=0 (no
 # benchmark): each part alone should fit a 10-minute device command; HDS="64"
-# / HDS="128" runs half of the check matrix.
+# / HDS="128" / HDS="256" runs a third of the check matrix.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-out}}"; mkdir -p "$OUT"
@@ -28,7 +28,7 @@ run() { local name="$1"; shift; runs=$((runs + 1))
   fi; }
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== decode vs the CPU reference (every element) ==="
-  for hd in ${HDS:-64 128}; do
+  for hd in ${HDS:-64 128 256}; do
     for heads in "16 16" "32 8" "16 4" "8 1" "32 1"; do
       read -r qh kvh <<<"$heads"
       ks=()

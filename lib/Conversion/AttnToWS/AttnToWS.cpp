@@ -57,8 +57,11 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // the ring's depth is what keeps a run of skipped blocks bandwidth-bound:
   // 4 x 16 KB of K in flight per CTA, what 2 stages of K and V give dense
   // decode (not measured yet).
+  // At head_dim 256 a stage of K and V is 64 KB: 2 stages (160 KB with Q).
   if (decode && !o.stages)
-    o.stages = spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4) : 4;
+    o.stages = spec.headDim > 128  ? 2
+               : spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4)
+                                   : 4;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
   // in registers; block_n 176 at head_dim 128 and 80 at head_dim 256, as
   // FA3), the fastest measured, dense and with BLASST

@@ -1,14 +1,6 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=target=sm_90a -verify-diagnostics
 // Decode specs and knobs the decode schedule refuses, each with its reason.
 
-func.func @hd256(%q: memref<?x?x8x256xbf16>, %k: memref<?x?x8x256xbf16>, %v: memref<?x?x8x256xbf16>, %o: memref<?x?x8x256xbf16>) {
-  // expected-error @below {{cannot be compiled for sm_90a: head_dim 256 is not supported with phase = decode: supported 64, 128}}
-  attn.attention %q, %k, %v -> %o spec(<head_dim = 256, head_dim_v = 256, q_heads = 8, kv_heads = 8, phase = decode>) : memref<?x?x8x256xbf16>, memref<?x?x8x256xbf16>, memref<?x?x8x256xbf16>, memref<?x?x8x256xbf16>
-  return
-}
-
-// -----
-
 func.func @ratio3(%q: memref<?x?x12x128xbf16>, %k: memref<?x?x4x128xbf16>, %v: memref<?x?x4x128xbf16>, %o: memref<?x?x12x128xbf16>) {
   // expected-error @below {{cannot be compiled for sm_90a: q_heads / kv_heads = 3 is not supported with phase = decode: the q heads of a kv head are packed into one 64-row tile, so the ratio must be a power of two up to 64}}
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 12, kv_heads = 4, phase = decode>) : memref<?x?x12x128xbf16>, memref<?x?x4x128xbf16>, memref<?x?x4x128xbf16>, memref<?x?x12x128xbf16>

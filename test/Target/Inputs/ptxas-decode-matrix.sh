@@ -3,7 +3,8 @@
 # fails on any ptxas error, register spill or serialised wgmma. seq_q (1 to
 # 8 new tokens) is a launch argument, not compiled in: one kernel per spec
 # serves seq_q 1/2/4/8. MHA (16/16), GQA (32/8, 16/4), MQA (8/1, 32/1) x
-# head_dim 64/128 x causal x bf16/f16, LSE on every other kernel. Then the
+# head_dim 64/128 x causal x bf16/f16, LSE on every other kernel; head_dim
+# 256 (GQA 32/8, MQA 8/1, causal, bf16/f16). Then the
 # KV caches (bf16): per-sequence lengths (GQA 32/8, MQA 32/1 x head_dim
 # 64/128 x causal) and paged caches of 16/64/256-token pages (x head_dim
 # 64/128 x {GQA 32/8 causal, MHA 16/16}), lengths per sequence.
@@ -51,6 +52,15 @@ for hd in 64 128; do
       "dtype=bf16 head_dim=$hd q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=$page"
     build "decode_kv_paged${page}_hd${hd}_q16kv16" \
       "dtype=bf16 head_dim=$hd q_heads=16 kv_heads=16 causal=false phase=decode kv_lengths=per_sequence kv_cache=paged:page=$page"
+  done
+done
+# head_dim 256 (2 stages of 64-key K and V tiles, 160 KB): GQA 32/8 and
+# MQA 8/1, causal, bf16 and f16.
+for dtype in bf16 f16; do
+  for heads in "32 8" "8 1"; do
+    read -r qh kvh <<<"$heads"
+    build "decode_${dtype}_hd256_q${qh}kv${kvh}_causal" \
+      "dtype=$dtype head_dim=256 q_heads=$qh kv_heads=$kvh causal=true lse=true phase=decode"
   done
 done
 echo "assembled $n sm_90a decode kernels, no spills"
