@@ -5,7 +5,9 @@
 // copy are modelled (the others touch no shared state the check is about).
 // A state is a flat vector of integers (roles, mbarriers, named barriers,
 // the stages consumers hold, the vote slots, the copies in flight); the
-// search is breadth-first, so a trace is a shortest interleaving.
+// search is breadth-first, so a trace is a shortest interleaving. A copy
+// that planEagerLanding clears lands right after its issue (a persistent-set
+// reduction; the conditions that make it sound are checked there).
 //
 //===----------------------------------------------------------------------===//
 #include "SyncModel.h"
