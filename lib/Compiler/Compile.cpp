@@ -105,7 +105,8 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   if (done(Stage::Attn, *module))
     return result;
 
-  if (failed(lowerToWS(*module, request.schedule, request.insertVote)))
+  if (failed(lowerToWS(*module, request.schedule, request.insertVote,
+                       request.verifyStats)))
     return error(Stage::WS, "lowering to ws IR failed", /*diagnosed=*/true);
   if (done(Stage::WS, *module))
     return result;

@@ -120,8 +120,9 @@ void blasst::resolveCrossStageP(const AttentionSpec &spec,
   if (!*o.crossStageP)
     return;
   ws::BLASSTCrossStagePOptions defaults;
-  if (!o.crossStagePDepth)
-    o.crossStagePDepth = defaults.depth;
+  if (!o.crossStagePDepth || !*o.crossStagePDepth)
+    o.crossStagePDepth =
+        ws::defaultCrossStagePDepth(!spec.sparsity.isDense());
   if (!o.crossStagePHoldA)
     o.crossStagePHoldA = defaults.holdA;
   if (!o.crossStagePHoldB)
@@ -129,7 +130,7 @@ void blasst::resolveCrossStageP(const AttentionSpec &spec,
 }
 
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
-                                bool insertVote) {
+                                bool insertVote, bool verifyStats) {
   if (std::string why = checkTileKnobs(opts); !why.empty())
     return module.emitError() << "schedule option " << why;
   PassManager pm(module.getContext());
@@ -191,7 +192,9 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   }
   // After the last ws transform: every schedule is proven deadlock-free and
   // hazard-free within the checker's bounds before it is lowered.
-  pm.addPass(ws::createBLASSTVerifySync());
+  ws::BLASSTVerifySyncOptions verifyOpts;
+  verifyOpts.stats = verifyStats;
+  pm.addPass(ws::createBLASSTVerifySync(verifyOpts));
   return pm.run(module);
 }
 

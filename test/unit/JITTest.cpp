@@ -328,22 +328,23 @@ TEST(JIT, CacheKeys) {
   EXPECT_TRUE(*resolveSchedule(sparse, pingpong).vOnDemand)
       << "a speculation depth asks for V on demand";
 
-  // Cross-stage P on sm_100a: on by default with depth 2 and hold 1 / 4
-  // (asking for them is the same kernel); off, another depth or another
-  // hold schedule is another kernel. sm_90a keys leave it out.
+  // Cross-stage P on sm_100a: on by default with depth 4 (dense; BLASST:
+  // 2) and hold 1 / 4 (asking for them is the same kernel); off, another
+  // depth or another hold schedule is another kernel. sm_90a keys leave it
+  // out.
   std::string b200 = jit::cacheKey(spec, Target::SM100a);
-  ScheduleOptions cspOn, cspOff, depth4, holdA2, holdB1;
+  ScheduleOptions cspOn, cspOff, depth2, holdA2, holdB1;
   cspOn.crossStageP = true;
-  cspOn.crossStagePDepth = 2;
+  cspOn.crossStagePDepth = 4;
   cspOn.crossStagePHoldA = 1;
   cspOn.crossStagePHoldB = 4;
   cspOff.crossStageP = false;
-  depth4.crossStagePDepth = 4;
+  depth2.crossStagePDepth = 2;
   holdA2.crossStagePHoldA = 2;
   holdB1.crossStagePHoldB = 1;
   EXPECT_EQ(jit::cacheKey(spec, Target::SM100a, cspOn), b200);
   distinct(jit::cacheKey(spec, Target::SM100a, cspOff), "cross_stage_p=false");
-  distinct(jit::cacheKey(spec, Target::SM100a, depth4), "cross_stage_p_depth");
+  distinct(jit::cacheKey(spec, Target::SM100a, depth2), "cross_stage_p_depth");
   distinct(jit::cacheKey(spec, Target::SM100a, holdA2), "cross_stage_p_hold_a");
   distinct(jit::cacheKey(spec, Target::SM100a, holdB1), "cross_stage_p_hold_b");
   ScheduleOptions resolved;
@@ -351,15 +352,23 @@ TEST(JIT, CacheKeys) {
   resolveCrossStageP(spec, resolved);
   EXPECT_EQ(formatSchedule(resolved),
             "block-m=0 block-n=0 stages=0 producer-regs=0 consumer-regs=0 "
-            "cross-stage-p=true cross-stage-p-depth=2 cross-stage-p-hold-a=1 "
+            "cross-stage-p=true cross-stage-p-depth=4 cross-stage-p-hold-a=1 "
             "cross-stage-p-hold-b=4");
   ScheduleOptions hopper, blasst100;
   resolveCrossStageP(spec, hopper);
   EXPECT_FALSE(hopper.crossStageP) << "sm_90a: left unset";
   blasst100.target = Target::SM100a;
   resolveCrossStageP(sparse, blasst100);
-  EXPECT_EQ(formatSchedule(blasst100), formatSchedule(resolved))
-      << "BLASST: on too, with the same defaults";
+  EXPECT_EQ(formatSchedule(blasst100),
+            "block-m=0 block-n=0 stages=0 producer-regs=0 consumer-regs=0 "
+            "cross-stage-p=true cross-stage-p-depth=2 cross-stage-p-hold-a=1 "
+            "cross-stage-p-hold-b=4")
+      << "BLASST: on too, with depth 2 (the checker's cost at depth 4)";
+  ScheduleOptions sparseDepth2;
+  sparseDepth2.crossStagePDepth = 2;
+  EXPECT_EQ(jit::cacheKey(sparse, Target::SM100a, sparseDepth2),
+            jit::cacheKey(sparse, Target::SM100a))
+      << "BLASST: asking for depth 2 is the default kernel";
 }
 
 TEST(JIT, CacheDirResolution) {

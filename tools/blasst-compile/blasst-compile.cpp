@@ -83,6 +83,11 @@ static cl::opt<bool>
                     "dense kernels do not change; with a sparsity policy IR "
                     "and PTX only, no cubin)"),
            cl::cat(cat));
+static cl::opt<bool>
+    verifyStats("verify-stats",
+                cl::desc("print blasst-verify-sync's states and time per "
+                         "kernel on stderr"),
+                cl::cat(cat));
 static cl::opt<std::string> kvLengthsOverride(
     "kv-lengths",
     cl::desc("override the spec's kv_lengths: uniform | per_sequence (decode: "
@@ -368,6 +373,7 @@ int main(int argc, char **argv) {
     if (std::string why = checkTileKnobs(request.schedule); !why.empty())
       return fail("--" + why);
     request.insertVote = !noVote;
+    request.verifyStats = verifyStats;
     request.lastStage = *last;
     auto start = std::chrono::steady_clock::now();
     // Progress on stderr after each stage (the attn module only when it is

@@ -45,6 +45,9 @@ struct CompileRequest {
   /// spec's, so a cubin (whose .spec would say otherwise) is refused; its IR
   /// and PTX may still be looked at.
   bool insertVote = true;
+  /// Print blasst-verify-sync's states and time per kernel on stderr (its
+  /// `stats` option; blasst-compile --verify-stats).
+  bool verifyStats = false;
   /// Where to stop. Stage::LLVMIR runs only when it is the last one (PTX
   /// translates to LLVM IR itself).
   Stage lastStage = Stage::Cubin;

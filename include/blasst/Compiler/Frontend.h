@@ -38,10 +38,11 @@ void resolveCrossStageP(const AttentionSpec &spec, ScheduleOptions &o);
 
 /// Runs convert-attn-to-ws with `opts` on `module`, then blasst-insert-vote
 /// (a no-op for dense specs) unless `insertVote` is false. Diagnostics go to
-/// the context's handler.
+/// the context's handler. `verifyStats`: blasst-verify-sync prints its
+/// states and time per kernel on stderr.
 mlir::LogicalResult lowerToWS(mlir::ModuleOp module,
                               const ScheduleOptions &opts,
-                              bool insertVote = true);
+                              bool insertVote = true, bool verifyStats = false);
 
 /// A human-readable summary of a ws.kernel: its schedule record (as
 /// formatSchedule spells knobs), roles, buffers, pipes and the CTA's

@@ -5,7 +5,9 @@
 // copy are modelled (the others touch no shared state the check is about).
 // A state is a flat vector of integers (roles, mbarriers, named barriers,
 // the stages consumers hold, the vote slots, the copies in flight); the
-// search is breadth-first, so a trace is a shortest interleaving.
+// search is breadth-first, so a trace is a shortest interleaving. A copy
+// that planEagerLanding clears lands right after its issue (a persistent-set
+// reduction; the conditions that make it sound are checked there).
 //
 //===----------------------------------------------------------------------===//
 #include "SyncModel.h"
@@ -256,7 +258,226 @@ std::optional<std::string> Model::build() {
   offSlots = offHeld + stages * std::max(numConsumersMax, 1);
   offCells = offSlots + 2 * numVoters;
   offQueue = offCells + numCells;
+  planEagerLanding();
   return std::nullopt;
+}
+
+// Eager landing. A copy in flight lands at any later point; landing it
+// right away in every state where it is in flight (exploring no other
+// successor there) is a persistent-set reduction (Godefroid): sound when
+// no transition that can run before the landing depends on it. The
+// landing touches the stage's full barrier (its bytes), the stage's cells
+// and the multiset of copies in flight; the conditions below make every
+// other access to these wait for the full barrier's phase, which the
+// copy's own bytes hold back:
+//  (a) bytes: per block, the producer's releases expect exactly the bytes
+//      of its copies into the pipe (an on_demand copy and its release are
+//      skipped together), so the phase completes only once every copy of
+//      the block has landed;
+//  (b) the stage's storage is written by the pipe's copies only, and read
+//      only by consumer steps (or tensor-core products) that follow, in
+//      their role's program order, that role's acquire of the same block;
+//  (c) a consumer releases a block only after its acquire of that block,
+//      so the next copy into the stage waits for the landing too;
+//  (d) each role acquires (and the producer fills) blocks 0, 1, ... in
+//      order, each once (prologue blocks 0 .. k - 1, then n + k in the
+//      loop), so no wait on the stage's barrier for an earlier phase runs
+//      after the copy's issue (it could see the landing's completion).
+// Where a condition fails the pipe's copies land in every order, and the
+// summary says why.
+std::optional<std::string> Model::eagerLandingFails(int p) const {
+  PipeOp pipe = pipes[p];
+  if (protocol.isMulticast(pipe))
+    return std::string("a multicast pipe");
+  bool block = perBlock(p);
+  // (d) The blocks of the steps on `p` of one kind (consumer waits, or the
+  // producer's copies and releases): once each, in order.
+  auto inOrder = [&](const RoleProg &prog, auto pick) -> bool {
+    int64_t next = 0;
+    std::optional<int64_t> loop;
+    for (int seg = 0; seg < 3; ++seg)
+      for (const Instr &in : prog.seg[seg]) {
+        if (in.pipe != p || !pick(in))
+          continue;
+        if (!block) {
+          // Once per tile: in the tile's prologue.
+          if (seg != 0)
+            return false;
+          continue;
+        }
+        if (seg == 2 || in.inSkip)
+          return false;
+        if (seg == 0) {
+          if (in.block.kind != BlockRef::Kind::First &&
+              in.block.kind != BlockRef::Kind::Once)
+            return false;
+          int64_t k = in.block.kind == BlockRef::Kind::Once ? 0 : in.block.ahead;
+          if (k == next)
+            ++next;
+          else if (k != next - 1) // the same block again: a second step
+            return false;
+          continue;
+        }
+        if (in.block.kind != BlockRef::Kind::Current ||
+            (loop && *loop != in.block.ahead))
+          return false;
+        loop = in.block.ahead;
+      }
+    return !block || !loop || *loop == next;
+  };
+  auto sameBlock = [&](const Instr &a, const Instr &b) {
+    return !block || (a.block.kind == b.block.kind &&
+                      (a.block.kind == BlockRef::Kind::Once ||
+                       a.block.ahead == b.block.ahead));
+  };
+  // An acquire of `p` by the role before step `j` of segment `seg`, on the
+  // step's block (a once-per-tile pipe: in the tile, any segment before).
+  auto acquiredBefore = [&](const RoleProg &prog, int seg, size_t j) {
+    for (int sg = block ? seg : 0; sg <= seg; ++sg)
+      for (size_t i = 0; i < (sg == seg ? j : prog.seg[sg].size()); ++i) {
+        const Instr &w = prog.seg[sg][i];
+        if (w.kind == Instr::Kind::PipeWait && w.pipe == p && !w.producer &&
+            sameBlock(w, prog.seg[seg][j]))
+          return true;
+      }
+    return false;
+  };
+  // The cells the pipe's copies write (every stage).
+  llvm::DenseSet<int> copied;
+  const RoleProg *producer = nullptr;
+  for (const RoleProg &prog : roles)
+    for (int seg = 0; seg < 3; ++seg)
+      for (const Instr &in : prog.seg[seg]) {
+        if (in.kind != Instr::Kind::TmaIssue || in.pipe != p)
+          continue;
+        if (producer && producer != &prog)
+          return std::string("two roles copy into it");
+        producer = &prog;
+        for (const Effect &e : in.effects)
+          for (int c : e.cells)
+            for (int st = 0; st < e.stages; ++st)
+              copied.insert(c + st * e.stageStride);
+      }
+  if (!producer)
+    return std::string("no copies");
+  // (a) Bytes: per segment and block, copies = expected transaction bytes.
+  for (int seg = 0; seg < 3; ++seg) {
+    const std::vector<Instr> &body = producer->seg[seg];
+    for (size_t i = 0; i < body.size(); ++i) {
+      const Instr &in = body[i];
+      if (in.pipe != p || !in.producer ||
+          (in.kind != Instr::Kind::TmaIssue &&
+           in.kind != Instr::Kind::PipeArrive))
+        continue;
+      int64_t copies = 0, expected = 0;
+      size_t first = body.size(), last = 0;
+      for (size_t j = 0; j < body.size(); ++j) {
+        const Instr &o = body[j];
+        if (o.pipe != p || !o.producer || !sameBlock(o, in))
+          continue;
+        if (o.kind == Instr::Kind::TmaIssue) {
+          if (o.bytes <= 0)
+            return std::string("a copy of no bytes");
+          copies += o.bytes;
+        } else if (o.kind == Instr::Kind::PipeArrive) {
+          expected += o.tx;
+        } else {
+          continue;
+        }
+        if (o.onDemand != in.onDemand || o.inSkip)
+          return std::string("an on_demand copy and its release differ");
+        first = std::min(first, j);
+        last = std::max(last, j);
+      }
+      if (copies != expected)
+        return (llvm::Twine("its release expects ") + llvm::Twine(expected) +
+                " bytes for a block whose copies bring " + llvm::Twine(copies))
+            .str();
+      // The skip decision an on_demand copy and its release read is the
+      // same: nothing between them sets it.
+      for (size_t j = first; j < last; ++j)
+        if (body[j].kind == Instr::Kind::Vote ||
+            body[j].kind == Instr::Kind::AwaitVote ||
+            body[j].kind == Instr::Kind::LoadVote)
+          return std::string("a vote between a copy and its release");
+    }
+  }
+  if (!inOrder(*producer, [](const Instr &in) {
+        return in.kind == Instr::Kind::TmaIssue;
+      }) ||
+      !inOrder(*producer, [](const Instr &in) {
+        return in.kind == Instr::Kind::PipeArrive && in.producer;
+      }))
+    return std::string("the producer does not fill blocks 0, 1, ... in order");
+  for (auto [r, prog] : llvm::enumerate(roles)) {
+    bool consumer = prog.consumerIdx[p] >= 0;
+    if (consumer && !inOrder(prog, [](const Instr &in) {
+          return in.kind == Instr::Kind::PipeWait && !in.producer;
+        }))
+      return ("@" + prog.role.getSymName() +
+              " does not acquire blocks 0, 1, ... in order, each once")
+          .str();
+    for (int seg = 0; seg < 3; ++seg)
+      for (auto [j, in] : llvm::enumerate(prog.seg[seg])) {
+        // (c) Releases after the acquire of the block.
+        if (in.kind == Instr::Kind::PipeArrive && in.pipe == p &&
+            !in.producer && !acquiredBefore(prog, seg, j))
+          return ("@" + prog.role.getSymName() +
+                  " releases a block it did not acquire before")
+              .str();
+        if (in.kind == Instr::Kind::TmaIssue && in.pipe == p)
+          continue;
+        // (b) Other accesses to the copied cells.
+        for (auto *list : {&in.effects, &in.skipEffects})
+          for (const Effect &e : *list) {
+            bool touches = false;
+            for (int c : e.cells)
+              for (int st = 0; st < e.stages; ++st)
+                touches |= copied.contains(c + st * e.stageStride);
+            if (!touches)
+              continue;
+            std::string who = in.op->getName().getStringRef().str() +
+                              " of @" + prog.role.getSymName().str();
+            if (e.write || in.kind == Instr::Kind::TmaIssue)
+              return who + " writes its storage (@" +
+                     BufferOp(e.buffer).getSymName().str() + ")";
+            if (!consumer || !acquiredBefore(prog, seg, j))
+              return who + " reads its storage without acquiring the block "
+                           "before";
+          }
+      }
+  }
+  return std::nullopt;
+}
+
+void Model::planEagerLanding() {
+  std::string eager, full;
+  llvm::raw_string_ostream eos(eager), fos(full);
+  for (int p = 0; p < int(pipes.size()); ++p) {
+    bool copies = false;
+    for (RoleProg &prog : roles)
+      for (std::vector<Instr> &seg : prog.seg)
+        for (Instr &in : seg)
+          copies |= in.kind == Instr::Kind::TmaIssue && in.pipe == p;
+    if (!copies)
+      continue;
+    std::optional<std::string> why = eagerLandingFails(p);
+    for (RoleProg &prog : roles)
+      for (std::vector<Instr> &seg : prog.seg)
+        for (Instr &in : seg)
+          if (in.kind == Instr::Kind::TmaIssue && in.pipe == p)
+            in.eager = !why;
+    if (why)
+      fos << (full.empty() ? "" : "; ") << "@" << pipes[p].getSymName()
+          << " (" << *why << ")";
+    else
+      eos << (eager.empty() ? "" : ", ") << "@" << pipes[p].getSymName();
+  }
+  if (!eager.empty())
+    reduction = "copies into " + eager + " land eagerly";
+  if (!full.empty())
+    reduction += (reduction.empty() ? "" : "; ") +
+                 ("copies landing in every order: " + full);
 }
 
 void Model::initial(State s, SmallVectorImpl<State> &out) {
@@ -411,7 +632,7 @@ bool StateStore::insert(const State &s) {
   return true;
 }
 
-bool StateStore::equal(int idx, const State &s) const {
+template <typename F> bool StateStore::decode(int idx, F &&word) const {
   size_t i = start[idx], k = 0;
   auto next = [&] {
     uint32_t z = 0;
@@ -427,41 +648,34 @@ bool StateStore::equal(int idx, const State &s) const {
     if (bytes[i] == 0) {
       ++i;
       for (uint32_t n = next(); n; --n, ++k)
-        if (k >= s.size() || s[k] != refAt(k))
+        if (!word(k, refAt(k)))
           return false;
       continue;
     }
     uint32_t z = next();
-    if (k >= s.size() || s[k] != refAt(k) + (int32_t(z >> 1) ^ -int32_t(z & 1)))
+    if (!word(k, refAt(k) + (int32_t(z >> 1) ^ -int32_t(z & 1))))
       return false;
     ++k;
   }
-  return k == s.size();
+  return true;
+}
+
+bool StateStore::equal(int idx, const State &s) const {
+  size_t n = 0;
+  return decode(idx,
+                [&](size_t k, int32_t v) {
+                  ++n;
+                  return k < s.size() && s[k] == v;
+                }) &&
+         n == s.size();
 }
 
 State StateStore::get(int idx) const {
   State s;
-  size_t i = start[idx];
-  auto next = [&] {
-    uint32_t z = 0;
-    for (int shift = 0;; shift += 7) {
-      uint8_t b = bytes[i++];
-      z |= uint32_t(b & 0x7f) << shift;
-      if (!(b & 0x80))
-        return z;
-    }
-  };
-  auto refAt = [&](size_t k) { return k < ref.size() ? ref[k] : 0; };
-  while (i < start[idx + 1]) {
-    if (bytes[i] == 0) {
-      ++i;
-      for (uint32_t n = next(); n; --n)
-        s.push_back(refAt(s.size()));
-      continue;
-    }
-    uint32_t z = next();
-    s.push_back(refAt(s.size()) + (int32_t(z >> 1) ^ -int32_t(z & 1)));
-  }
+  decode(idx, [&](size_t, int32_t v) {
+    s.push_back(v);
+    return true;
+  });
   return s;
 }
 
@@ -556,7 +770,16 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
       succ.clear();
       SmallVector<std::string> why(roles.size());
       bool allDone = true;
-      for (int r = 0; r < int(roles.size()); ++r) {
+      // Eager landing (planEagerLanding): where a copy that may land
+      // eagerly is in flight, {its landing} is a persistent set, the only
+      // successor explored.
+      int eager = -1;
+      if (options.eagerLanding)
+        for (int i = offCopies; i < int(s.size()) && eager < 0;
+             i += kCopyFields)
+          if (instrs[s[i + 4]]->eager)
+            eager = i;
+      for (int r = 0; r < int(roles.size()) && eager < 0; ++r) {
         allDone &= role(s, r, RSeg) == kDone;
         stepRole(s, r, succ, why[r]);
         if (violation)
@@ -565,6 +788,8 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
       // Each copy in flight may land now.
       if (!violation)
         for (int i = offCopies; i < int(s.size()); i += kCopyFields) {
+          if (eager >= 0 && i != eager)
+            continue;
           State t = s;
           int p = s[i], st = s[i + 1];
           int m = fullBase[p] + st;
@@ -599,7 +824,7 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
           l.copyStage = st;
           succ.push_back({std::move(t), l});
         }
-      if (!violation)
+      if (!violation && eager < 0)
         stepTensorCores(s, succ);
       if (split) {
         // Some step asked about a trip count the interval does not decide
@@ -658,6 +883,7 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
       break;
   }
   result.statesExplored = int64_t(nodes.size());
+  result.reduction = options.eagerLanding ? reduction : "";
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

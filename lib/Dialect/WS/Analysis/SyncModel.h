@@ -100,6 +100,9 @@ struct Instr {
   int64_t threads = 0;
   bool inSkip = false, publish = false, onDemand = false;
   int64_t speculate = 0;
+  /// A tma_load whose copy the search lands right after its issue (the
+  /// pipe passed Model::eagerLandingFails: see there).
+  bool eager = false;
 };
 
 struct RoleProg {
@@ -191,6 +194,9 @@ private:
   std::vector<uint32_t> table = std::vector<uint32_t>(1 << 12, 0);
   State ref;
   void grow();
+  /// Decodes state `idx`, calling `word(k, value)` for each word in order;
+  /// stops (false) where `word` returns false.
+  template <typename F> bool decode(int idx, F &&word) const;
 };
 
 class Model {
@@ -395,6 +401,15 @@ private:
   bool readVotes(State &s, int64_t block, Operation *op, std::string &why,
                  bool &allSkip);
   std::optional<Violation> checkEnd(const State &s) const;
+
+  // Eager landing (a persistent-set reduction, SyncCheck.cpp).
+  /// Why the copies into pipe `p` may not land eagerly (none: they may).
+  std::optional<std::string> eagerLandingFails(int p) const;
+  /// Marks the copies that land eagerly; says which and why not.
+  void planEagerLanding();
+  /// For the summary: the pipes whose copies land eagerly, and the reason
+  /// for each one whose copies are searched in every order.
+  std::string reduction;
 
   // Data flow (SyncData.cpp).
   /// Cuts every owner buffer into cells and gives each step its effects;

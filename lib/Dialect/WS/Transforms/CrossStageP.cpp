@@ -146,6 +146,9 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
   auto sym = [&](StringRef n) { return FlatSymbolRefAttr::get(ctx, n); };
   auto ahead1 = b.getI64IntegerAttr(1);
   int64_t holds[2] = {holdA, holdB};
+  int64_t ring = depth ? int64_t(depth)
+                       : defaultCrossStagePDepth(
+                             !kernel.getSpec().toSpec().sparsity.isDense());
 
   // The handshake pipes: x<t>_pipe, softmax_t -> softmax_u, after the last
   // pipe of the kernel.
@@ -158,7 +161,7 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
     xName[t] = ("x" + llvm::Twine(t) + "_pipe").str();
     PipeOp::create(
         b, kernel.getLoc(), b.getStringAttr(xName[t]),
-        b.getI64IntegerAttr(depth), sym(tiles[t].softmax.getSymName()),
+        b.getI64IntegerAttr(ring), sym(tiles[t].softmax.getSymName()),
         b.getArrayAttr({sym(tiles[1 - t].softmax.getSymName())}),
         b.getArrayAttr({}), IntegerAttr());
   }
@@ -224,7 +227,7 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
   if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
     NamedAttrList attrs(*record);
     attrs.set("cross_stage_p", b.getBoolAttr(true));
-    attrs.set("cross_stage_p_depth", b.getI64IntegerAttr(depth));
+    attrs.set("cross_stage_p_depth", b.getI64IntegerAttr(ring));
     attrs.set("cross_stage_p_hold_a", b.getI64IntegerAttr(holdA));
     attrs.set("cross_stage_p_hold_b", b.getI64IntegerAttr(holdB));
     kernel.setScheduleAttr(attrs.getDictionary(ctx));
@@ -238,7 +241,7 @@ void CrossStagePPass::runOnOperation() {
         << mode << "'";
     return signalPassFailure();
   }
-  if (depth < 1 || holdA < 1 || holdA > 4 || holdB < 1 || holdB > 4) {
+  if (depth < 0 || holdA < 1 || holdA > 4 || holdB < 1 || holdB > 4) {
     getOperation().emitError()
         << "blasst-cross-stage-p: depth must be at least 1 and hold-a, hold-b "
            "1 to 4 quarters";

@@ -30,11 +30,15 @@ struct BLASSTVerifySyncPass
     bool failed = false;
     for (auto kernel : getOperation().getBody()->getOps<ws::KernelOp>()) {
       ws::ProtocolAnalysis protocol(kernel);
-      ws::SyncCheckResult r = ws::checkSync(kernel, protocol);
+      ws::SyncCheckOptions options;
+      options.eagerLanding = eagerLanding;
+      ws::SyncCheckResult r = ws::checkSync(kernel, protocol, options);
       if (stats)
         llvm::errs() << "verify-sync @" << kernel.getSymName() << ": "
                      << r.statesExplored << " states, "
-                     << llvm::format("%.1f", r.seconds * 1e3) << " ms\n";
+                     << llvm::format("%.1f", r.seconds * 1e3) << " ms"
+                     << (r.reduction.empty() ? "" : " (" + r.reduction + ")")
+                     << "\n";
       switch (r.status) {
       case ws::SyncCheckResult::Status::Verified:
         if (report)
@@ -43,7 +47,8 @@ struct BLASSTVerifySyncPass
               << " states): deadlock-free, no parity aliasing, pipes balanced, "
                  "no stage reused while read, every read of shared storage "
                  "sees the value attention needs, for "
-              << r.bounds;
+              << r.bounds
+              << (r.reduction.empty() ? "" : " (" + r.reduction + ")");
         break;
       case ws::SyncCheckResult::Status::NotVerified:
         // By location: the op itself would be printed with it on every

@@ -1,15 +1,16 @@
 // blasst-cross-stage-p: each tile's P over the other half of the sibling
-// tile's S, the handshake pipes, Q Kᵀ of each tile before its P V.
+// tile's S, the handshake pipes (depth 4 for a dense kernel), Q Kᵀ of each
+// tile before its P V.
 // RUN: blasst-opt %s -split-input-file --blasst-cross-stage-p | FileCheck %s
 // RUN: blasst-opt %s -split-input-file --blasst-cross-stage-p --blasst-verify-sync=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROVEN
 // RUN: blasst-opt %s -split-input-file --blasst-cross-stage-p=mode=false | FileCheck %s --check-prefix=OFF
 
 // CHECK-LABEL: ws.kernel @x_kernel
-// CHECK-SAME: cross_stage_p = true, cross_stage_p_depth = 2 : i64, cross_stage_p_hold_a = 1 : i64, cross_stage_p_hold_b = 4 : i64
+// CHECK-SAME: cross_stage_p = true, cross_stage_p_depth = 4 : i64, cross_stage_p_hold_a = 1 : i64, cross_stage_p_hold_b = 4 : i64
 // CHECK: ws.buffer @p0 tmem [128, 128] bf16 stages 1 aliases @s1 at [0, 64]
 // CHECK: ws.buffer @p1 tmem [128, 128] bf16 stages 1 aliases @s0 at [0, 64]
-// CHECK: ws.pipe @x0_pipe depth 2 producer @softmax0 consumers [@softmax1]
-// CHECK: ws.pipe @x1_pipe depth 2 producer @softmax1 consumers [@softmax0]
+// CHECK: ws.pipe @x0_pipe depth 4 producer @softmax0 consumers [@softmax1]
+// CHECK: ws.pipe @x1_pipe depth 4 producer @softmax1 consumers [@softmax0]
 // CHECK: ws.role @softmax0
 // CHECK: ws.read_scores @s0
 // CHECK-NEXT: ws.release @s0_pipe

@@ -35,6 +35,9 @@ struct SyncCheckOptions {
   int64_t persistentTiles = 2;
   /// A search that visits more states than this stops and says so.
   int64_t maxStates = 2000000;
+  /// Land the copies that may land eagerly right after their issue (a
+  /// persistent-set reduction; SyncCheck.cpp says when it applies).
+  bool eagerLanding = true;
 };
 
 /// What the check found for one kernel.
@@ -53,6 +56,9 @@ struct SyncCheckResult {
   mlir::Operation *op = nullptr;
   /// What was proven: the bounds, in words.
   std::string bounds;
+  /// The reduction the search used: which copies landed eagerly and, for
+  /// the others, why they were searched in every order.
+  std::string reduction;
   int64_t statesExplored = 0;
   double seconds = 0;
 };

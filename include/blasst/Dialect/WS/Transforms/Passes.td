@@ -122,10 +122,11 @@ def BLASSTCrossStageP : Pass<"blasst-cross-stage-p", "mlir::ModuleOp"> {
     Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
            "true: every kernel (an error where it does not apply); auto: the "
            "kernels where it applies; false: none">,
-    Option<"depth", "depth", "int64_t", /*default=*/"2",
+    Option<"depth", "depth", "int64_t", /*default=*/"0",
            "depth of the handshake pipes between the sibling softmax roles "
-           "(2: a softmax role never gets more than two tokens ahead of its "
-           "sibling in this schedule, so more only adds unused slots)">,
+           "(0: 4, the seeds' ring, for dense kernels and 2 for voted ones; "
+           "a softmax role never gets more than two tokens ahead of its "
+           "sibling in this schedule, so 2 suffices)">,
     Option<"holdA", "hold-a", "int64_t", /*default=*/"1",
            "quarters of tile 0's exponentials before its first P store">,
     Option<"holdB", "hold-b", "int64_t", /*default=*/"4",
@@ -149,7 +150,9 @@ def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
     storage (smem, tmem, aliases resolved) holds symbolic values (K of block
     b, P of block b, O rescaled for block b, ...) and every read must see
     the one attention needs. All interleavings (hashed states, breadth
-    first, steps up to the next wait run as one) for N = 0 .. max depth + 2
+    first, steps up to the next wait run as one; a copy lands right after
+    its issue where a static check of the protocol shows no other step can
+    see it before its full barrier completes) for N = 0 .. max depth + 2
     (persistent CTAs: two tiles, each with every N). Reported as an error on
     the kernel or the offending step with a shortest trace as a note: a
     deadlock, a wait more than one phase from its barrier (parity aliasing),
@@ -166,7 +169,11 @@ def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
     Option<"report", "report", "bool", /*default=*/"false",
            "also emit a remark with what was proven for each kernel">,
     Option<"stats", "stats", "bool", /*default=*/"false",
-           "print states explored and time per kernel on stderr">
+           "print states explored and time per kernel on stderr">,
+    Option<"eagerLanding", "eager-landing", "bool", /*default=*/"true",
+           "land a TMA copy right after its issue where the protocol makes "
+           "that sound (every read and release of the stage after its "
+           "acquire, bytes expected = bytes copied); false: every order">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
