@@ -360,6 +360,9 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     });
     if (onDemand && kAhead > 1)
       os << "; K copied " << kAhead << " blocks ahead";
+    if (onDemand && kernel.getPageSize())
+      os << "; a kept block's V pages are looked up in the block table at "
+            "the copy";
     os << "\n";
     // The threshold the kernel applies, and where the cap takes over.
     const SparsityPolicy &sp = spec.sparsity;
@@ -368,7 +371,9 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     if (sp.kind == SparsityKind::ScaleFactor)
       os << "min(a / L_kv, " << g(sp.lambdaMax) << ") with a = " << g(sp.value)
          << ": capped at lambda_max = " << g(sp.lambdaMax)
-         << " for KV lengths below " << g(sp.value / sp.lambdaMax) << " keys";
+         << " for KV lengths below " << g(sp.value / sp.lambdaMax) << " keys"
+         << (kernel.getPerSeqKv() ? " (L_kv: each sequence's own length)"
+                                  : "");
     else
       os << "exp(" << g(sp.value) << ") = " << g(std::exp(sp.value))
          << " (lambda_max = " << g(sp.lambdaMax)

@@ -174,8 +174,11 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
       const int64_t b = int64_t(task) / tiles / s.kvHeads;
       const int64_t tok0 = t * tokens;
       const int64_t tok1 = std::min(tok0 + tokens, s.seqQ);
-      const int64_t nB = decodeTileKVBlocks(s, c, t);
-      const int64_t nk = std::min(s.seqKV, nB * c.blockN);
+      // The batch entry's own KV length (per-sequence lengths).
+      Shape sb = s;
+      sb.seqKV = c.kvLengthOf(b, s.seqKV);
+      const int64_t nB = decodeTileKVBlocks(sb, c, t);
+      const int64_t nk = std::min(sb.seqKV, nB * c.blockN);
       // Voting rows (token, head), token-major as in the tile.
       const int64_t vr = (tok1 - tok0) * G;
       sc.assign(size_t(std::max<int64_t>(vr, 1) * std::max<int64_t>(nk, 1)),
@@ -186,7 +189,7 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
         const int64_t i = tok0 + r / G, h = kh * G + r % G;
         const float *qr = q + b * qs.batch + i * qs.seq + h * qs.head;
         double *dst = &sc[size_t(r * nk)];
-        const int64_t nv = std::min(s.visibleKeys(i), nk);
+        const int64_t nv = std::min(sb.visibleKeys(i), nk);
         vis[size_t(r)] = nv;
         for (int64_t j = 0; j < nv; ++j) {
           const float *kr = k + b * ks.batch + j * ks.seq + kh * ks.head;
@@ -205,7 +208,7 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
       }
       // The vote, per split: a fresh running max at each split's start.
       keep.assign(size_t(std::max<int64_t>(nB, 1)), 0);
-      const double T = c.log2Threshold, eps = c.borderlineEps;
+      const double T = c.log2ThresholdOf(b), eps = c.borderlineEps;
       for (int64_t sp = 0; sp < splits; ++sp) {
         auto [begin, count] = decodeSplitBlocks(nB, splits, sp);
         mrun.assign(size_t(vr), -kInf);
@@ -823,7 +826,9 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t kh = 0; kh < s.kvHeads; ++kh)
         for (int64_t t = 0; t < tiles; ++t) {
-          int64_t nB = std::min(decodeTileKVBlocks(s, c, t), dial.kvBlocks);
+          Shape sb = s;
+          sb.seqKV = c.kvLengthOf(b, s.seqKV);
+          int64_t nB = std::min(decodeTileKVBlocks(sb, c, t), dial.kvBlocks);
           walked += double(nB);
           for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
             auto [begin, count] =

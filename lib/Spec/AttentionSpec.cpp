@@ -832,10 +832,6 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
                                           : "a paged kv_cache") +
            " is not supported with phase = prefill: the prefill kernels take "
            "one contiguous KV of the launch's seq_kv (use phase = decode)";
-  if (spec.phase == Phase::Decode && !spec.sparsity.isDense() &&
-      (spec.kvPerSequence || spec.paged()))
-    return "BLASST decode with per-sequence KV lengths or a paged kv_cache "
-           "is not implemented yet";
   if (spec.phase == Phase::Decode) {
     // The decode schedule (q heads of a KV head packed into one 64-row
     // tile, split KV) exists for sm_90a at head_dim 64, 128 and 256 (the

@@ -1026,6 +1026,75 @@ TEST_F(FakeDriverTest, DecodeKVCacheArgsAndTensorMaps) {
   EXPECT_EQ(prepared.blockTable, 0u);
 }
 
+// BLASST decode with the KV caches: the same KV cache checks and
+// parameters 15-17 as dense decode, plus the statistics (required, zeroed
+// on request over [batch, q heads, 2]) and the threshold: parameter 12 is
+// the a= policy's log2 a, which the kernel turns into each sequence's own
+// T with the length it reads.
+TEST_F(FakeDriverTest, DecodeBLASSTWithKVCaches) {
+  void (*lastKVCache)(uint64_t *) = nullptr;
+  int (*memsets)() = nullptr;
+  void (*lastMemset)(uint64_t *, unsigned *, size_t *) = nullptr;
+  resolve("blasstFakeLastKVCache", &lastKVCache);
+  resolve("blasstFakeMemsets", &memsets);
+  resolve("blasstFakeLastMemset", &lastMemset);
+  KernelInfo info = sampleInfo();
+  info.blockM = 64;
+  info.blockN = 64;
+  info.threads = 256;
+  info.qGroup = 4;
+  info.splitKV = 1;
+  info.perSeqKV = 1;
+  info.pageSize = 16;
+  AttentionSpec spec = sampleSpec();
+  spec.phase = Phase::Decode;
+  spec.kvPerSequence = true;
+  spec.kvPageSize = 16;
+  spec.sparsity = {SparsityKind::ScaleFactor, 64};
+  spec.stats = true;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, hd 128
+  a.seqQ = 4;
+  a.seqKV = 1000;
+  a.kvSplits = 1;
+  a.seqLensKV = 0x60000000;
+  a.blockTable = 0x70000000;
+  a.maxPages = 63;
+  a.numPages = 200;
+  int64_t row = 8 * 128;
+  a.kStrides = a.vStrides = {16 * row, row, 128};
+  AttentionLaunch prepared;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "the kernel was compiled with stats = true but no "
+                        "stats"));
+  a.stats = 0x7000000;
+  a.zeroStats = true;
+  a.blockTable = 0;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "kv_cache = paged:page=16 but no blockTable"));
+  a.blockTable = 0x70000000;
+  int before = memsets(), launched = launches();
+  ASSERT_TRUE(succeeds(kernel.run(a, nullptr)));
+  EXPECT_EQ(launches(), launched + 1);
+  EXPECT_EQ(memsets(), before + 1);
+  uint64_t ptr = 0;
+  unsigned value = 1;
+  size_t words = 0;
+  lastMemset(&ptr, &value, &words);
+  EXPECT_EQ(ptr, a.stats);
+  EXPECT_EQ(words, size_t(a.batch * a.numQHeads * 4));
+  EXPECT_EQ(lastThreshold(), kernel.specLog2Threshold());
+  EXPECT_FLOAT_EQ(lastThreshold(), 6.0f) << "log2 a: not divided by seqKV";
+  uint64_t kv[3] = {};
+  lastKVCache(kv);
+  EXPECT_EQ(kv[0], 0x60000000u);
+  EXPECT_EQ(kv[1], 0x70000000u);
+  EXPECT_EQ(kv[2], 63u);
+}
+
 // Every runtime call that needs its object's context gives the calling
 // thread its previous current context back (another context, or none).
 TEST_F(FakeDriverTest, CallsRestoreTheCallersContext) {

@@ -156,6 +156,18 @@ static void test_specs(void) {
   CHECK(k3 && strstr(k3, " kv_lengths=per_sequence kv_cache=paged:page=64"));
   blasst_free(k1);
   blasst_free(k2);
+  /* BLASST decode with a paged cache: another kernel again. */
+  CHECK_OK(blasst_kernel_key("head_dim=64 phase=decode "
+                             "kv_lengths=per_sequence kv_cache=paged:page=64 "
+                             "sparsity=blasst:a=64 stats=true",
+                             "sm_90a", &k1));
+  CHECK(k1 && strcmp(k1, k3) != 0);
+  CHECK(k1 && strstr(k1, "kv_cache=paged:page=64") && strstr(k1, "blasst"));
+  CHECK_OK(blasst_spec_check("head_dim=64 phase=decode "
+                             "kv_lengths=per_sequence kv_cache=paged:page=64 "
+                             "sparsity=blasst:a=64",
+                             "sm_90a"));
+  blasst_free(k1);
   blasst_free(k3);
   CHECK_FAILS(blasst_kernel_key(kSpec, "sm_75", &k1),
               BLASST_ERROR_INVALID_ARGUMENT, "unknown target");

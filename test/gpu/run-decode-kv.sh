@@ -10,11 +10,23 @@
 # bf16, head_dim 128, 32 q / 8 kv heads, seq_q 1, batch 8 at 32K and 128K
 # and batch 1 at 128K: dense contiguous vs per-sequence contiguous vs paged
 # (64-token pages), K+V bandwidth (bytes of K+V read / median time).
+# BLASST: BLASST decode with the KV caches (kernels bkv_*): every element of
+# O and LSE against the CPU skipping model walking each sequence's own
+# length (the vote over the tile's packed rows, each split's first block
+# kept) and the statistics [B, Hq, 2] exactly (visited equal, skipped
+# within the model's borderline decisions; a sequence of length 0 counts
+# nothing), per-sequence lengths contiguous and paged (pages 16/64/256,
+# the shuffled table), seq_q 1/4/8, the dial and a fixed threshold, forced
+# splits, the a= policy (T per sequence length), 1000 launches, and
+# racecheck/memcheck/synccheck.
 # Usage: run-decode-kv.sh [KDIR] [OUT]   (KDIR default .device/decode-kv,
 # from build-decode-kv-kernels.sh; its bin/blasst-bench is used). Env:
-# CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0 skip a part (each part alone fits
-# a 10-minute device command); HDS="64" / HDS="128" halves the contiguous
-# matrix.
+# CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0 skip a part (each part
+# alone fits a 10-minute device command; ONLY=blasst runs the BLASST part
+# alone, BLASST_PS=0 / BLASST_PG=0 / SANITIZER_BLASST=0 leave out its
+# contiguous / paged / sanitizer runs); HDS="64" / HDS="128" halves the
+# contiguous matrices; TIME_BOX=N (seconds) leaves out the runs that would
+# start after N seconds (counted in the last line).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode-kv}"; OUT="${2:-${OUT:-/tmp/decode-kv-out}}"; mkdir -p "$OUT"
@@ -22,13 +34,17 @@ B="$K/bin/blasst-bench"; fails=0; runs=0
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIPPED: no GPU (nvidia-smi)"; exit 0
 fi
-run() { local name="$1"; shift; runs=$((runs + 1))
+boxed=0
+run() { local name="$1"; shift
+  if ((SECONDS > ${TIME_BOX:-999999})); then boxed=$((boxed + 1)); return; fi
+  runs=$((runs + 1))
   "$B" "$@" --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1; local rc=$?
   if [[ $rc -ne 0 ]]; then
     echo "!! $name exited $rc"; grep -E "FAIL|error|launch:" "$OUT/$name.log" | head -n 8
     fails=$((fails + 1))
   fi; }
 CHK=(--warmup 0 --iters 1)
+if [[ ${ONLY:-} == blasst ]]; then CHECKS=0 PAGED=0 SANITIZER=0 BENCH=0; fi
 # Length sets: batch 1; 4 mixed with 0 and 1; 6 mixed off every block/page
 # boundary; 8 random in [0, 3001] (the first at 3001).
 LENSETS=("1:1000" "4:1,0,4097,517" "6:63,257,2049,1,0,3001" "8:random:3001")
@@ -97,6 +113,74 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
     done
   done
 fi
+if [[ ${BLASST:-1} == 1 ]]; then
+  echo "=== BLASST decode with the KV caches vs the CPU skipping model (every element, stats) ==="
+  # Even length sets on the dial, odd ones at a fixed threshold.
+  SKIPS=("--dial 0.7" "--log2-threshold -2")
+  SQS=(8 1 4 8) # paged: seq_q per length set
+  for hd in ${HDS:-64 128}; do
+    [[ ${BLASST_PS:-1} == 1 ]] || break
+    for heads in "16 16" "32 8" "32 1"; do
+      read -r qh kvh <<<"$heads"
+      ks=(--kernel "$K/bkv_ps_hd${hd}_q${qh}kv${kvh}_cfalse" --kernel "$K/bkv_ps_hd${hd}_q${qh}kv${kvh}_ctrue")
+      for sq in 1 8; do
+        for i in "${!LENSETS[@]}"; do
+          # shellcheck disable=SC2046
+          run "bps_hd${hd}_q${qh}kv${kvh}_sq${sq}_l$i" "${ks[@]}" $(lens_args "${LENSETS[$i]}") \
+            ${SKIPS[$((i % 2))]} --stats --seq-q "$sq" --seed $((RANDOM + 1)) "${CHK[@]}" --repeat-launches 2
+        done
+      done
+    done
+  done
+  for splits in 1 3 7 16; do
+    [[ ${BLASST_PS:-1} == 1 ]] || break
+    run "bps_split$splits" --kernel "$K/bkv_ps_hd128_q32kv8_cfalse" --kernel "$K/bkv_ps_hd128_q32kv8_ctrue" \
+      --batch 4 --kv-lengths 1,0,4097,517 --seq-q 4 --kv-splits "$splits" --dial 0.8 --stats "${CHK[@]}" --repeat-launches 2
+  done
+  for page in 16 64 256; do
+    [[ ${BLASST_PG:-1} == 1 ]] || break
+    for k in hd128_q32kv8 hd128_q8kv1 hd64_q32kv1 hd64_q16kv16; do
+      ks=()
+      for f in "$K"/bkv_pg${page}_${k}_c*.cubin; do ks+=(--kernel "${f%.cubin}"); done
+      for i in "${!LENSETS[@]}"; do
+        sq=${SQS[$i]}
+        # shellcheck disable=SC2046
+        run "bpg${page}_${k}_sq${sq}_l$i" "${ks[@]}" $(lens_args "${LENSETS[$i]}") \
+          ${SKIPS[$((i % 2))]} --stats --seq-q "$sq" --seed $((RANDOM + 1)) "${CHK[@]}" --repeat-launches 2
+      done
+    done
+    for splits in 1 3 16; do
+      run "bpg${page}_split$splits" --kernel "$K/bkv_pg${page}_hd128_q32kv8_ctrue" \
+        --batch 4 --kv-lengths 1,0,4097,517 --seq-q 8 --kv-splits "$splits" --dial 0.8 --stats "${CHK[@]}"
+    done
+  done
+  if [[ ${BLASST_PG:-1} == 1 ]]; then
+    # One length for the batch, paged; the a= policy (T = log2 64 - log2 of
+    # each sequence's length); 1000 launches bit-identical.
+    run bpg64u --kernel "$K/bkv_pg64u_hd128_q32kv8_ctrue" --batch 3 --seq-q 2 --seq-kv 1001 --dial 0.7 --stats "${CHK[@]}"
+    for lens in "4:1,0,4097,517" "8:random:40000"; do
+      # shellcheck disable=SC2046
+      run "bpg_a_${lens%%:*}" --kernel "$K/bkv_a_pg64_hd128_q32kv8_ctrue" $(lens_args "$lens") \
+        --seq-q 4 --dial 0.7 --stats "${CHK[@]}"
+    done
+    run bpg16_1000launch --kernel "$K/bkv_pg16_hd128_q32kv8_ctrue" --batch 8 --kv-lengths random \
+      --seq-kv 4099 --seq-q 4 --dial 0.7 --stats "${CHK[@]}" --repeat-launches 1000
+  fi
+  if command -v compute-sanitizer >/dev/null; then
+    for k in bkv_pg16_hd128_q32kv8_ctrue bkv_ps_hd64_q32kv1_ctrue; do
+      [[ ${SANITIZER_BLASST:-1} == 1 ]] || break
+      for tool in racecheck memcheck synccheck; do
+        if ((SECONDS > ${TIME_BOX:-999999})); then boxed=$((boxed + 1)); continue; fi
+        compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" --kernel "$K/$k" \
+          --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3 --dial 0.7 --stats "${CHK[@]}" \
+          >"$OUT/sanitizer_${k}_$tool.log" 2>&1
+        rc=$?; echo "$k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_${k}_$tool.log")"
+        [[ $rc -eq 0 ]] || fails=$((fails + 1))
+      done
+    done
+  fi
+  echo "BLASST with the KV caches: $runs runs, $fails failed"
+fi
 if [[ ${BENCH:-1} == 1 ]]; then
   echo "=== benchmark: bf16 hd128 32/8 heads, seq_q 1: K+V bandwidth ==="
   for shape in "8 32768" "8 131072" "1 131072"; do
@@ -109,5 +193,5 @@ if [[ ${BENCH:-1} == 1 ]]; then
     done
   done
 fi
-echo "decode-kv: $runs runs, $fails failed (logs in $OUT)"
+echo "decode-kv: $runs runs, $fails failed, $boxed left out by TIME_BOX (logs in $OUT)"
 [[ $fails -eq 0 ]]

@@ -175,6 +175,12 @@ TEST(JIT, Supports) {
   decode.phase = Phase::Decode;
   EXPECT_NE(jit::supports(decode, Target::SM100a).find("decode"),
             std::string::npos);
+  // BLASST decode with per-sequence lengths and a paged cache (sm_90a).
+  AttentionSpec bkv = decode;
+  bkv.sparsity = {SparsityKind::LnLambda, -8.0};
+  bkv.kvPerSequence = true;
+  bkv.kvPageSize = 64;
+  EXPECT_EQ(jit::supports(bkv, kSM90), "");
 }
 
 TEST(JIT, UnsupportedIsAnErrorWithTheReason) {
@@ -292,6 +298,13 @@ TEST(JIT, CacheKeys) {
   distinct(jit::cacheKey(paged, kSM90), "kv_cache = paged:page=64");
   paged.kvPageSize = 16;
   distinct(jit::cacheKey(paged, kSM90), "kv_cache = paged:page=16");
+  // BLASST decode with them: other kernels again (and apart from dense).
+  for (AttentionSpec kv : {perSeq, paged}) {
+    kv.sparsity = {SparsityKind::LnLambda, -8.0};
+    distinct(jit::cacheKey(kv, kSM90), "BLASST decode with a KV cache");
+    kv.sparsity = {SparsityKind::ScaleFactor, 64};
+    distinct(jit::cacheKey(kv, kSM90), "BLASST decode (a=) with a KV cache");
+  }
 
   // V on demand: on by default for BLASST on the sm_90a overlap schedule
   // (asking for it is the same kernel), off is another kernel; dense specs

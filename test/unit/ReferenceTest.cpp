@@ -1702,3 +1702,112 @@ TEST(SkipModel, DecodeOneBlockPerSplitKeepsAll) {
   EXPECT_EQ(one.totalVisited, eight.totalVisited);
   EXPECT_EQ(one.totalVisited, 8 * 8); // 8 blocks x 8 q heads
 }
+
+// Decode with per-sequence KV lengths (SkipConfig::kvLengths): batch entry
+// b is the batch of one with seqKV = its length (its blocks, diagonal,
+// splits and own threshold), length 0 walks nothing (O = 0, LSE = -inf), and
+// keys past a length never enter the vote or the output.
+TEST(SkipModel, DecodePerSequenceLengths) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "non-causal");
+    const std::vector<int64_t> lens = {700, 0, 333, 1, 64};
+    Shape s = makeShape(int64_t(lens.size()), 4, 700, 8, 2, 64, 64, causal,
+                        0.125);
+    DialConfig dc;
+    dc.coldFraction = 0.6;
+    dc.blockN = 32;
+    dc.sinkKeys = 8;
+    dc.window = 16;
+    DialInfo info;
+    Inputs in = makeDialInputs(s, DType::BF16, dc, 11, 0, &info);
+    SkipConfig cfg;
+    cfg.blockM = 64;
+    cfg.blockN = 32;
+    cfg.qGroup = 4;
+    cfg.kvSplits = 3;
+    cfg.kvLengths = lens;
+    // A different T per entry (as the a= policy gives).
+    for (size_t b = 0; b < lens.size(); ++b)
+      cfg.log2Thresholds.push_back(info.defaultLog2Threshold() -
+                                   0.25 * double(b));
+    std::vector<int64_t> all = allRows(s);
+    SkipModel model;
+    Reference dense;
+    skipModelOf(in, all, cfg, 3, &model, &dense);
+    int64_t total = 0;
+    for (int64_t b = 0; b < s.batch; ++b) {
+      SCOPED_TRACE("batch entry " + std::to_string(b) + ", length " +
+                   std::to_string(lens[size_t(b)]));
+      // The same entry as a batch of one of its own length.
+      Inputs one = in;
+      one.shape.batch = 1;
+      one.shape.seqKV = lens[size_t(b)];
+      one.q.assign(in.q.begin() + b * in.qs.batch,
+                   in.q.begin() + (b + 1) * in.qs.batch);
+      one.k.assign(in.k.begin() + b * in.ks.batch,
+                   in.k.begin() + (b + 1) * in.ks.batch);
+      one.v.assign(in.v.begin() + b * in.vs.batch,
+                   in.v.begin() + (b + 1) * in.vs.batch);
+      SkipConfig c1 = cfg;
+      c1.kvLengths.clear();
+      c1.log2Thresholds.clear();
+      c1.log2Threshold = cfg.log2Thresholds[size_t(b)];
+      SkipModel m1;
+      Reference d1;
+      skipModelOf(one, all, c1, 2, &m1, &d1);
+      for (int64_t h = 0; h < s.qHeads; ++h) {
+        size_t pair = size_t(b * s.qHeads + h);
+        EXPECT_EQ(model.visited[pair], m1.visited[size_t(h)]);
+        EXPECT_EQ(model.skipped[pair], m1.skipped[size_t(h)]);
+        EXPECT_EQ(model.borderline[pair], m1.borderline[size_t(h)]);
+        total += model.visited[pair];
+        for (int64_t t = 0; t < model.mBlocks; ++t)
+          for (int64_t n = 0; n < model.nBlocksMax; ++n) {
+            uint8_t d = n < m1.nBlocksMax
+                            ? m1.decisions[m1.decisionIndex(s.qHeads, 0, h, t,
+                                                            0, n)]
+                            : kNotWalked;
+            EXPECT_EQ(model.decisions[model.decisionIndex(s.qHeads, b, h, t,
+                                                          0, n)],
+                      d)
+                << "h " << h << " tile " << t << " block " << n;
+          }
+        for (size_t ri = 0; ri < all.size(); ++ri) {
+          size_t at = model.out.index(s, b, h, ri);
+          size_t at1 = m1.out.index(one.shape, 0, h, ri);
+          if (lens[size_t(b)] == 0) {
+            EXPECT_TRUE(std::isinf(model.out.lse[at]) &&
+                        model.out.lse[at] < 0);
+            EXPECT_TRUE(std::isinf(dense.lse[at]) && dense.lse[at] < 0);
+          } else {
+            EXPECT_EQ(model.out.lse[at], m1.out.lse[at1]);
+            EXPECT_EQ(dense.lse[at], d1.lse[at1]);
+          }
+          for (int64_t d = 0; d < s.headDimV; ++d) {
+            EXPECT_EQ(model.out.o[at * 64 + size_t(d)],
+                      lens[size_t(b)] ? m1.out.o[at1 * 64 + size_t(d)] : 0.0);
+            EXPECT_EQ(dense.o[at * 64 + size_t(d)],
+                      lens[size_t(b)] ? d1.o[at1 * 64 + size_t(d)] : 0.0);
+          }
+        }
+      }
+      if (lens[size_t(b)] == 0)
+        EXPECT_EQ(model.visited[size_t(b * s.qHeads)], 0);
+    }
+    EXPECT_EQ(model.totalVisited, total);
+    EXPECT_GT(model.totalSkipped, 0) << "the dial makes cold blocks";
+    // The dense output alongside is the reference of each entry's length:
+    // the full-length entry equals the uniform model's dense output.
+    SkipConfig uniform = cfg;
+    uniform.kvLengths.clear();
+    SkipModel mu;
+    Reference du;
+    skipModelOf(in, all, uniform, 2, &mu, &du);
+    for (int64_t h = 0; h < s.qHeads; ++h)
+      for (size_t ri = 0; ri < all.size(); ++ri) {
+        size_t at = du.index(s, 0, h, ri);
+        EXPECT_EQ(dense.lse[at], du.lse[at]);
+      }
+    EXPECT_GT(dialWalkedColdFraction(s, cfg, info), 0.0);
+  }
+}

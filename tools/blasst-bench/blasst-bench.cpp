@@ -92,6 +92,9 @@ shape:
                        pool (seeded), a block table of ceil(seq_kv / P)
                        columns whose unused entries name other pages, and
                        every check compares with the contiguous reference
+                       of each sequence's length (BLASST kernels: the
+                       skipping model walks each sequence's own length,
+                       with its own T under the a= policy)
 inputs:
   --seed S             RNG seed (default 1234); inputs depend only on the seed
   --dist uniform|normal   uniform in [-1,1] (default) or standard normal
@@ -1497,8 +1500,13 @@ void checkAgainstReference(const Options &opt, const HostInputs &in,
     }
   }
   r.maskedRowsChecked = 0;
-  for (int64_t row : rows)
-    r.maskedRowsChecked += s.visibleKeys(row) == 0;
+  for (int64_t b = 0; b < (kv.lengths.empty() ? 1 : s.batch); ++b) {
+    Shape sb = s;
+    if (!kv.lengths.empty())
+      sb.seqKV = kv.lengths[size_t(b)];
+    for (int64_t row : rows)
+      r.maskedRowsChecked += sb.visibleKeys(row) == 0;
+  }
 }
 
 /// Report of the check: what was compared, the errors, each failure, and
@@ -1675,6 +1683,28 @@ bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
   return true;
 }
 
+/// BLASST decode with per-sequence KV lengths: the model walks each batch
+/// entry's own length, with its own T (the a= policy's lambda = a / length,
+/// as the kernel computes it from the length it reads).
+void setPerSequenceSkipping(const Options &opt, const AttentionSpec &spec,
+                            const KernelResult &r, SkipConfig *skipCfg) {
+  KVCacheLayout kv;
+  (void)kvCacheFor(opt, spec, r.shape, &kv); // checked before
+  if (!r.sparse || kv.lengths.empty())
+    return;
+  skipCfg->kvLengths = kv.lengths;
+  skipCfg->log2Thresholds.clear();
+  for (int64_t len : kv.lengths)
+    skipCfg->log2Thresholds.push_back(
+        kernelLog2Threshold(spec.sparsity, double(r.log2Threshold), len));
+  auto [lo, hi] = std::minmax_element(skipCfg->log2Thresholds.begin(),
+                                      skipCfg->log2Thresholds.end());
+  std::printf("  BLASST with per-sequence KV lengths: the model walks each "
+              "sequence's own length; T %.6g .. %.6g log2 units over the "
+              "batch\n",
+              *lo, *hi);
+}
+
 /// Runs one kernel through the phases above; false when one of them failed
 /// (r.error says why). A failed check is not a failure here: it is recorded
 /// in r and the kernel is still timed.
@@ -1696,6 +1726,7 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     // Decode: each split starts a fresh running max (its first block is
     // kept), so the model takes the launch's split count.
     skipCfg.kvSplits = r.kvSplits;
+    setPerSequenceSkipping(opt, kernel.spec(), r, &skipCfg);
     if (r.dial) {
       r.dialWalkedCold = dialWalkedColdFraction(r.shape, skipCfg, in->dial);
       std::printf("  dial (decode, %d KV split%s): %.3f of the tiles' blocks "

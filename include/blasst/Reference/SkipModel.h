@@ -44,6 +44,7 @@
 
 #include "blasst/Spec/AttentionSpec.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -101,6 +102,25 @@ struct SkipConfig {
   /// ceil(blocks / kvSplits) (later runs shorter or empty); each run starts
   /// with a fresh running max (-inf), so its first block is always kept.
   int64_t kvSplits = 1;
+  /// Decode with kv_lengths = per_sequence: batch entry b sees the first
+  /// kvLengths[b] keys (0 .. shape.seqKV; 0: no block, O = 0, LSE = -inf),
+  /// and its blocks, causal diagonal (bottom-right at its own length) and
+  /// splits follow that length, as the kernel's. Empty: every entry
+  /// shape.seqKV. Prefill ignores it.
+  std::vector<int64_t> kvLengths;
+  /// Decode with per-sequence lengths: T per batch entry (the a= policy's
+  /// lambda = a / length differs between sequences). Empty: log2Threshold.
+  std::vector<double> log2Thresholds;
+  /// The KV length and T of batch entry b.
+  int64_t kvLengthOf(int64_t b, int64_t seqKV) const {
+    return b < int64_t(kvLengths.size())
+               ? std::clamp<int64_t>(kvLengths[size_t(b)], 0, seqKV)
+               : seqKV;
+  }
+  double log2ThresholdOf(int64_t b) const {
+    return b < int64_t(log2Thresholds.size()) ? log2Thresholds[size_t(b)]
+                                              : log2Threshold;
+  }
 };
 const char *toString(SkipConfig::EmptyGroup e);
 

@@ -18,7 +18,9 @@
 //     - 1 at most), so a length beyond the table cannot read past it (the
 //     caller guarantees lengths <= max_pages * P; the host checks where it
 //     knows both). A table entry outside [0, num_pages) is TMA's zero fill
-//     too: the kernel never reads outside the page pool.
+//     too: the kernel never reads outside the page pool. BLASST's V copies
+//     on demand read their entries at the copy, inside the kept branch (a
+//     skipped block reads none); the stage's tx is the same either way.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelLowering.h"
@@ -84,6 +86,8 @@ KernelLowering::pageCoordsOf(TmaLoadOp op, Value block) {
 }
 
 void KernelLowering::prefetchPageCoords(AcquireOp op, RoleState &st) {
+  // Not for on_demand copies: emitPagedKVCopies reads their entries under
+  // the decision, so the V stream's order stays the load role's.
   PipeOp pipe = pipeOf(op.getPipeAttr());
   if (!pageSize || !isProducer(pipe, st) || !protocol.isPerBlock(pipe))
     return;

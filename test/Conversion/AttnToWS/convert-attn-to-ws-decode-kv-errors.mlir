@@ -17,14 +17,6 @@ func.func @prefill_paged(%q: memref<?x?x8x128xbf16>, %k: memref<?x64x8x128xbf16>
 
 // -----
 
-func.func @blasst_paged(%q: memref<?x?x8x128xbf16>, %k: memref<?x64x8x128xbf16>, %v: memref<?x64x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
-  // expected-error @below {{BLASST decode with per-sequence KV lengths or a paged kv_cache is not implemented yet}}
-  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8, phase = decode, sparsity = blasst(ln_lambda = -8.0), kv_cache = paged(page = 64)>) : memref<?x?x8x128xbf16>, memref<?x64x8x128xbf16>, memref<?x64x8x128xbf16>, memref<?x?x8x128xbf16>
-  return
-}
-
-// -----
-
 func.func @page_dim(%q: memref<?x?x8x128xbf16>, %k: memref<?x32x8x128xbf16>, %v: memref<?x32x8x128xbf16>, %o: memref<?x?x8x128xbf16>) {
   // expected-error @below {{K dim 1 (page) is 32 but the spec says 64}}
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 8, kv_heads = 8, phase = decode, kv_cache = paged(page = 64)>) : memref<?x?x8x128xbf16>, memref<?x32x8x128xbf16>, memref<?x32x8x128xbf16>, memref<?x?x8x128xbf16>

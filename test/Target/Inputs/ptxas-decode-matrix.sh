@@ -37,7 +37,7 @@ for dtype in bf16 f16; do
     done
   done
 done
-# The KV caches (KV=0 leaves them out: BLASST decode does not take them yet).
+# The KV caches (KV=0 leaves them out).
 for hd in 64 128; do
   [[ ${KV:-1} == 1 ]] || break
   for heads in "32 8" "32 1"; do

@@ -5,7 +5,8 @@
 # largest search (states) as a deterministic stand-in for the time bound.
 # Usage: verify-matrix.sh BLASST_COMPILE OUTDIR TARGET [flags...]
 # With DECODE=1 the decode schedule (phase = decode, head_dim 64/128, MHA
-# 16/16, GQA 32/8, MQA 32/1).
+# 16/16, GQA 32/8, MQA 32/1); SPEC_EXTRA adds spec lines to every kernel
+# (e.g. the decode KV caches: "kv_lengths=per_sequence kv_cache=paged:page=16").
 set -euo pipefail
 compile="$1"; out="$2"; target="$3"; shift 3; extra=("$@")
 mkdir -p "$out"
@@ -28,6 +29,7 @@ for dtype in bf16 f16; do
         name="${dtype}_hd${hd}_q${qh}kv${kvh}_causal${causal}_lse${lse}"
         printf 'name=%s\ndtype=%s\nhead_dim=%s\nq_heads=%s\nkv_heads=%s\ncausal=%s\nlse=%s\nphase=%s\n' \
           "$name" "$dtype" "$hd" "$qh" "$kvh" "$causal" "$lse" "$phase" >"$out/$name.spec"
+        for kv in ${SPEC_EXTRA:-}; do echo "$kv" >>"$out/$name.spec"; done
         "$compile" --spec "$out/$name.spec" --target "$target" --emit ws \
           --verify-stats -o "$out/$name.mlir" "${extra[@]}" 2>"$out/$name.log" ||
           { echo "FAIL $name"; cat "$out/$name.log"; exit 1; }
