@@ -85,7 +85,7 @@ static int64_t toPassOption(std::optional<int64_t> knob) {
   return knob.value_or(0);
 }
 
-std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
+std::string blasst::checkTileKnobs(const ScheduleOptions &opts, bool decode) {
   auto bad = [](const char *knob, int64_t value, const std::string &why) {
     return std::string(knob) + "=" + std::to_string(value) + ": " + why;
   };
@@ -95,8 +95,10 @@ std::string blasst::checkTileKnobs(const ScheduleOptions &opts) {
       return bad("block-m", m,
                  "query rows per CTA must be a positive multiple of 64");
     // Both consumer warpgroups take block_m / 2 rows, and each computes one
-    // 64-row wgmma tile.
-    if (hopper && m != 128)
+    // 64-row wgmma tile. Decode's one consumer takes block_m 64, which
+    // convert-attn-to-ws checks (and resolveSchedule picks, so the JIT,
+    // which passes the resolved schedule, gets 64 here).
+    if (hopper && m != 128 && !(decode && m == 64))
       return bad("block-m", m,
                  "the sm_90a schedule splits block_m between two consumer "
                  "warpgroups of 64 query rows each (one wgmma tile), so "
@@ -131,7 +133,11 @@ void blasst::resolveCrossStageP(const AttentionSpec &spec,
 
 LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
                                 bool insertVote, bool verifyStats) {
-  if (std::string why = checkTileKnobs(opts); !why.empty())
+  bool decode = false;
+  module.walk([&](attn::AttentionOp op) {
+    decode |= op.getSpec().getPhase() == Phase::Decode;
+  });
+  if (std::string why = checkTileKnobs(opts, decode); !why.empty())
     return module.emitError() << "schedule option " << why;
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;

@@ -139,7 +139,7 @@ def breakdown_us(torch, blasst, q, k, v, kw, sp, stats, causal, layout):
 
 
 def c_api_args(torch, blasst, q, k, v, o, spec, device, threshold=None,
-               stats=None):
+               stats=None, decode=False):
     """The prepared blasst_attention_args of q/k/v/o in [B, S, H, D] and a
     launch through the C API (ctypes, nothing per call but the call)."""
     from blasst import _capi, _kernels
@@ -162,7 +162,20 @@ def c_api_args(torch, blasst, q, k, v, o, spec, device, threshold=None,
         # As the op does: the launch zeroes the counters (one memset).
         a.stats = stats.data_ptr()
         a.flags = _capi.LAUNCH_ZERO_STATS
+    if decode:
+        # Decode: the split-KV workspace, allocated once (as the op keeps
+        # its own per plan and stream), and the split count it was sized for.
+        nbytes, splits = kernel.workspace_bytes(a)
+        a.kv_splits = splits
+        if nbytes:
+            c_api_args.workspaces.append(torch.zeros(
+                nbytes, dtype=torch.uint8, device=q.device))
+            a.workspace = c_api_args.workspaces[-1].data_ptr()
+            a.workspace_bytes = nbytes
     return kernel, a
+
+
+c_api_args.workspaces = []  # kept alive for the launches
 
 
 def stub_main(args):
@@ -240,26 +253,35 @@ def gpu_main(args):
     results = []
     # Kernels in test/gpu/build-python.sh's and build-perplexity.sh's
     # packages (the GPU machine has no compiler).
+    # The decode case (one token against 4096 keys, the decode kernel that
+    # phase=None picks, with its split-KV workspace) is in build-python.sh's
+    # package too.
     cases = [("B1 S128 H8 D64 dense", 8, 8, 64, False, None, False),
              ("B1 S128 H8 D128 causal BLASST bhsd", 8, 8, 128, True,
               1000.0, False),
              ("B1 S128 H8 D128 causal BLASST+stats bhsd", 8, 8, 128, True,
-              1000.0, True)]
+              1000.0, True),
+             ("decode B8 Sq1 Skv4096 H32/8 D128 dense", 32, 8, 128, False,
+              None, False)]
     for name, hq, hkv, hd, causal, a_value, want_stats in cases:
-        q = torch.randn(1, 128, hq, hd, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(1, 128, hkv, hd, device="cuda", dtype=torch.bfloat16)
+        decode = name.startswith("decode")
+        B, Sq, Skv = (8, 1, 4096) if decode else (1, 128, 128)
+        q = torch.randn(B, Sq, hq, hd, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(B, Skv, hkv, hd, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         o = torch.empty_like(q)
         sp = stats = None
         if a_value is not None:
             sp = blasst.Sparsity(a=a_value)
         if want_stats:
-            stats = torch.zeros(1, hq, 2, dtype=torch.int64, device="cuda")
+            stats = torch.zeros(B, hq, 2, dtype=torch.int64, device="cuda")
         spec = _kernels.spec_text("bf16", hd, hq, hkv, causal,
                                   stats=stats is not None,
-                                  sparsity="a" if sp is not None else None)
+                                  sparsity="a" if sp is not None else None,
+                                  phase="decode" if decode else "prefill")
         kernel, a = c_api_args(torch, blasst, q, k, v, o, spec, dev,
-                               None if sp is None else sp.threshold, stats)
+                               None if sp is None else sp.threshold, stats,
+                               decode)
         fn = _capi.lib().blasst_kernel_launch
         h, ref = kernel._h, __import__("ctypes").byref(a)
         raw_stream = torch.cuda.current_stream().cuda_stream

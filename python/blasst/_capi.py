@@ -43,7 +43,7 @@ ATTR = {
     "abi_version": 0, "dtype": 1, "head_dim": 2, "q_heads": 3,
     "kv_heads": 4, "causal": 5, "lse": 6, "stats": 7, "sparsity": 8,
     "block_m": 9, "block_n": 10, "threads": 11, "smem_bytes": 12,
-    "device": 13,
+    "device": 13, "kv_per_sequence": 14, "kv_page_size": 15,
 }
 DTYPE_NAMES = {0: "bf16", 1: "f16"}
 SPARSITY_NONE, SPARSITY_A, SPARSITY_LN_LAMBDA = 0, 1, 2
@@ -173,6 +173,9 @@ def _declare(l):
                                             c.POINTER(c.c_float)]),
         "blasst_kernel_check_args": (c.c_int, [vp, c.POINTER(AttentionArgs)]),
         "blasst_kernel_launch": (c.c_int, [vp, c.POINTER(AttentionArgs), vp]),
+        "blasst_kernel_workspace_bytes": (c.c_int, [
+            vp, c.POINTER(AttentionArgs), c.POINTER(c.c_uint64),
+            c.POINTER(c.c_int32)]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(l, name)
@@ -366,6 +369,16 @@ class Kernel:
     def from_package(cls, directory, spec, target=None, device=NO_DEVICE):
         return cls._load(lib().blasst_kernel_load_package, _b(directory),
                          _b(spec), _b(target), device)
+
+    def workspace_bytes(self, args):
+        """(bytes, kv_splits) of a launch with `args`: the split-KV
+        workspace a decode kernel needs (0: none, one split) and its split
+        count (args.kv_splits 0: the kernel's own choice)."""
+        n, splits = ctypes.c_uint64(), ctypes.c_int32()
+        check(self._lib.blasst_kernel_workspace_bytes(
+            self._h, ctypes.byref(args), ctypes.byref(n),
+            ctypes.byref(splits)))
+        return n.value, splits.value
 
     def check_args(self, args):
         check(self._lib.blasst_kernel_check_args(self._h, ctypes.byref(args)))

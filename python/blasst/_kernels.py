@@ -56,10 +56,14 @@ def clear_cache():
 
 
 def spec_text(dtype, head_dim, q_heads, kv_heads, causal, lse=False,
-              stats=False, sparsity=None, lambda_max=1.0):
+              stats=False, sparsity=None, lambda_max=1.0, phase="prefill",
+              kv_per_sequence=False, kv_page=0):
     """The op's spec for these parameters. `sparsity`: None, "a" or
     "ln_lambda"; the spec carries a canonical value for it (the kernel takes
-    the real one at launch)."""
+    the real one at launch). `phase` "decode" (1..8 new tokens per sequence,
+    split KV), with a KV cache: `kv_per_sequence` (int32 lengths [batch]),
+    `kv_page` (a paged cache of that page size; 0: contiguous). Prefill specs
+    carry none of these keys (their text and keys are as before)."""
     s = ("dtype=%s head_dim=%d head_dim_v=%d q_heads=%d kv_heads=%d "
          "causal=%s lse=%s stats=%s" % (
              dtype, head_dim, head_dim, q_heads, kv_heads,
@@ -74,6 +78,15 @@ def spec_text(dtype, head_dim, q_heads, kv_heads, causal, lse=False,
                          "got %r" % (sparsity,))
     if sparsity is not None and lambda_max != 1.0:
         s += " lambda_max=%r" % float(lambda_max)
+    if phase == "decode":
+        s += " phase=decode"
+        if kv_per_sequence:
+            s += " kv_lengths=per_sequence"
+        if kv_page:
+            s += " kv_cache=paged:page=%d" % kv_page
+    elif phase != "prefill" or kv_per_sequence or kv_page:
+        raise ValueError("a KV cache (per-sequence lengths, pages) needs "
+                         "phase 'decode'; got phase %r" % (phase,))
     return s
 
 

@@ -12,6 +12,13 @@ kernel through strides (no copy); any strides work whose head_dim stride is
 1, whose other strides are multiples of 8 elements, and whose data pointer is
 16-byte aligned (what TMA needs). Anything else is refused with the reason
 before a launch; call .contiguous() (or .clone() for a misaligned view).
+
+Decode (`phase="decode"`, or picked automatically for 1..8 new tokens per
+sequence against a longer K/V): the split-KV decode kernels, with optional
+per-sequence KV lengths (`kv_lengths=`, int32 [B] on the GPU) and paged K/V
+(`block_table=`, int32 [B, max_pages]; k and v are then page pools
+[num_pages, page, Hkv, D]). Their split-KV workspace is allocated once per
+layout, device and stream (_workspace), not per call.
 """
 
 import ctypes
@@ -30,6 +37,9 @@ _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 _LAYOUTS = ("bshd", "bhsd")
 _LOG2E = 1.4426950408889634
 _DEVICE_TYPE = "cuda"  # where the kernels run
+_PHASES = (None, "prefill", "decode")
+_MAX_DECODE_SEQ_Q = 8  # the runtime's kMaxDecodeSeqQ
+_PAGE_SIZES = (16, 32, 64, 128, 256)  # a paged cache's pages (the spec's)
 
 
 class Sparsity:
@@ -125,9 +135,13 @@ class Sparsity:
             self.lambda_max)
 
 
-def _dims(q, k, v, layout):
-    """(B, Sq, Skv, Hq, Hkv, D) after checking everything a launch needs;
-    ValueError / TypeError naming the problem."""
+def _dims(q, k, v, layout, kv_lengths=None, block_table=None, seq_kv=None):
+    """(B, Sq, Skv, Hq, Hkv, D, page) after checking everything a launch
+    needs; ValueError / TypeError naming the problem. With a block table, k
+    and v are page pools ([num_pages, page, Hkv, D] in the layout's order)
+    and page is their page size (else 0); Skv is seq_kv when given (the
+    length, or the bound of kv_lengths), else K/V's sequence extent (paged:
+    max_pages x page)."""
     if layout not in _LAYOUTS:
         raise ValueError("layout must be 'bshd' or 'bhsd', got %r" % (layout,))
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -159,9 +173,33 @@ def _dims(q, k, v, layout):
     if tuple(k.shape) != tuple(v.shape):
         raise ValueError("blasst.attention: k and v must have one shape, got "
                          "%s and %s" % (tuple(k.shape), tuple(v.shape)))
-    if Bk != B:
+    page = 0
+    if block_table is not None:
+        # Page pools: [num_pages, page, Hkv, D] ("bshd") or
+        # [num_pages, Hkv, page, D] ("bhsd").
+        page = Skv
+        if page not in _PAGE_SIZES:
+            raise ValueError(
+                "blasst.attention: with a block_table, k and v are page "
+                "pools [num_pages, page, kv_heads, head_dim]%s; their page "
+                "size %d is not a power of two from 16 to 256" % (
+                    "" if layout == "bshd" else " (layout 'bhsd': "
+                    "[num_pages, kv_heads, page, head_dim])", page))
+        if Bk < 1:
+            raise ValueError("blasst.attention: the page pools k and v have "
+                             "no pages")
+        Skv = _check_block_table(block_table, q, B, page, seq_kv)
+    elif Bk != B:
         raise ValueError("blasst.attention: q has batch %d, k and v %d"
                          % (B, Bk))
+    elif seq_kv is not None:
+        if not 1 <= seq_kv <= Skv:
+            raise ValueError(
+                "blasst.attention: seq_kv %d is not in [1, %d] (k and v "
+                "hold %d keys per sequence)" % (seq_kv, Skv, Skv))
+        Skv = seq_kv
+    if kv_lengths is not None:
+        _check_tensor("kv_lengths", kv_lengths, q, (B,), "[batch]")
     if Dk != D:
         raise ValueError("blasst.attention: q has head_dim %d, k and v %d "
                          "(different head sizes are not supported)" % (D, Dk))
@@ -171,7 +209,65 @@ def _dims(q, k, v, layout):
                          "kv_heads)" % (Hq, Hkv))
     if Skv == 0 and B * Sq > 0:
         raise ValueError("blasst.attention: k and v have no keys (seq_kv = 0)")
-    return B, Sq, Skv, Hq, Hkv, D
+    return B, Sq, Skv, Hq, Hkv, D, page
+
+
+def _check_tensor(name, t, q, shape, what):
+    """An int32 tensor of the KV cache on q's device, of `shape`, rows
+    contiguous (the kernel reads it as int32 `what`)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("blasst.attention: %s must be a torch.Tensor "
+                        "(int32 %s), got %s" % (name, what, type(t).__name__))
+    if t.dtype != torch.int32:
+        raise TypeError("blasst.attention: %s has dtype %s; it must be "
+                        "torch.int32 %s" % (name, t.dtype, what))
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError("blasst.attention: %s has shape %s; it must be %s "
+                         "= %s" % (name, tuple(t.shape), what, tuple(shape)))
+    if t.device != q.device:
+        raise ValueError("blasst.attention: %s is on %s but q is on %s"
+                         % (name, t.device, q.device))
+    if t.numel() > 1 and not t.is_contiguous():
+        raise ValueError("blasst.attention: %s has strides %s; the kernel "
+                         "reads it contiguous (call .contiguous())"
+                         % (name, t.stride()))
+
+
+def _check_block_table(table, q, B, page, seq_kv):
+    """The block table's checks; returns the KV length bound seq_kv
+    (default: what the table holds, max_pages x page)."""
+    if not isinstance(table, torch.Tensor) or table.dim() != 2:
+        raise ValueError(
+            "blasst.attention: block_table must be a 2-D int32 tensor "
+            "[batch, max_pages], got %s" % (
+                tuple(table.shape) if isinstance(table, torch.Tensor)
+                else type(table).__name__))
+    max_pages = table.shape[1]
+    _check_tensor("block_table", table, q, (B, max(max_pages, 1)),
+                  "[batch, max_pages]")
+    holds = max_pages * page
+    if seq_kv is None:
+        return holds
+    if not 1 <= seq_kv <= holds:
+        raise ValueError(
+            "blasst.attention: seq_kv %d does not fit the block table: it "
+            "holds at most max_pages x page = %d x %d = %d keys per sequence"
+            % (seq_kv, max_pages, page, holds))
+    return seq_kv
+
+
+def _refuse_unsupported(sparse, per_sequence, page):
+    """Combinations the kernels do not build yet, refused in one place.
+    BLASST decode with a KV cache (per-sequence lengths or pages) is being
+    built: drop the first test when the compiler accepts it."""
+    if sparse and (per_sequence or page):
+        raise NotImplementedError(
+            "blasst.attention: BLASST sparsity with a decode KV cache (%s) "
+            "is not supported yet; BLASST decode takes contiguous k and v of "
+            "one length (no kv_lengths, no block_table), and a KV cache runs "
+            "dense (sparsity=None)" % " and ".join(
+                n for n, on in (("kv_lengths", per_sequence),
+                                ("block_table", page)) if on))
 
 
 def _bshd_strides(t, layout):
@@ -233,7 +329,7 @@ class _Plan:
     __slots__ = ("empty", "o_shape", "lse_shape", "stats_shape", "dtype",
                  "device", "index", "args", "ref", "fn", "handle", "kernel",
                  "generation", "default_scale", "o_stride", "lse_stride",
-                 "stats_stride")
+                 "stats_stride", "kv", "ws", "ws_key", "decode")
 
 
 # Plans per thread (a plan's args struct is written at every call and read
@@ -251,10 +347,18 @@ def _contiguous_strides(shape):
 
 
 def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
-          return_stats):
+          return_stats, kv_lengths=None, block_table=None, seq_kv=None,
+          phase=None):
     """Checks everything about the arguments but the data pointers (the
     errors name the problem) and builds their _Plan."""
-    B, Sq, Skv, Hq, Hkv, D = _dims(q, k, v, layout)
+    B, Sq, Skv, Hq, Hkv, D, page = _dims(q, k, v, layout, kv_lengths,
+                                         block_table, seq_kv)
+    per_sequence = kv_lengths is not None
+    _refuse_unsupported(kind != 0, per_sequence, page)
+    if phase not in _PHASES:
+        raise ValueError("blasst.attention: phase must be None (chosen from "
+                         "the shapes), 'prefill' or 'decode', got %r"
+                         % (phase,))
     if q.device.type != _DEVICE_TYPE:
         raise ValueError("blasst.attention: the inputs are on %s; the "
                          "kernels run on CUDA devices" % q.device)
@@ -269,7 +373,23 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
         raise ValueError("blasst.attention: the threshold must be one "
                          "float32 on %s, got %s on %s" % (
                              q.device, threshold.dtype, threshold.device))
+    cache = per_sequence or page
+    if cache and phase == "prefill":
+        raise ValueError("blasst.attention: kv_lengths and block_table are "
+                         "decode arguments (phase='decode' or None), got "
+                         "phase='prefill'")
+    if (cache or phase == "decode") and Sq > _MAX_DECODE_SEQ_Q:
+        raise ValueError(
+            "blasst.attention: the decode kernels take 1 to %d new tokens "
+            "per sequence, q has %d%s" % (
+                _MAX_DECODE_SEQ_Q, Sq, " (kv_lengths / block_table need "
+                "the decode kernels)" if cache else
+                "; use phase='prefill' (or None)"))
     p = _Plan()
+    p.kv = bool(cache)
+    p.ws = None
+    p.ws_key = None
+    p.decode = False
     p.empty = B * Sq == 0
     p.o_shape = (B, Sq, Hq, D) if layout == "bshd" else (B, Hq, Sq, D)
     p.lse_shape = (B, Hq, Sq) if return_lse else (0,)
@@ -288,9 +408,16 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     for name, t in (("q", q), ("k", k), ("v", v)):
         _check_memory(name, t, layout)
     sparsity = {0: None, 1: "a", 2: "ln_lambda"}[kind]
-    spec = _kernels.spec_text(_DTYPES[q.dtype], D, Hq, Hkv, causal,
-                              return_lse, return_stats, sparsity, lambda_max)
     p.index = _device_index(q.device)
+
+    def spec_of(phase):
+        return _kernels.spec_text(_DTYPES[q.dtype], D, Hq, Hkv, causal,
+                                  return_lse, return_stats, sparsity,
+                                  lambda_max, phase, per_sequence, page)
+
+    p.decode = bool(cache) or phase == "decode" or (
+        phase is None and _auto_decode(spec_of("decode"), Sq, Skv, p.index))
+    spec = spec_of("decode" if p.decode else "prefill")
     p.kernel = _kernels.get_kernel(spec, p.index)
     a = p.args = _capi.AttentionArgs()
     a.batch, a.seq_q, a.seq_kv = B, Sq, Skv
@@ -303,10 +430,84 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     a.threshold_source = _capi.THRESHOLD_SPEC if threshold is None \
         else _capi.THRESHOLD_DEVICE
     a.flags = _capi.LAUNCH_ZERO_STATS if return_stats else 0
+    if page:
+        a.max_pages = block_table.shape[1]
+        a.num_pages = k.shape[0]
     p.ref = ctypes.byref(a)
     p.fn = _capi.lib().blasst_kernel_launch
     p.handle = p.kernel._h
+    if p.decode:
+        # The split count and the workspace it needs, fixed for the plan
+        # (kv_splits 0: the kernel's choice from the SM count). The
+        # pointers are not looked at here: stand-ins that pass the checks.
+        if per_sequence:
+            a.seq_lens_kv = 16
+        if page:
+            a.block_table = 16
+        a.q = a.k = a.v = a.o = 16
+        a.lse = 16 if return_lse else 0
+        a.stats = 16 if return_stats else 0
+        a.log2_threshold_ptr = 16 if threshold is not None else 0
+        nbytes, splits = p.kernel.workspace_bytes(a)
+        a.q = a.k = a.v = a.o = a.lse = a.stats = a.log2_threshold_ptr = 0
+        a.seq_lens_kv = a.block_table = 0
+        # The launch keeps this split count (its layout is the workspace's).
+        a.kv_splits = splits
+        if nbytes:
+            a.workspace_bytes = nbytes
+            p.ws = {}
+            p.ws_key = (p.index, nbytes, splits, D,
+                        p.kernel.attrs["block_m"])
     return p
+
+
+def _auto_decode(spec, Sq, Skv, index):
+    """phase=None: the decode kernels for 1..8 new tokens per sequence
+    against a longer K/V, where the compiler builds them for the device's
+    target (head_dim 64/128, q_heads / kv_heads a power of two up to 64,
+    sm_90a);
+    else the prefill kernels."""
+    if not (1 <= Sq <= _MAX_DECODE_SEQ_Q and Skv > Sq):
+        return False
+    try:
+        _capi.spec_check(spec, _capi.device_target(index))
+    except _capi.BlasstError:
+        return False
+    return True
+
+
+# Split-KV workspaces: (device, stream, bytes, splits, head_dim, block_m) ->
+# a zeroed uint8 tensor. A decode kernel leaves the workspace's counters at
+# zero after each launch, and launches on one stream run one at a time, so
+# every plan of one layout (the same bytes, splits and tile shape) on one
+# stream shares one; each plan keeps its own per stream (p.ws).
+_workspaces = {}
+_MAX_WORKSPACES = 64
+_ws_lock = threading.Lock()
+
+
+def _capturing():
+    return torch.cuda.is_current_stream_capturing()
+
+
+def _workspace(p, stream):
+    """The split-KV workspace of plan p on `stream`. Zeroed once, on the
+    stream, when allocated; during CUDA graph capture a fresh one is
+    allocated and zeroed inside the graph (so each replay starts from
+    zeros) and not kept for eager calls (its zeroing has not run yet)."""
+    if _capturing():
+        return torch.zeros(p.args.workspace_bytes, dtype=torch.uint8,
+                           device=p.device)
+    key = p.ws_key + (stream,)
+    with _ws_lock:
+        ws = _workspaces.get(key)
+        if ws is None:
+            if len(_workspaces) >= _MAX_WORKSPACES:
+                _workspaces.clear()  # the plans keep theirs
+            ws = _workspaces[key] = torch.zeros(
+                p.args.workspace_bytes, dtype=torch.uint8, device=p.device)
+    p.ws[stream] = ws
+    return ws
 
 
 def _misaligned(q, k, v):
@@ -319,28 +520,43 @@ def _misaligned(q, k, v):
     return None
 
 
+def _meta(t):
+    return None if t is None or not isinstance(t, torch.Tensor) else \
+        (t.shape, t.stride(), t.dtype, t.device)
+
+
 def _key(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
-         return_stats):
+         return_stats, kv_lengths=None, block_table=None, seq_kv=None,
+         phase=None):
     """Everything a _Plan's checks and fields depend on: a changed shape,
     stride, dtype, device or flag is another plan."""
     return (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
             q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
             causal, layout, kind, lambda_max, return_lse, return_stats,
             None if threshold is None else
-            (threshold.dtype, threshold.shape, threshold.device))
+            (threshold.dtype, threshold.shape, threshold.device),
+            phase, seq_kv, _meta(kv_lengths), _meta(block_table))
 
 
 def _fast_key(q, k, v, causal, layout, sparsity, return_lse,
-              return_stats):
+              return_stats, phase=None, cache=None):
     """_key for the eager fast path, cheaper to build and hash: a
     blasst.Sparsity stands for its threshold tensor (fixed when it is made:
     set() fills it in place, a tensor source is read through the same
     conversion at every call), so the key holds the object, hashed by
     identity, instead of the tensor's dtype, shape and device. The key
-    keeps the Sparsity alive as long as its plan (at most _MAX_PLANS)."""
+    keeps the Sparsity alive as long as its plan (at most _MAX_PLANS).
+    `cache`: None, or (seq_kv, kv_lengths, block_table) of a decode KV
+    cache (their metadata, _cache_key)."""
     return (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
             q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
-            causal, layout, return_lse, return_stats, sparsity)
+            causal, layout, return_lse, return_stats, sparsity, phase, cache)
+
+
+def _cache_key(seq_kv, kv_lengths, block_table):
+    if seq_kv is None and kv_lengths is None and block_table is None:
+        return None
+    return (seq_kv, _meta(kv_lengths), _meta(block_table))
 
 
 def _plans():
@@ -352,17 +568,20 @@ def _plans():
 
 
 def _get_plan(plans, key, q, k, v, causal, layout, threshold, kind,
-              lambda_max, return_lse, return_stats):
+              lambda_max, return_lse, return_stats, kv_lengths=None,
+              block_table=None, seq_kv=None, phase=None):
     p = plans.get(key)
     if p is None or p.generation != _kernels.generation:
         if len(plans) >= _MAX_PLANS:
             plans.clear()
         p = plans[key] = _plan(q, k, v, causal, layout, threshold, kind,
-                               lambda_max, return_lse, return_stats)
+                               lambda_max, return_lse, return_stats,
+                               kv_lengths, block_table, seq_kv, phase)
     return p
 
 
-def _run(p, q, k, v, scale, threshold, return_lse, return_stats):
+def _run(p, q, k, v, scale, threshold, return_lse, return_stats,
+         kv_lengths=None, block_table=None):
     """Launches a plan's kernel on q, k, v; returns O, and LSE / stats when
     asked for (None otherwise)."""
     o = _empty_strided(p.o_shape, p.o_stride, dtype=p.dtype, device=p.device)
@@ -389,21 +608,35 @@ def _run(p, q, k, v, scale, threshold, return_lse, return_stats):
     if threshold is not None:
         a.log2_threshold_ptr = threshold.data_ptr()
     a.softmax_scale = scale
-    status = p.fn(p.handle, p.ref, _raw_stream(p.index))
+    stream = _raw_stream(p.index)
+    if p.kv:
+        a.seq_lens_kv = 0 if kv_lengths is None else kv_lengths.data_ptr()
+        a.block_table = 0 if block_table is None else block_table.data_ptr()
+    if p.ws is not None:
+        ws = p.ws.get(stream)
+        if ws is None:
+            ws = _workspace(p, stream)
+        a.workspace = ws.data_ptr()
+    status = p.fn(p.handle, p.ref, stream)
     if status:
         _capi.check(status)
     return o, lse, stats
 
 
 def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
-            return_lse, return_stats):
-    """The op's implementation (every output a tensor)."""
+            return_lse, return_stats, kv_lengths=None, block_table=None,
+            seq_kv=0, phase=""):
+    """The op's implementation (every output a tensor). seq_kv 0 and phase
+    "" are the op schema's None."""
+    seq_kv, phase = seq_kv or None, phase or None
     key = _key(q, k, v, causal, layout, threshold, kind, lambda_max,
-               return_lse, return_stats)
+               return_lse, return_stats, kv_lengths, block_table, seq_kv,
+               phase)
     p = _get_plan(_plans(), key, q, k, v, causal, layout, threshold, kind,
-                  lambda_max, return_lse, return_stats)
+                  lambda_max, return_lse, return_stats, kv_lengths,
+                  block_table, seq_kv, phase)
     o, lse, stats = _run(p, q, k, v, scale, threshold, return_lse,
-                         return_stats)
+                         return_stats, kv_lengths, block_table)
     if lse is None:
         lse = torch.empty((0,), dtype=torch.float32, device=p.device)
     if stats is None:
@@ -412,8 +645,11 @@ def _launch(q, k, v, causal, scale, layout, threshold, kind, lambda_max,
 
 
 def _fake(q, k, v, causal, scale, layout, threshold=None, kind=0,
-          lambda_max=1.0, return_lse=False, return_stats=False):
-    B, Sq, Skv, Hq, Hkv, D = _dims(q, k, v, layout)
+          lambda_max=1.0, return_lse=False, return_stats=False,
+          kv_lengths=None, block_table=None, seq_kv=0, phase=""):
+    B, Sq, Skv, Hq, Hkv, D, page = _dims(q, k, v, layout, kv_lengths,
+                                         block_table, seq_kv or None)
+    _refuse_unsupported(kind != 0, kv_lengths is not None, page)
     o = q.new_empty((B, Sq, Hq, D) if layout == "bshd" else (B, Hq, Sq, D))
     lse = q.new_empty((B, Hq, Sq) if return_lse else (0,),
                       dtype=torch.float32)
@@ -429,10 +665,14 @@ if _custom_op is not None:
                       causal: bool, scale: float, layout: str,
                       threshold: Optional[torch.Tensor] = None,
                       kind: int = 0, lambda_max: float = 1.0,
-                      return_lse: bool = False, return_stats: bool = False
+                      return_lse: bool = False, return_stats: bool = False,
+                      kv_lengths: Optional[torch.Tensor] = None,
+                      block_table: Optional[torch.Tensor] = None,
+                      seq_kv: int = 0, phase: str = ""
                       ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return _launch(q, k, v, causal, scale, layout, threshold, kind,
-                       lambda_max, return_lse, return_stats)
+                       lambda_max, return_lse, return_stats, kv_lengths,
+                       block_table, seq_kv, phase)
 
     _attention_op.register_fake(_fake)
     _op = torch.ops.blasst.attention
@@ -475,7 +715,8 @@ def _direct(q, k, v):
 
 
 def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
-              return_lse=False, return_stats=False, layout="bshd"):
+              return_lse=False, return_stats=False, layout="bshd",
+              phase=None, kv_lengths=None, block_table=None, seq_kv=None):
     """Attention over q [B, Sq, Hq, D] and k, v [B, Skv, Hkv, D] (or
     [B, H, S, D] with layout="bhsd"), bf16 or f16, on an sm_90a GPU.
 
@@ -488,6 +729,20 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
     [B, Hq, Sq] float32 (natural log), with return_stats also the skip
     statistics [B, Hq, 2] int64 (visited, skipped KV blocks; needs a
     sparsity), in that order. Runs on PyTorch's current stream.
+
+    Decode: phase None picks the decode kernels (split KV) for 1..8 new
+    tokens per sequence (Sq) against a longer K/V where they are built for
+    the shapes (head_dim 64/128, q_heads / kv_heads a power of two up to
+    64, sm_90a),
+    else prefill; "prefill" / "decode" choose. A KV cache (decode only):
+    kv_lengths, int32 [B] on q's device, each sequence's KV length (0
+    allowed; at most seq_kv, not checked: it is on the GPU); block_table,
+    int32 [B, max_pages] page indices into k and v, which are then page
+    pools [num_pages, page, Hkv, D] ([num_pages, Hkv, page, D] with "bhsd";
+    page a power of two 16..256). seq_kv: the KV length (or the bound of
+    kv_lengths); default K/V's sequence extent, for a paged cache
+    max_pages x page. Causal stays bottom-right per sequence (token i of Sq
+    sees keys j <= i + len - Sq).
     """
     if scale is not None:
         scale = float(scale)
@@ -508,29 +763,49 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
                         "blasst.Sparsity, got %s" % type(sparsity).__name__)
     causal, return_lse, return_stats = \
         bool(causal), bool(return_lse), bool(return_stats)
+    if seq_kv is not None:
+        seq_kv = operator.index(seq_kv)
+        if seq_kv < 1:
+            raise ValueError("blasst.attention: seq_kv must be >= 1, got %d"
+                             % seq_kv)
     if _direct(q, k, v):
         if sparsity is not None:
             threshold = sparsity._tensor()
         key = _fast_key(q, k, v, causal, layout, sparsity, return_lse,
-                        return_stats)
+                        return_stats, phase,
+                        None if kv_lengths is None and block_table is None
+                        and seq_kv is None else
+                        _cache_key(seq_kv, kv_lengths, block_table))
         plans = _plans()
         p = plans.get(key)
         if p is None or p.generation != _kernels.generation:
             if threshold is not None:  # the error that names the Sparsity
                 sparsity.log2_threshold(q.device)
             p = _get_plan(plans, key, q, k, v, causal, layout, threshold,
-                          kind, lambda_max, return_lse, return_stats)
+                          kind, lambda_max, return_lse, return_stats,
+                          kv_lengths, block_table, seq_kv, phase)
         o, lse, stats = _run(p, q, k, v,
                              p.default_scale if scale is None else scale,
-                             threshold, return_lse, return_stats)
+                             threshold, return_lse, return_stats,
+                             kv_lengths, block_table)
     else:
         if scale is None:
             scale = 1.0 / math.sqrt(q.shape[-1]) \
                 if isinstance(q, torch.Tensor) and q.dim() == 4 else 1.0
         if sparsity is not None:
             threshold = sparsity.log2_threshold(q.device)
-        o, lse, stats = _op(q, k, v, causal, scale, layout, threshold, kind,
-                            lambda_max, return_lse, return_stats)
+        if phase not in _PHASES:
+            raise ValueError("blasst.attention: phase must be None, "
+                             "'prefill' or 'decode', got %r" % (phase,))
+        if kv_lengths is None and block_table is None and seq_kv is None \
+                and phase is None:  # the op's schema as before
+            o, lse, stats = _op(q, k, v, causal, scale, layout, threshold,
+                                kind, lambda_max, return_lse, return_stats)
+        else:
+            o, lse, stats = _op(q, k, v, causal, scale, layout, threshold,
+                                kind, lambda_max, return_lse, return_stats,
+                                kv_lengths, block_table, seq_kv or 0,
+                                phase or "")
     if not return_lse and not return_stats:
         return o
     out = (o,)

@@ -178,6 +178,28 @@ class AotTest(unittest.TestCase):
             k.launch(a)
         self.assertEqual(cm.exception.status, "BLASST_ERROR_INVALID_ARGUMENT")
 
+    def test_decode_kernels_build(self):
+        # Decode specs build (the JIT's resolved schedule), with their KV
+        # cache attributes. (The workspace a launch needs is sized on a
+        # device: _stub_decode.py, through the fake driver.)
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        dec = _kernels.spec_text("bf16", 64, 8, 8, True, phase="decode")
+        paged = _kernels.spec_text("bf16", 64, 8, 8, True, phase="decode",
+                                   kv_per_sequence=True, kv_page=32)
+        self.assertIn("phase=decode kv_lengths=per_sequence "
+                      "kv_cache=paged:page=32", paged)
+        self.assertEqual(aot.build(d, [dec, paged], "sm_90a", self.cache), 2)
+        k = _capi.Kernel.from_package(d, dec, "sm_90a")
+        self.assertEqual(k.attrs["block_m"], 64)
+        self.assertEqual((k.attrs["kv_per_sequence"],
+                          k.attrs["kv_page_size"]), (0, 0))
+        kp = _capi.Kernel.from_package(d, paged, "sm_90a")
+        self.assertEqual((kp.attrs["kv_per_sequence"],
+                          kp.attrs["kv_page_size"]), (1, 32))
+        with self.assertRaises(ValueError):
+            _kernels.spec_text("bf16", 64, 8, 8, True, kv_page=32)
+
     def test_get_kernel_uses_the_package_without_compiling(self):
         blasst.add_package(self.dir)
         self.addCleanup(_kernels._packages.remove, self.dir)

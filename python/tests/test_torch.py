@@ -67,6 +67,49 @@ class TorchOpTest(unittest.TestCase):
                     blasst.attention(*args, **kwargs)
                 self.assertIn(text, str(cm.exception))
 
+    def test_decode_arguments_on_meta_tensors(self):
+        i32 = torch.int32
+        q, k = self.meta(2, 4, 8, 128), self.meta(2, 1000, 2, 128)
+        pool = self.meta(9, 64, 2, 128)
+        table, lens = self.meta(2, 5, dtype=i32), self.meta(2, dtype=i32)
+        o, lse = blasst.attention(q, pool, pool, block_table=table,
+                                  kv_lengths=lens, return_lse=True)
+        self.assertEqual(tuple(o.shape), (2, 4, 8, 128))
+        self.assertEqual(tuple(lse.shape), (2, 8, 4))
+        o = blasst.attention(q, k, k, kv_lengths=lens, seq_kv=700,
+                             phase="decode")
+        self.assertEqual(tuple(o.shape), (2, 4, 8, 128))
+        sp = blasst.Sparsity(a=1, device="meta")
+        cases = [
+            ((q, k, k), {"kv_lengths": self.meta(2, dtype=torch.int64)},
+             TypeError, "must be torch.int32"),
+            ((q, k, k), {"kv_lengths": self.meta(3, dtype=i32)},
+             ValueError, "[batch] = (2,)"),
+            ((q, k, k), {"kv_lengths": torch.zeros(2, dtype=i32)},
+             ValueError, "kv_lengths is on cpu"),
+            ((q, k, k), {"seq_kv": 1001}, ValueError, "not in [1, 1000]"),
+            ((q, k, k), {"seq_kv": 0}, ValueError, "seq_kv must be >= 1"),
+            ((q, k, k), {"phase": "chunked"}, ValueError, "phase must be"),
+            ((q, self.meta(9, 24, 2, 128), self.meta(9, 24, 2, 128)),
+             {"block_table": table}, ValueError,
+             "page size 24 is not a power of two from 16 to 256"),
+            ((q, pool, pool), {"block_table": table, "seq_kv": 321},
+             ValueError, "max_pages x page = 5 x 64 = 320"),
+            ((q, pool, pool), {"block_table": self.meta(2, 5)}, TypeError,
+             "block_table has dtype torch.bfloat16"),
+            ((q, k, k), {"kv_lengths": lens, "sparsity": sp},
+             NotImplementedError, "BLASST sparsity with a decode KV cache "
+             "(kv_lengths)"),
+            ((q, pool, pool), {"block_table": table, "sparsity": sp},
+             NotImplementedError, "BLASST sparsity with a decode KV cache "
+             "(block_table)"),
+        ]
+        for args, kwargs, exc, text in cases:
+            with self.subTest(text=text):
+                with self.assertRaises(exc) as cm:
+                    blasst.attention(*args, **kwargs)
+                self.assertIn(text, str(cm.exception))
+
     def test_cpu_tensors_are_refused(self):
         q = torch.zeros(1, 4, 2, 64, dtype=torch.bfloat16)
         with self.assertRaises(ValueError) as cm:
@@ -197,7 +240,7 @@ def fake_driver():
 
 @unittest.skipIf(torch is None, "PyTorch is not installed")
 class FastPathTest(unittest.TestCase):
-    def test_fast_path_and_plans_with_the_fake_driver(self):
+    def run_stub(self, script):
         # In a subprocess: libblasst.so must load the fake driver from the
         # start, and the op's device hooks are replaced there.
         from blasst import _capi
@@ -209,15 +252,23 @@ class FastPathTest(unittest.TestCase):
             self.skipTest("no libblasst_jit.so to compile the kernels")
         env = dict(os.environ, BLASST_LIBCUDA=os.path.abspath(driver))
         here = os.path.dirname(os.path.abspath(__file__))
-        r = subprocess.run([sys.executable,
-                            os.path.join(here, "_stub_fast_path.py")],
+        r = subprocess.run([sys.executable, os.path.join(here, script)],
                            env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=600)
+                           stderr=subprocess.STDOUT, timeout=900)
         out = r.stdout.decode(errors="replace")
         if "ptxas" in out and "not found" in out:
             self.skipTest("no ptxas")
         self.assertEqual(r.returncode, 0, out[-3000:])
         self.assertIn("OK", out)
+
+    def test_fast_path_and_plans_with_the_fake_driver(self):
+        self.run_stub("_stub_fast_path.py")
+
+    def test_decode_with_the_fake_driver(self):
+        # The decode phase (picked from the shapes or asked for), the split-KV
+        # workspace (cached, not per call), per-sequence lengths and paged
+        # caches (the pointers the launch passes), and their errors.
+        self.run_stub("_stub_decode.py")
 
 
 if __name__ == "__main__":

@@ -24,5 +24,23 @@ aot --spec "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=true sparsity=bl
 aot --grid "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=false sparsity=blasst:ln_lambda=-1 stats=true"
 # Timing beside SDPA.
 aot --grid "dtype=bf16 head_dim=128 q_heads=16 kv_heads=16 causal=false|true"
+# Decode (python_op.py section 8; the phase is picked from the shapes): the
+# contiguous matrix, f16, no LSE (transformers' decode, timing), the decode-
+# like case of the matrix above (8/2, one token).
+aot --grid "dtype=bf16 head_dim=64|128 q_heads=8 kv_heads=8|1 causal=false|true lse=true phase=decode"
+aot --grid "dtype=bf16 head_dim=64|128 q_heads=32 kv_heads=8 causal=false|true lse=true phase=decode"
+aot --spec "dtype=f16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode"
+aot --spec "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false lse=false phase=decode"
+aot --spec "dtype=bf16 head_dim=128 q_heads=8 kv_heads=2 causal=true lse=true phase=decode"
+# Per-sequence lengths and paged caches.
+aot --grid "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false|true lse=true phase=decode kv_lengths=per_sequence"
+aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=1 causal=true lse=true phase=decode kv_lengths=per_sequence"
+aot --grid "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=16|paged:page=64|paged:page=256"
+aot --spec "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=false lse=true phase=decode kv_cache=paged:page=64"
+aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=1 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=32"
+# BLASST decode (contiguous KV).
+aot --grid "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false|true sparsity=blasst:a=1 stats=true phase=decode"
+aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=1 causal=false sparsity=blasst:a=1 stats=true phase=decode"
+aot --spec "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false sparsity=blasst:ln_lambda=-1 stats=true phase=decode"
 python3 -m blasst.aot check "$OUT/kernels" | tail -n 1
 du -sh "$OUT"

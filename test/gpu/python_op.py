@@ -17,9 +17,20 @@ the AOT package that test/gpu/build-python.sh builds).
 6. packages without LLVM: no JIT library, libblasst.so needs no LLVM, a
    missing kernel says how to build it, another ABI is refused;
 7. timing beside torch SDPA (2 shapes), and the op's host overhead per call
-   over a direct C API launch.
+   over a direct C API launch;
+8. decode (phase picked from the shapes): contiguous K/V over head_dim
+   64/128 x MHA/GQA/MQA x causal or not x seq_q 1/2/4/8 x both layouts, f16,
+   long and short KV; per-sequence lengths (0, 1, ... ; the keys past each
+   length large, or NaN past seq_kv) and paged caches (pages 16-256, a
+   shuffled table, NaN in the pages no sequence owns), every element against
+   float64 with LSE; BLASST decode (nothing skipped = dense with every block
+   counted, skipping on peaked data, a CUDA graph with the workspace
+   captured replayed with changed thresholds); the workspace cached (no
+   allocation per call) and a graph replayed with lengths changed in place;
+   the refusals; decode timing beside SDPA.
 
 Usage: python3 test/gpu/python_op.py [--out DIR] [--skip-timing]
+       [--decode-only]
 Exit 0 when every check passed.
 """
 
@@ -384,6 +395,423 @@ def calibration():
 
 
 # -------------------------------------------------------------------------
+# 8. decode: contiguous, per-sequence lengths, paged, BLASST decode
+# -------------------------------------------------------------------------
+
+def decode_reference(q, k, v, causal, scale, layout, lengths=None):
+    """float64 O and LSE of decode: each sequence b attends its first
+    lengths[b] keys (all of them without lengths); causal bottom-right per
+    sequence (token i sees keys j <= i + len - Sq)."""
+    if lengths is None:
+        return reference(q, k, v, causal, scale, layout)
+    outs, lses = [], []
+    for b, n in enumerate(lengths):
+        kb = to_bshd(k, layout)[b:b + 1, :n]
+        vb = to_bshd(v, layout)[b:b + 1, :n]
+        o, lse = reference(q[b:b + 1], from_bshd(kb, layout),
+                           from_bshd(vb, layout), causal, scale, layout)
+        outs.append(o)
+        lses.append(lse)
+    return torch.cat(outs), torch.cat(lses)
+
+
+def decode_plan(q, k, v, **kw):
+    """The plan the fast path used for this call (to read the kernel)."""
+    from blasst import ops
+    cache = ops._cache_key(kw.get("seq_kv"), kw.get("kv_lengths"),
+                           kw.get("block_table"))
+    if all(kw.get(n) is None for n in ("seq_kv", "kv_lengths",
+                                       "block_table")):
+        cache = None
+    return ops._plans().get(ops._fast_key(
+        q, k, v, bool(kw.get("causal", False)), kw.get("layout", "bshd"),
+        kw.get("sparsity"), bool(kw.get("return_lse", False)),
+        bool(kw.get("return_stats", False)), kw.get("phase"), cache))
+
+
+def decode_case(name, q, k, v, ref_k, ref_v, lengths=None, **kw):
+    """Runs blasst.attention(q, k, v, **kw) (LSE on) with poisoned outputs
+    and checks every element against the float64 reference over ref_k /
+    ref_v ([B, Skv, Hkv, D] in the layout, contiguous per sequence)."""
+    layout = kw.get("layout", "bshd")
+    causal = kw.get("causal", False)
+    D = q.shape[-1]
+    B, Sq, Hq = (q.shape[0], q.shape[1], q.shape[2]) if layout == "bshd" \
+        else (q.shape[0], q.shape[2], q.shape[1])
+    oshape = tuple(q.shape)
+    (o, lse), reused = poisoned(
+        lambda: blasst.attention(q, k, v, return_lse=True, **kw),
+        (oshape, q.dtype), ((B, Hq, Sq), torch.float32))
+    torch.cuda.synchronize()
+    ref, ref_lse = decode_reference(q, ref_k, ref_v, causal,
+                                    1.0 / math.sqrt(D), layout, lengths)
+    # The error bound's max|V| over the keys each sequence sees (the ones
+    # past its length hold 100 or NaN).
+    seen = ref_v if lengths is None else torch.cat(
+        [to_bshd(ref_v, layout)[b, :n].flatten()
+         for b, n in enumerate(lengths)] + [ref_v.new_zeros(1)])
+    ok, info = compare(o, ref, seen, lse, ref_lse)
+    p = decode_plan(q, k, v, return_lse=True, **kw)
+    decode = p is not None and p.decode
+    info.update(decode=decode, splits=p.args.kv_splits if p else "?",
+                poisoned=reused)
+    report("decode " + name, ok and decode and tuple(o.shape) == oshape,
+           **info)
+    return ok
+
+
+def decode_contiguous():
+    n = 0
+    for hd in (64, 128):
+        for hq, hkv in ((8, 8), (32, 8), (8, 1)):
+            for causal in (False, True):
+                for sq in (1, 2, 4, 8):
+                    layout = "bshd" if sq % 4 else "bhsd"
+                    torch.manual_seed(n)
+                    B, Skv = 2, 3000
+                    q = rand((B, sq, hq, hd), torch.bfloat16, layout)
+                    k = rand((B, Skv, hkv, hd), torch.bfloat16, layout)
+                    v = rand((B, Skv, hkv, hd), torch.bfloat16, layout)
+                    decode_case("bf16 hd%d q%d/kv%d %s sq%d %s B%d Skv%d" % (
+                        hd, hq, hkv, "causal" if causal else "full", sq,
+                        layout, B, Skv), q, k, v, k, v, causal=causal,
+                        layout=layout)
+                    n += 1
+    # f16; a long KV (many splits); a short one (one split, no workspace);
+    # KV as long as the block; no LSE (what transformers' decode calls).
+    for dtype, B, sq, Skv in ((torch.float16, 2, 8, 3000),
+                              (torch.float16, 3, 1, 517),
+                              (torch.bfloat16, 1, 4, 32768),
+                              (torch.bfloat16, 4, 2, 100),
+                              (torch.bfloat16, 4, 1, 64)):
+        q = rand((B, sq, 32, 128), dtype, "bshd")
+        k = rand((B, Skv, 8, 128), dtype, "bshd")
+        v = rand((B, Skv, 8, 128), dtype, "bshd")
+        decode_case("%s hd128 q32/kv8 causal sq%d B%d Skv%d" % (
+            str(dtype)[6:], sq, B, Skv), q, k, v, k, v, causal=True)
+    q = rand((4, 1, 32, 128), torch.bfloat16, "bhsd")
+    k = rand((4, 2000, 8, 128), torch.bfloat16, "bhsd")
+    o = blasst.attention(q, k, k, layout="bhsd")
+    ref, _ = reference(q, k, k, False, 1 / math.sqrt(128), "bhsd")
+    ok, info = compare(o, ref, k)
+    p = decode_plan(q, k, k, layout="bhsd")
+    report("decode without LSE (bhsd, 1 token)", ok and p.decode, **info)
+    # phase="prefill" still runs the prefill kernel on the same shapes.
+    q = rand((3, 1, 8, 128), torch.bfloat16, "bshd")
+    k = rand((3, 517, 2, 128), torch.bfloat16, "bshd")
+    o_p = blasst.attention(q, k, k, causal=True, return_lse=True,
+                           phase="prefill")
+    p = decode_plan(q, k, k, causal=True, return_lse=True, phase="prefill")
+    ref, ref_lse = reference(q, k, k, True, 1 / math.sqrt(128), "bshd")
+    ok, info = compare(o_p[0], ref, k, o_p[1], ref_lse)
+    report("phase='prefill' on decode shapes", ok and not p.decode, **info)
+
+
+def decode_lengths():
+    """Per-sequence lengths (0 and 1 included); the keys past each length
+    hold large finite values (they must be masked out, not read as keys)."""
+    lens = [0, 1, 5, 3000, 777, 2999]
+    B, Skv = len(lens), 3000
+    for hd, hq, hkv, causal, sq, layout in (
+            (128, 32, 8, True, 1, "bshd"), (128, 32, 8, True, 4, "bshd"),
+            (128, 32, 8, True, 8, "bhsd"), (128, 32, 8, False, 2, "bshd"),
+            (128, 32, 8, False, 8, "bhsd"), (64, 8, 1, True, 8, "bshd"),
+            (64, 8, 1, True, 1, "bhsd")):
+        torch.manual_seed(hd * sq + causal)
+        q = rand((B, sq, hq, hd), torch.bfloat16, layout)
+        k = to_bshd(rand((B, Skv, hkv, hd), torch.bfloat16, layout), layout)
+        v = to_bshd(rand((B, Skv, hkv, hd), torch.bfloat16, layout), layout)
+        for b, n in enumerate(lens):
+            k[b, n:] = 100.0
+            v[b, n:] = 100.0
+        k, v = from_bshd(k, layout), from_bshd(v, layout)
+        lengths = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        decode_case("lengths %s bf16 hd%d q%d/kv%d %s sq%d %s" % (
+            lens, hd, hq, hkv, "causal" if causal else "full", sq, layout),
+            q, k, v, k, v, lengths=lens, causal=causal, layout=layout,
+            kv_lengths=lengths)
+    # A bound below K/V's extent (seq_kv): the keys past it are not read.
+    q = rand((2, 2, 32, 128), torch.bfloat16, "bshd")
+    k = rand((2, 4096, 8, 128), torch.bfloat16, "bshd")
+    k[:, 1500:] = float("nan")
+    lengths = torch.tensor([1500, 900], dtype=torch.int32, device="cuda")
+    decode_case("lengths [1500, 900] seq_kv=1500 (NaN past it)", q, k, k,
+                k, k, lengths=[1500, 900], causal=True, kv_lengths=lengths,
+                seq_kv=1500)
+
+
+def make_paged(k, v, lens, page, layout, seed):
+    """Page pools and a shuffled block table for contiguous [B, S, H, D]
+    k, v (bshd) and their lengths: each sequence's pages in a random order
+    in the pool, spare pages filled with NaN (never read), the table's
+    unused entries naming them; returns (k_pool, v_pool, table) with the
+    pools in `layout`."""
+    B, S, H, D = k.shape
+    max_pages = (S + page - 1) // page
+    need = [(n + page - 1) // page for n in lens]
+    spare = B
+    num = sum(need) + spare
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(num, generator=g).tolist()
+    kp = torch.full((num, page, H, D), float("nan"), dtype=k.dtype,
+                    device=k.device)
+    vp = kp.clone()
+    table = torch.empty(B, max_pages, dtype=torch.int32)
+    spares = perm[sum(need):]
+    nxt = 0
+    for b in range(B):
+        for j in range(max_pages):
+            if j < need[b]:
+                pid = perm[nxt]
+                nxt += 1
+                # The sequence's keys; past its length (in its last page)
+                # large finite values, which must be masked out.
+                rows = min(page, lens[b] - j * page)
+                kp[pid, :rows] = k[b, j * page:j * page + rows]
+                vp[pid, :rows] = v[b, j * page:j * page + rows]
+                kp[pid, rows:] = 100.0
+                vp[pid, rows:] = 100.0
+            else:
+                pid = spares[(b + j) % len(spares)]
+            table[b, j] = pid
+    if layout == "bhsd":
+        kp = kp.transpose(1, 2).contiguous()
+        vp = vp.transpose(1, 2).contiguous()
+    return kp, vp, table.cuda()
+
+
+def decode_paged():
+    lens = [0, 1, 5, 3000, 777, 2999]
+    B, Skv = len(lens), 3000
+    for page, hd, hq, hkv, causal, sq, layout, per_seq in (
+            (16, 128, 32, 8, True, 4, "bshd", True),
+            (64, 128, 32, 8, True, 1, "bshd", True),
+            (64, 128, 32, 8, True, 8, "bhsd", True),
+            (256, 128, 32, 8, True, 2, "bshd", True),
+            (64, 128, 8, 8, False, 1, "bshd", False),
+            (32, 64, 8, 1, True, 8, "bshd", True)):
+        torch.manual_seed(page + sq)
+        lens_b = lens if per_seq else [Skv] * B
+        q = rand((B, sq, hq, hd), torch.bfloat16, layout)
+        k = rand((B, Skv, hkv, hd), torch.bfloat16, "bshd")
+        v = rand((B, Skv, hkv, hd), torch.bfloat16, "bshd")
+        kp, vp, table = make_paged(k, v, lens_b, page, layout, page * 7 + sq)
+        kw = dict(causal=causal, layout=layout, block_table=table)
+        if per_seq:
+            kw["kv_lengths"] = torch.tensor(lens, dtype=torch.int32,
+                                            device="cuda")
+        else:
+            kw["seq_kv"] = Skv
+        decode_case("paged page %d %s bf16 hd%d q%d/kv%d %s sq%d %s" % (
+            page, "lengths %s" % lens if per_seq else "uniform %d" % Skv, hd,
+            hq, hkv, "causal" if causal else "full", sq, layout),
+            q, kp, vp, from_bshd(k, layout), from_bshd(v, layout),
+            lengths=lens_b if per_seq else None, **kw)
+
+
+def decode_dial(B, Hq, Hkv, Sq, S, D, lo, hi, seed=0):
+    """Decode inputs whose KV block b (64 keys) scores about offsets[b]
+    (log2) against block 0 (the sink), for every token of every q head of
+    a KV head: q = alpha u + noise, k = beta_b u + noise (u per KV head)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    scale = 1.0 / math.sqrt(D)
+    u = torch.randn(B, Hkv, D, device="cuda", generator=g)
+    u = u / u.norm(dim=-1, keepdim=True)
+    alpha = 2.0 * math.sqrt(D)
+    off = offsets(B, Hkv, (S + 63) // 64, lo, hi, seed=seed + 1)
+    beta = (off / (scale * alpha * 1.4426950408889634)) \
+        .repeat_interleave(64, dim=-1)[..., :S]
+    uq = u.repeat_interleave(Hq // Hkv, dim=1)
+    q = alpha * uq[:, None] + 0.1 * torch.randn(B, Sq, Hq, D, device="cuda",
+                                                generator=g)
+    k = beta.permute(0, 2, 1)[..., None] * u[:, None] + \
+        0.1 * torch.randn(B, S, Hkv, D, device="cuda", generator=g)
+    v = torch.randn(B, S, Hkv, D, device="cuda", generator=g)
+    return (t.to(torch.bfloat16) for t in (q, k, v))
+
+
+def decode_blasst():
+    """BLASST decode (contiguous KV): a threshold that skips nothing equals
+    dense and visits every block; a threshold on peaked data skips and stays
+    within the dense tolerance; the statistics count every tile's blocks;
+    a CUDA graph (the workspace captured) replays with a changed
+    threshold."""
+    first = True
+    for hd, hq, hkv, causal, sq, B, S in ((128, 32, 8, False, 1, 2, 16384),
+                                          (128, 32, 8, True, 4, 2, 16384),
+                                          (128, 32, 8, False, 8, 1, 32768),
+                                          (64, 8, 1, False, 2, 4, 8192)):
+        q, k, v = decode_dial(B, hq, hkv, sq, S, hd, -60.0, -5.0,
+                              seed=hd + sq)
+        ref, _ = reference(q, k, v, causal, 1 / math.sqrt(hd), "bshd")
+        name = "hd%d q%d/kv%d %s sq%d B%d S%d" % (
+            hd, hq, hkv, "causal" if causal else "full", sq, B, S)
+        sp = blasst.Sparsity(a=1e-30)
+        o, st = blasst.attention(q, k, v, causal=causal, sparsity=sp,
+                                 return_stats=True)
+        p = decode_plan(q, k, v, causal=causal, sparsity=sp,
+                        return_stats=True)
+        sk, vis = skipped(st)
+        bn = p.kernel.attrs["block_n"]
+        G = hq // hkv
+        tiles = -(-sq // (64 // G))
+        want = B * hq * tiles * (-(-S // bn))
+        ok, info = compare(o, ref, v)
+        report("blasst decode a=1e-30 skips nothing %s" % name,
+               ok and p.decode and sk == 0 and
+               (vis == want if not causal else 0 < vis <= want),
+               skipped=sk, visited=vis, expected_visited=want,
+               splits=p.args.kv_splits, **info)
+        # ln_lambda kernels: the first shape only.
+        for sp in ((blasst.Sparsity(ln_lambda=-20.0),) if first else ()) + \
+                (blasst.Sparsity(a=S * math.exp(-20.0)),):
+            o, st = blasst.attention(q, k, v, causal=causal, sparsity=sp,
+                                     return_stats=True)
+            sk, vis = skipped(st)
+            ok, info = compare(o, ref, v)
+            report("blasst decode %r %s" % (sp, name), ok and 0 < sk < vis,
+                   skipped=sk, visited=vis, rate="%.3f" % (sk / max(vis, 1)),
+                   **info)
+        first = False
+    # A CUDA graph of BLASST decode (its split-KV workspace is allocated in
+    # the capture) replayed with a changed threshold, then eager again.
+    q, k, v = decode_dial(2, 32, 8, 1, 16384, 128, -60.0, -5.0, seed=11)
+    ref, _ = reference(q, k, v, False, 1 / math.sqrt(128), "bshd")
+    sp = blasst.Sparsity(a=1e-30)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        blasst.attention(q, k, v, sparsity=sp, return_stats=True)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o, st = blasst.attention(q, k, v, sparsity=sp, return_stats=True)
+    counts, oks = [], []
+    for a in (1e-30, 16384 * math.exp(-20.0), 1e-30, 16384 * math.exp(-20.0)):
+        sp.set(a=a)
+        g.replay()
+        torch.cuda.synchronize()
+        counts.append(skipped(st)[0])
+        oks.append(compare(o, ref, v)[0])
+        # Eager calls in between (the eager workspace, another layout).
+        blasst.attention(q, k, v, sparsity=sp, return_stats=True)
+        blasst.attention(q[:1], k[:1], v[:1], sparsity=sp,
+                         return_stats=True)
+    report("blasst decode CUDA graph replays with a changed threshold",
+           all(oks) and counts[0] == 0 and counts[1] > 0 and counts[2] == 0
+           and counts[3] == counts[1], skipped_per_replay=counts)
+
+
+def decode_workspace_and_graph():
+    """The workspace is cached (no allocation per call); a dense decode graph
+    with per-sequence lengths changed in place between replays."""
+    from blasst import ops
+    q = rand((4, 1, 32, 128), torch.bfloat16, "bshd")
+    k = rand((4, 8192, 8, 128), torch.bfloat16, "bshd")
+    v = rand((4, 8192, 8, 128), torch.bfloat16, "bshd")
+    blasst.attention(q, k, v)
+    p = decode_plan(q, k, v)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
+    for _ in range(50):
+        blasst.attention(q, k, v)
+    torch.cuda.synchronize()
+    after = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
+    report("decode workspace cached (50 calls: only O allocated)",
+           p.ws is not None and after - before == 50,
+           allocations=after - before, workspace_bytes=p.args.workspace_bytes,
+           splits=p.args.kv_splits, cached=len(ops._workspaces))
+    lens = torch.tensor([8192, 1, 4000, 0], dtype=torch.int32, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        blasst.attention(q, k, v, kv_lengths=lens, return_lse=True)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o, lse = blasst.attention(q, k, v, kv_lengths=lens, return_lse=True)
+    oks = []
+    for new in ([8192, 1, 4000, 0], [17, 8000, 0, 64], [8192] * 4):
+        lens.copy_(torch.tensor(new, dtype=torch.int32))
+        g.replay()
+        torch.cuda.synchronize()
+        ref, ref_lse = decode_reference(q, k, v, False, 1 / math.sqrt(128),
+                                        "bshd", new)
+        ok, info = compare(o, ref, v, lse, ref_lse)
+        oks.append(ok)
+        if not ok:
+            report("decode graph lengths %s" % new, ok, **info)
+    report("decode CUDA graph replays with lengths changed in place",
+           all(oks), replays=len(oks))
+
+
+def decode_refused():
+    q = torch.zeros(2, 4, 32, 128, device="cuda", dtype=torch.bfloat16)
+    pool = torch.zeros(9, 64, 8, 128, device="cuda", dtype=torch.bfloat16)
+    table = torch.zeros(2, 5, dtype=torch.int32, device="cuda")
+    lens = torch.zeros(2, dtype=torch.int32, device="cuda")
+    sp = blasst.Sparsity(a=1000)
+    cases = [
+        ("page 48", lambda: blasst.attention(q, pool[:, :48], pool[:, :48],
+                                             block_table=table), ValueError,
+         "not a power of two from 16 to 256"),
+        ("table too small", lambda: blasst.attention(
+            q, pool, pool, block_table=table, seq_kv=321), ValueError,
+         "does not fit the block table"),
+        ("lengths int64", lambda: blasst.attention(
+            q, pool, pool, block_table=table, kv_lengths=lens.long()),
+         TypeError, "torch.int32"),
+        ("lengths on the CPU", lambda: blasst.attention(
+            q, pool, pool, block_table=table, kv_lengths=lens.cpu()),
+         ValueError, "kv_lengths is on cpu"),
+        ("lengths [B + 1]", lambda: blasst.attention(
+            q, pool, pool, block_table=table,
+            kv_lengths=torch.zeros(3, dtype=torch.int32, device="cuda")),
+         ValueError, "[batch] = (2,)"),
+        ("BLASST with a paged cache", lambda: blasst.attention(
+            q, pool, pool, block_table=table, sparsity=sp),
+         NotImplementedError, "BLASST sparsity with a decode KV cache"),
+        ("9 new tokens with a cache", lambda: blasst.attention(
+            torch.zeros(2, 9, 32, 128, device="cuda", dtype=torch.bfloat16),
+            pool, pool, block_table=table), ValueError, "1 to 8 new tokens"),
+    ]
+    for name, fn, exc, text in cases:
+        try:
+            fn()
+            report("decode refused: " + name, False, error="none raised")
+        except exc as e:
+            report("decode refused: " + name, text in str(e),
+                   error=str(e)[:160])
+        except Exception as e:
+            report("decode refused: " + name, False, error=repr(e)[:160])
+
+
+def decode_timing(results):
+    """Decode beside SDPA (one token, GQA 32/8, bf16), and the op's host
+    time per decode call."""
+    for B, S in ((1, 32768), (8, 8192), (32, 4096)):
+        q = torch.randn(B, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(B, S, 8, 128, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+        t_b = time_ms(lambda: blasst.attention(q, k, v))
+        # SDPA with GQA: enable_gqa (PyTorch 2.5+), else K/V repeated.
+        try:
+            F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+            t_s = time_ms(lambda: F.scaled_dot_product_attention(
+                qt, kt, vt, enable_gqa=True))
+        except TypeError:
+            kr, vr = (t.repeat_interleave(4, dim=1) for t in (kt, vt))
+            t_s = time_ms(lambda: F.scaled_dot_product_attention(qt, kr, vr))
+        gbs = 2 * k.numel() * 2 / (t_b * 1e-3) / 1e9
+        row = dict(shape="decode B%d Skv%d 32/8 hd128" % (B, S),
+                   blasst_ms="%.4f" % t_b, sdpa_ms="%.4f" % t_s,
+                   blasst_kv_gbs="%.0f" % gbs, ratio="%.3f" % (t_s / t_b))
+        results.append(row)
+        report("timing " + row["shape"], True, **row)
+
+
+# -------------------------------------------------------------------------
 # 6. packages without LLVM
 # -------------------------------------------------------------------------
 
@@ -504,6 +932,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None)
     p.add_argument("--skip-timing", action="store_true")
+    p.add_argument("--decode-only", action="store_true",
+                   help="only the decode checks (8) and decode timing")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("SKIPPED: no CUDA device")
@@ -516,6 +946,8 @@ def main():
              ("strided and refused", strided_and_refused),
              ("packages", packages), ("compile", compiled_op),
              ("calibration", calibration)]
+    if args.decode_only:
+        steps = []
     for name, fn in steps:
         print("=== %s ===" % name, flush=True)
         try:
@@ -524,17 +956,34 @@ def main():
             import traceback
             traceback.print_exc()
             report(name + " raised", False, error=repr(e)[:300])
-    print("=== blasst and CUDA graphs ===", flush=True)
-    try:
-        cuda_graph(*blasst_checks())
-    except Exception as e:
-        import traceback
-        traceback.print_exc()
-        report("blasst raised", False, error=repr(e)[:300])
+    if not args.decode_only:
+        print("=== blasst and CUDA graphs ===", flush=True)
+        try:
+            cuda_graph(*blasst_checks())
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            report("blasst raised", False, error=repr(e)[:300])
+    for name, fn in (("decode contiguous", decode_contiguous),
+                     ("decode lengths", decode_lengths),
+                     ("decode paged", decode_paged),
+                     ("decode blasst", decode_blasst),
+                     ("decode workspace and graph",
+                      decode_workspace_and_graph),
+                     ("decode refused", decode_refused)):
+        print("=== %s ===" % name, flush=True)
+        try:
+            fn()
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            report(name + " raised", False, error=repr(e)[:300])
     if not args.skip_timing:
         print("=== timing ===", flush=True)
         try:
-            timing(timings)
+            if not args.decode_only:
+                timing(timings)
+            decode_timing(timings)
         except Exception as e:
             report("timing raised", False, error=repr(e)[:300])
     n = len(LOG)

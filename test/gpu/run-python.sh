@@ -8,6 +8,7 @@
 # pointed at nothing, so every kernel must come from the package.
 # Usage (repository root, on the device):
 #   bash test/gpu/run-python.sh [DIR (.device/python)] [OUT ($OUT or /tmp/blasst-python)]
+# PYOP_ARGS is passed to python_op.py (e.g. "--decode-only --skip-timing").
 set -uo pipefail
 DIR="${1:-.device/python}"; OUT="${2:-${OUT:-/tmp/blasst-python}}"
 mkdir -p "$OUT"
@@ -23,7 +24,7 @@ echo "=== python/tests (unittest, with PyTorch) ==="
 python3 -m unittest discover -s python/tests -t python/tests >"$OUT/unit.log" 2>&1
 unit=$?; tail -n 3 "$OUT/unit.log"
 echo "=== test/gpu/python_op.py ==="
-python3 test/gpu/python_op.py --out "$OUT" 2>&1 | tee "$OUT/python-op.log"
+python3 test/gpu/python_op.py --out "$OUT" ${PYOP_ARGS:-} 2>&1 | tee "$OUT/python-op.log"
 op=${PIPESTATUS[0]}
 echo "=== python/benchmarks/host_overhead.py ==="
 python3 python/benchmarks/host_overhead.py --json "$OUT/host-overhead.json" 2>&1 \

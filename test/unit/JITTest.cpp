@@ -448,6 +448,25 @@ TEST_F(JITCacheTest, BLASSTLoadsVOnDemand) {
   EXPECT_NE(without.cubin, first.cubin);
 }
 
+TEST_F(JITCacheTest, CompilesDecode) {
+  // Decode through the JIT (the Python op's path): the resolved schedule's
+  // block_m 64 (one consumer) is accepted, with and without a KV cache.
+  AttentionSpec decode = smallSpec();
+  decode.phase = Phase::Decode;
+  jit::CompiledKernel dense = mustCompile(decode, options());
+  ASSERT_FALSE(dense.cubin.empty());
+  EXPECT_EQ(dense.info.blockM, 64);
+  EXPECT_TRUE(dense.info.splitKV);
+  EXPECT_NE(dense.ptxasLog.find("0 bytes spill stores"), std::string::npos)
+      << dense.ptxasLog;
+  AttentionSpec paged = decode;
+  paged.kvPerSequence = true;
+  paged.kvPageSize = 32;
+  jit::CompiledKernel kv = mustCompile(paged, options());
+  EXPECT_EQ(kv.info.pageSize, 32);
+  EXPECT_TRUE(kv.info.perSeqKV);
+}
+
 TEST_F(JITCacheTest, MissThenHit) {
   jit::CompiledKernel first = mustCompile(smallSpec(), options());
   ASSERT_FALSE(first.cubin.empty());

@@ -1,0 +1,263 @@
+"""Run by test_torch.DecodeFastPathTest in a subprocess: the op's decode
+path on the CPU, with libblasst.so launching through the fake driver
+($BLASST_LIBCUDA: one sm_90 GPU with 132 SMs; launches recorded, nothing
+run) and CPU tensors standing in for CUDA ones: the phase picked from the
+shapes, the decode specs, the split-KV workspace (sized by the C API, cached
+per layout and stream, not per call), per-sequence lengths and paged caches
+(the pointers the launch passes), and the errors. Prints OK at the end; any
+failure raises.
+"""
+
+import ctypes
+import operator
+import os
+
+import torch
+
+import blasst
+from blasst import _capi, _kernels, ops
+
+ops._DEVICE_TYPE = "cpu"
+ops._device_index = lambda device: 0
+ops._raw_stream = lambda index: 0
+ops._on_device = operator.attrgetter("is_cpu")
+ops._capturing = lambda: False
+
+fake = ctypes.CDLL(os.environ["BLASST_LIBCUDA"])
+assert _capi.device_count() == 1, _capi.device_count()
+
+
+def launches():
+    return fake.blasstFakeLaunches()
+
+
+def last_kv_cache():
+    out = (ctypes.c_uint64 * 3)()
+    fake.blasstFakeLastKVCache(out)
+    return tuple(out)
+
+
+def plans():
+    return ops._plans()
+
+
+def plan_of(q, k, v, **kw):
+    """The plan the last call with these tensors used (the fast path's)."""
+    cache = ops._cache_key(kw.get("seq_kv"), kw.get("kv_lengths"),
+                           kw.get("block_table"))
+    if all(kw.get(n) is None for n in ("seq_kv", "kv_lengths",
+                                       "block_table")):
+        cache = None
+    return plans()[ops._fast_key(
+        q, k, v, bool(kw.get("causal", False)), kw.get("layout", "bshd"),
+        kw.get("sparsity"), bool(kw.get("return_lse", False)),
+        bool(kw.get("return_stats", False)), kw.get("phase"), cache)]
+
+
+def bf16(*shape):
+    return torch.zeros(*shape, dtype=torch.bfloat16)
+
+
+def i32(*values):
+    return torch.tensor(values, dtype=torch.int32)
+
+
+def expect(exc, text, fn):
+    try:
+        fn()
+    except exc as e:
+        assert text in str(e), (text, str(e))
+        return
+    raise AssertionError("no %s (%s)" % (exc.__name__, text))
+
+
+# The phase from the shapes: 1..8 new tokens against a longer K/V is decode
+# (batch 2 x 2 kv heads x 1 tile: 132 SMs / 4 = 33 splits, at most blocks/2
+# = 32 of the 64 blocks of 64 keys at head_dim 128), with a workspace.
+q = bf16(2, 4, 8, 128)
+k = bf16(2, 4096, 2, 128)
+n = launches()
+o = blasst.attention(q, k, k, causal=True)
+assert launches() == n + 1 and o.shape == q.shape
+p = plan_of(q, k, k, causal=True)
+assert p.decode and "phase=decode" in p.kernel.spec, p.kernel.spec
+assert p.args.kv_splits == 32, p.args.kv_splits
+bytes_, splits = p.kernel.workspace_bytes(p.args)
+assert splits == 32 and p.args.workspace_bytes == bytes_ > 0, (bytes_, splits)
+tiles = 2 * 2 * 1
+assert bytes_ == tiles * 32 * 64 * 129 * 4 + tiles * 4, bytes_
+ws = p.ws[0]
+assert ws.numel() == bytes_ and ws.dtype == torch.uint8 and \
+    int(ws.count_nonzero()) == 0
+assert p.args.workspace == ws.data_ptr()
+# The workspace is the plan's (per stream), not allocated per call; another
+# plan of the same layout (here: the same shapes in another phase key)
+# shares it.
+blasst.attention(q, k, k, causal=True)
+assert plan_of(q, k, k, causal=True).ws[0] is ws
+blasst.attention(q, k, k, causal=True, phase="decode")
+assert plan_of(q, k, k, causal=True, phase="decode").ws[0] is ws
+# Another stream, another workspace.
+ops._raw_stream = lambda index: 77
+blasst.attention(q, k, k, causal=True)
+assert plan_of(q, k, k, causal=True).ws[77] is not ws
+ops._raw_stream = lambda index: 0
+# phase="prefill" and shapes the decode kernels do not take stay prefill.
+blasst.attention(q, k, k, causal=True, phase="prefill")
+pp = plan_of(q, k, k, causal=True, phase="prefill")
+assert not pp.decode and "decode" not in pp.kernel.spec and pp.ws is None
+for qs, ks in (((2, 16, 8, 128), (2, 4096, 2, 128)),   # Sq > 8
+               ((2, 4, 8, 128), (2, 4, 2, 128)),        # K/V not longer
+               ((1, 1, 12, 128), (1, 512, 4, 128))):    # 3 q per kv head
+    qq, kk = bf16(*qs), bf16(*ks)
+    blasst.attention(qq, kk, kk)
+    assert not plan_of(qq, kk, kk).decode, (qs, ks)
+expect(ValueError, "1 to 8 new tokens",
+       lambda: blasst.attention(bf16(1, 9, 8, 128), k[:1], k[:1],
+                                phase="decode"))
+expect(ValueError, "phase must be",
+       lambda: blasst.attention(q, k, k, phase="generate"))
+# A short KV: one split, no workspace (the kernel writes O directly).
+ks = bf16(2, 100, 2, 128)
+blasst.attention(q, ks, ks)
+ps = plan_of(q, ks, ks)
+assert ps.decode and ps.args.kv_splits == 1 and ps.ws is None
+# One token, MQA, [B, H, S, D], LSE.
+q1, k1 = bf16(3, 8, 1, 64), bf16(3, 1, 1000, 64)
+o, lse = blasst.attention(q1, k1, k1, layout="bhsd", return_lse=True)
+assert o.shape == q1.shape and lse.shape == (3, 8, 1)
+assert plan_of(q1, k1, k1, layout="bhsd", return_lse=True).decode
+
+# BLASST decode (contiguous KV): the threshold and the statistics.
+sp = blasst.Sparsity(a=1000, device="cpu")
+o, st = blasst.attention(q, k, k, sparsity=sp, return_stats=True)
+pb = plan_of(q, k, k, sparsity=sp, return_stats=True)
+assert pb.decode and "sparsity=blasst" in pb.kernel.spec
+assert st.shape == (2, 8, 2)
+
+# Per-sequence lengths: int32 [B] on q's device, passed as parameter 15;
+# seq_kv (their bound) defaults to K/V's extent.
+lens = i32(4096, 0)
+blasst.attention(q, k, k, causal=True, kv_lengths=lens)
+pl = plan_of(q, k, k, causal=True, kv_lengths=lens)
+assert "kv_lengths=per_sequence" in pl.kernel.spec
+assert pl.args.seq_kv == 4096
+assert last_kv_cache() == (lens.data_ptr(), 0, 0), last_kv_cache()
+lens2 = i32(7, 1)  # new data, same plan, new pointer
+blasst.attention(q, k, k, causal=True, kv_lengths=lens2)
+assert plan_of(q, k, k, causal=True, kv_lengths=lens2) is pl
+assert last_kv_cache()[0] == lens2.data_ptr()
+# A smaller bound (the keys past it are not read).
+blasst.attention(q, k, k, kv_lengths=lens2, seq_kv=1000)
+assert plan_of(q, k, k, kv_lengths=lens2, seq_kv=1000).args.seq_kv == 1000
+expect(ValueError, "seq_kv 5000 is not in [1, 4096]",
+       lambda: blasst.attention(q, k, k, seq_kv=5000))
+expect(TypeError, "must be torch.int32",
+       lambda: blasst.attention(q, k, k, kv_lengths=lens.long()))
+expect(ValueError, "it must be [batch] = (2,)",
+       lambda: blasst.attention(q, k, k, kv_lengths=i32(1, 2, 3)))
+expect(ValueError, "kv_lengths is on meta",
+       lambda: blasst.attention(q, k, k, kv_lengths=torch.empty(
+           2, dtype=torch.int32, device="meta")))
+expect(TypeError, "int32 [batch]",
+       lambda: blasst.attention(q, k, k, kv_lengths=[1, 2]))
+expect(ValueError, "decode arguments",
+       lambda: blasst.attention(q, k, k, kv_lengths=lens, phase="prefill"))
+expect(ValueError, "1 to 8 new tokens",
+       lambda: blasst.attention(bf16(2, 9, 8, 128), k, k, kv_lengths=lens))
+
+# Paged: k and v are pools [num_pages, page, Hkv, D], the table int32
+# [B, max_pages]; seq_kv defaults to max_pages x page.
+pool = bf16(11, 64, 2, 128)
+table = torch.randperm(11)[:10].to(torch.int32).view(2, 5)
+blasst.attention(q, pool, pool, block_table=table, kv_lengths=lens2)
+pg = plan_of(q, pool, pool, block_table=table, kv_lengths=lens2)
+assert "kv_cache=paged:page=64" in pg.kernel.spec and \
+    "kv_lengths=per_sequence" in pg.kernel.spec, pg.kernel.spec
+assert (pg.args.seq_kv, pg.args.max_pages, pg.args.num_pages) == (320, 5, 11)
+assert tuple(pg.args.k_strides) == (64 * 256, 256, 128)
+assert last_kv_cache() == (lens2.data_ptr(), table.data_ptr(), 5)
+# Uniform length (no kv_lengths), given by seq_kv; [num_pages, H, page, D].
+poolt = bf16(11, 2, 16, 128)
+table16 = torch.arange(22, dtype=torch.int32).view(2, 11) % 11
+blasst.attention(q, poolt, poolt, block_table=table16, seq_kv=150,
+                 layout="bhsd", phase="decode")
+pt = plan_of(q, poolt, poolt, block_table=table16, seq_kv=150,
+             layout="bhsd", phase="decode")
+assert "kv_cache=paged:page=16" in pt.kernel.spec and \
+    "per_sequence" not in pt.kernel.spec
+assert last_kv_cache() == (0, table16.data_ptr(), 11)
+assert tuple(pt.args.k_strides) == (16 * 256, 128, 16 * 128), \
+    tuple(pt.args.k_strides)
+expect(ValueError, "not a power of two from 16 to 256",
+       lambda: blasst.attention(q, bf16(4, 48, 2, 128), bf16(4, 48, 2, 128),
+                                block_table=table))
+expect(ValueError, "not a power of two from 16 to 256",
+       lambda: blasst.attention(q, bf16(4, 512, 2, 128),
+                                bf16(4, 512, 2, 128), block_table=table))
+expect(ValueError, "does not fit the block table",
+       lambda: blasst.attention(q, pool, pool, block_table=table,
+                                seq_kv=321))
+expect(ValueError, "[batch, max_pages] = (2, 5)",
+       lambda: blasst.attention(q, pool, pool, block_table=table[:1]))
+expect(TypeError, "must be torch.int32",
+       lambda: blasst.attention(q, pool, pool, block_table=table.long()))
+expect(ValueError, "2-D int32",
+       lambda: blasst.attention(q, pool, pool, block_table=table.view(-1)))
+expect(ValueError, "call .contiguous()",
+       lambda: blasst.attention(q, pool, pool,
+                                block_table=table.t().contiguous().t()))
+# BLASST with a KV cache: refused by name, in one place.
+for kw in (dict(kv_lengths=lens), dict(block_table=table)):
+    kk = pool if "block_table" in kw else k
+    expect(NotImplementedError, "BLASST sparsity with a decode KV cache",
+           lambda: blasst.attention(q, kk, kk, sparsity=sp, **kw))
+
+# Through the dispatcher (requires_grad): the same checks and launch.
+calls = []
+real = ops._op
+
+
+def spy(*args):
+    calls.append(args)
+    return real(*args)
+
+
+ops._op = spy
+try:
+    qg = q.clone().requires_grad_()
+    n = launches()
+    blasst.attention(qg, pool, pool, block_table=table, kv_lengths=lens2)
+    assert len(calls) == 1 and launches() == n + 1
+    assert last_kv_cache() == (lens2.data_ptr(), table.data_ptr(), 5)
+    blasst.attention(qg, k, k)  # the op's schema as before
+    assert len(calls[-1]) == 11, len(calls[-1])
+    expect(NotImplementedError, "BLASST sparsity with a decode KV cache",
+           lambda: blasst.attention(qg, k, k, sparsity=sp, kv_lengths=lens))
+finally:
+    ops._op = real
+
+# Fake tensors and torch.compile: shapes, and the op in the graph.
+from torch._subclasses.fake_tensor import FakeTensorMode
+with FakeTensorMode() as mode:
+    fq, fp, ft, fl = (mode.from_tensor(t) for t in (q, pool, table, lens2))
+    assert blasst.attention(fq, fp, fp, block_table=ft,
+                            kv_lengths=fl).shape == q.shape
+graphs = []
+
+
+def backend(gm, example_inputs):
+    graphs.append(gm)
+    return gm.forward
+
+
+def f(q, pool, table, lens):
+    return blasst.attention(q, pool, pool, block_table=table,
+                            kv_lengths=lens) * 2
+
+
+n = launches()
+out = torch.compile(f, fullgraph=True, backend=backend)(q, pool, table, lens2)
+assert len(graphs) == 1 and "blasst.attention" in graphs[0].code
+assert launches() == n + 1 and out.shape == q.shape
+print("OK")
