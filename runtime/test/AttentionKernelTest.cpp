@@ -327,6 +327,28 @@ AttentionSpec sampleSpec() {
   return spec;
 }
 
+// A decode kernel with per-sequence lengths and 16-token pages (GQA 32/8,
+// hd 128, 64-row tiles of 4 q heads): its .meta and its spec.
+KernelInfo pagedDecodeInfo() {
+  KernelInfo info = sampleInfo();
+  info.blockM = 64;
+  info.blockN = 64;
+  info.threads = 256;
+  info.qGroup = 4;
+  info.splitKV = 1;
+  info.perSeqKV = 1;
+  info.pageSize = 16;
+  return info;
+}
+
+AttentionSpec pagedDecodeSpec() {
+  AttentionSpec spec = sampleSpec();
+  spec.phase = Phase::Decode;
+  spec.kvPerSequence = true;
+  spec.kvPageSize = 16;
+  return spec;
+}
+
 AttentionArgs sampleArgs() {
   AttentionArgs a;
   a.q = 0x10000000;
@@ -920,18 +942,8 @@ TEST_F(FakeDriverTest, Sm100aEncodesAndPassesOTensorMap) {
 TEST_F(FakeDriverTest, DecodeKVCacheArgsAndTensorMaps) {
   void (*lastKVCache)(uint64_t *) = nullptr;
   resolve("blasstFakeLastKVCache", &lastKVCache);
-  KernelInfo info = sampleInfo();
-  info.blockM = 64;
-  info.blockN = 64;
-  info.threads = 256;
-  info.qGroup = 4;
-  info.splitKV = 1;
-  info.perSeqKV = 1;
-  info.pageSize = 16;
-  AttentionSpec spec = sampleSpec();
-  spec.phase = Phase::Decode;
-  spec.kvPerSequence = true;
-  spec.kvPageSize = 16;
+  KernelInfo info = pagedDecodeInfo();
+  AttentionSpec spec = pagedDecodeSpec();
   std::string cubin = tinyCubin(info.kernelName);
   AttentionKernel kernel;
   ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
@@ -1038,18 +1050,8 @@ TEST_F(FakeDriverTest, DecodeBLASSTWithKVCaches) {
   resolve("blasstFakeLastKVCache", &lastKVCache);
   resolve("blasstFakeMemsets", &memsets);
   resolve("blasstFakeLastMemset", &lastMemset);
-  KernelInfo info = sampleInfo();
-  info.blockM = 64;
-  info.blockN = 64;
-  info.threads = 256;
-  info.qGroup = 4;
-  info.splitKV = 1;
-  info.perSeqKV = 1;
-  info.pageSize = 16;
-  AttentionSpec spec = sampleSpec();
-  spec.phase = Phase::Decode;
-  spec.kvPerSequence = true;
-  spec.kvPageSize = 16;
+  KernelInfo info = pagedDecodeInfo();
+  AttentionSpec spec = pagedDecodeSpec();
   spec.sparsity = {SparsityKind::ScaleFactor, 64};
   spec.stats = true;
   std::string cubin = tinyCubin(info.kernelName);

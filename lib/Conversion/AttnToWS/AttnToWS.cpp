@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "blasst/Conversion/AttnToWS/AttnToWS.h"
 #include "blasst/Conversion/Passes.h"
+#include "blasst/Dialect/WS/Transforms/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
@@ -99,10 +100,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // votes: K = 1 / 2 / 3 measured (docs/results/2026-11-29-session9.md §3).
   // Decode: four (0 / 1 / 2 / 4 measured with the V-first load loop,
   // docs/results/2026-12-02-session14.md §1: 4 is within 1-2% of the best
-  // of them at ~0%, ~70% and ~87% skipped; 2 copies too many V tiles of
-  // skipped blocks, 0 waits for every vote).
+  // of them at ~0%, ~70% and ~87% skipped; 1 and 2 copy V tiles of skipped
+  // blocks, 0 waits for every vote).
   if (*o.vOnDemand && !o.vSpeculateAfter.has_value())
-    o.vSpeculateAfter = decode ? 4 : 2;
+    o.vSpeculateAfter = ws::defaultVSpeculateAfter(decode);
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S

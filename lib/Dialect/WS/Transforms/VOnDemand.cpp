@@ -165,7 +165,8 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
       IntegerAttr recorded =
           record ? record->getAs<IntegerAttr>("v_speculate_after")
                  : IntegerAttr();
-      speculate = recorded ? recorded.getInt() : kernel.getQGroup() ? 4 : 2;
+      speculate = recorded ? recorded.getInt()
+                           : defaultVSpeculateAfter(bool(kernel.getQGroup()));
     }
     if (speculate > 0)
       await.setSpeculateAfter(uint64_t(speculate));
