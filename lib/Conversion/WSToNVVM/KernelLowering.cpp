@@ -481,6 +481,26 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
     st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   }
   size_t numP = compute ? st.pRegs.size() : 0;
+  // A deferred P V: block n - 1's P and decision, and block n's correction
+  // factors (1 before block 0: O is still 0), come in from the iteration
+  // before; block -1 does not exist, so its decision is "skipped".
+  st.deferPV = compute && loop.walk([](MmaOp m) {
+                            return m.getAhead() && int64_t(*m.getAhead()) < 0
+                                       ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+                          }).wasInterrupted();
+  if (st.deferPV) {
+    if (!carrySkip || !numP)
+      return loop.emitOpError()
+             << "defers P V (ws.mma pv {ahead = -1}) but carries no skip "
+                "decision or no P in registers: the deferred P V is lowered "
+                "for BLASST kernels with P in registers";
+    st.pHeld.assign(numP, Value());
+    for (Value &v : st.pHeld)
+      v = LLVM::UndefOp::create(b, loc, i32);
+    st.corrHeld[0] = st.corrHeld[1] = cf(1.0f);
+    st.skipPrev = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  }
   bool carryVote = carried.voteState;
   if (carryVote) {
     // Before block 0 (whose await yields its own state): any values.
@@ -500,11 +520,21 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   init.append(st.pRegs.begin(), st.pRegs.begin() + numP);
   if (carrySkip)
     init.push_back(st.skip);
+  if (st.deferPV) {
+    init.append(st.pHeld.begin(), st.pHeld.end());
+    init.append({st.corrHeld[0], st.corrHeld[1], st.skipPrev});
+  }
   if (carryVote)
     init.append({st.voteKnown, st.voteKept, st.keptRun});
   if (st.countVotes)
     init.push_back(st.voteSkips);
-  auto forOp = scf::ForOp::create(b, loc, c32(0), st.numBlocks, c32(1), init);
+  // A deferred P V runs the last block's in one more iteration (when there
+  // is a block), where every step on block n or later finds no block.
+  Value trip = st.numBlocks;
+  if (st.deferPV)
+    trip = select(cmp(arith::CmpIPredicate::eq, st.numBlocks, c32(0)), c32(0),
+                  add(st.numBlocks, c32(1)));
+  auto forOp = scf::ForOp::create(b, loc, c32(0), trip, c32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
   st.inLoop = true;
@@ -528,6 +558,13 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
       st.pRegs[i] = vals[k++];
     if (carrySkip)
       st.skip = vals[k++];
+    if (st.deferPV) {
+      for (Value &v : st.pHeld)
+        v = vals[k++];
+      st.corrHeld[0] = vals[k++];
+      st.corrHeld[1] = vals[k++];
+      st.skipPrev = vals[k++];
+    }
     if (carryVote) {
       st.voteKnown = vals[k++];
       st.voteKept = vals[k++];
@@ -538,6 +575,10 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   };
   unpack(forOp.getRegionIterArgs());
   st.sNext = Value();
+  // The decision on block n (before the body's vote on n + 1) and P of
+  // block n: what a deferred P V carries to the next iteration.
+  st.skipCur = carrySkip ? st.skip : Value();
+  SmallVector<Value> pOfBlock(st.pRegs.begin(), st.pRegs.begin() + numP);
   if (failed(emitSteps(loop.getBody().front(), st)))
     return failure();
   if (!init.empty()) {
@@ -568,6 +609,13 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
     yields.append(st.pRegs.begin(), st.pRegs.begin() + numP);
     if (carrySkip)
       yields.push_back(st.skip);
+    if (st.deferPV) {
+      if (!st.corr[0])
+        return loop.emitOpError() << "defers P V but its body computes no "
+                                     "correction factors for block n + 1";
+      yields.append(pOfBlock.begin(), pOfBlock.end());
+      yields.append({st.corr[0], st.corr[1], st.skipCur});
+    }
     if (carryVote)
       yields.append({st.voteKnown, st.voteKept, st.keptRun});
     if (st.countVotes)
@@ -576,7 +624,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   }
   st.inLoop = false;
   st.afterLoop = true;
-  st.skip = Value();
+  st.skip = st.skipCur = st.skipPrev = Value();
   st.s = st.sNext = Value();
   st.inflight.clear();
   b.setInsertionPointAfter(forOp);
@@ -586,6 +634,9 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   st.pRegs.resize(numP);
   unpack(forOp.getResults());
   st.s = Value();
+  st.skipPrev = Value();
+  st.pHeld.clear();
+  st.corrHeld[0] = st.corrHeld[1] = Value();
   if (st.stats)
     emitStatsFlush(st);
   if (st.countVotes) {

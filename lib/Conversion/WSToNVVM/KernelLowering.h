@@ -63,6 +63,9 @@ private:
 
   // --- Skip regions (SkipRegions.cpp) ----------------------------------------
   LogicalResult emitUnlessSkipped(UnlessSkippedOp op, RoleState &st);
+  /// The decision a skip region tests: the latest vote's, or with `ahead =
+  /// k` the one on block n + k (null when the role has none).
+  Value decisionOf(UnlessSkippedOp op, RoleState &st);
   LogicalResult emitFusedSkip(UnlessSkippedOp r1, ArrayRef<Operation *> mids,
                               UnlessSkippedOp r2, RoleState &st);
   /// What leaves skip regions besides the running state (o, m, l): the

@@ -120,6 +120,16 @@ struct RoleState {
   // BLASST.
   Value threshold;  // log2(lambda) for this sequence.
   Value skip;       // i1: this block is skipped (warpgroup-uniform).
+  /// A deferred P V (`ws.mma pv {ahead = -1}`, blasst-v-on-demand's
+  /// defer-pv): the loop runs one more iteration, and carries P of block n
+  /// - 1 (`pHeld`, read by that P V) besides P of block n (`pRegs`), block
+  /// n's correction factors (`corrHeld`, read by `ws.correct {ahead = 0}`)
+  /// and the decision on block n - 1 (`skipPrev`; on block n: `skipCur`,
+  /// what `ws.unless_skipped {ahead = -1 / 0}` test).
+  bool deferPV = false;
+  SmallVector<Value> pHeld;
+  Value corrHeld[2];
+  Value skipPrev, skipCur;
   Value scoresReal; // i1 when the scores may be of a block past the end.
   bool inSkipRegion = false;   // Emitting a ws.unless_skipped body.
   bool commitInRegion = false; // An async wgmma in it awaits its commit.

@@ -39,11 +39,26 @@ LogicalResult KernelLowering::emitSteps(Block &block, RoleState &st) {
   return success();
 }
 
+Value KernelLowering::decisionOf(UnlessSkippedOp op, RoleState &st) {
+  std::optional<uint64_t> ahead = op.getAhead();
+  if (!ahead)
+    return st.skip;
+  switch (int64_t(*ahead)) {
+  case -1:
+    return st.skipPrev;
+  case 0:
+    return st.skipCur;
+  default:
+    return st.skip;
+  }
+}
+
 LogicalResult KernelLowering::emitFusedSkip(UnlessSkippedOp r1,
                                             ArrayRef<Operation *> mids,
                                             UnlessSkippedOp r2, RoleState &st) {
-  if (!st.skip)
-    return r1.emitOpError() << "needs a preceding ws.vote";
+  if (!st.skip || r1.getAhead() || r2.getAhead())
+    return r1.emitOpError() << "needs a preceding ws.vote (fused regions "
+                               "test the latest one)";
   SkipOutputs out = skipOutputsOf({r1, r2});
   if (out.exps && !st.s)
     return r1.emitOpError() << "exponentiates scores nobody computed";
@@ -190,14 +205,20 @@ static bool waitsForAllButOne(Operation *op) {
 
 LogicalResult KernelLowering::emitUnlessSkipped(UnlessSkippedOp op,
                                                 RoleState &st) {
-  if (!st.skip)
-    return op.emitOpError() << "needs a preceding ws.vote";
+  Value skip = decisionOf(op, st);
+  if (!skip)
+    return op.emitOpError()
+           << (op.getAhead() ? "needs the decision on its block: ahead = -1 "
+                               "is lowered with a deferred P V (ws.mma pv "
+                               "{ahead = -1}) and ahead = 0 in a loop that "
+                               "carries block n's decision"
+                             : "needs a preceding ws.vote");
   if (!st.o) {
     // A role without running state (sm_100a's MMA warp and correction
     // role, deciding by ws.load_vote): the kept path runs the steps, the
     // skip path nothing; the releases after the region run on both.
     OpBuilder::InsertionGuard guard(b);
-    openIf(notI1(st.skip));
+    openIf(notI1(skip));
     st.inSkipRegion = true;
     LogicalResult emitted = emitSteps(op.getBody().front(), st);
     st.inSkipRegion = false;
@@ -218,7 +239,7 @@ LogicalResult KernelLowering::emitUnlessSkipped(UnlessSkippedOp op,
   SmallVector<Type> types;
   for (Value v : before)
     types.push_back(v.getType());
-  Value keep = notI1(st.skip);
+  Value keep = notI1(skip);
   auto ifOp = scf::IfOp::create(b, loc, types, keep, /*withElseRegion=*/true);
   st.commitInRegion = false;
   {

@@ -34,8 +34,17 @@ LogicalResult SM90Lowering::emitMma(MmaOp op, RoleState &st) {
   BufferOp a = bufferOf(op.getAAttr()), bb = bufferOf(op.getBAttr()),
            d = bufferOf(op.getDAttr());
   bool aInRegs = a.getSpace() == MemorySpace::regs;
-  ArrayRef<Value> aRegs =
-      op.getKind() == MmaKind::qk ? ArrayRef<Value>(st.qRegs) : st.pRegs;
+  // A deferred P V (`ahead = -1`) reads P of block n - 1.
+  bool deferred = op.getKind() == MmaKind::pv && op.getAhead() &&
+                  int64_t(*op.getAhead()) == -1;
+  if (deferred && !(st.deferPV && st.inSkipRegion))
+    return op.emitOpError()
+           << "with ahead = -1 is lowered in a skip region of a kv_loop that "
+              "carries P of block n - 1 (ws.unless_skipped {ahead = -1}, "
+              "blasst-v-on-demand's defer-pv)";
+  ArrayRef<Value> aRegs = op.getKind() == MmaKind::qk ? ArrayRef<Value>(st.qRegs)
+                          : deferred                  ? st.pHeld
+                                                      : st.pRegs;
   if (aInRegs && aRegs.empty())
     return op.emitOpError()
            << "operand a in registers needs "
@@ -78,7 +87,11 @@ LogicalResult SM90Lowering::emitMma(MmaOp op, RoleState &st) {
   // stage no TMA writes any more (stale or never-loaded data) and its
   // scores are fully masked or never read. A guard would make the wgmma
   // group count path-dependent and ptxas serialise every wgmma (C7515).
-  bool unguarded = qk && st.inLoop && op.getAhead() && *op.getAhead() == 1;
+  // A deferred P V needs no guard either: it runs under the decision on
+  // block n - 1, which is "skipped" before block 0, and block n - 1 exists
+  // in every later iteration.
+  bool unguarded =
+      (qk && st.inLoop && op.getAhead() && *op.getAhead() == 1) || deferred;
   Value exists = unguarded ? Value() : blockExists(st, bPipe, op.getAhead());
   scf::IfOp guardIf;
   OpBuilder::InsertionGuard guard(b);

@@ -347,8 +347,14 @@ LogicalResult SM90Lowering::emitExp2ToRegisters(Exp2StoreOp op, RoleState &st,
 LogicalResult SM90Lowering::emitCorrect(CorrectOp op, RoleState &st) {
   if (failed(requireBlock(op, st)))
     return failure();
-  if (!st.corr[0])
-    return op.emitOpError() << "needs a preceding ws.softmax_update";
+  // `ahead = 0`: block n's factors, carried from the iteration before (a
+  // deferred P V); otherwise the latest softmax_update's.
+  Value *corr = op.getAhead() ? st.corrHeld : st.corr;
+  if (!corr[0])
+    return op.emitOpError()
+           << (op.getAhead() ? "with ahead = 0 is lowered with a deferred P "
+                               "V (ws.mma pv {ahead = -1}) only"
+                             : "needs a preceding ws.softmax_update");
   if (failed(checkFragment(op, op.getAccAttr(), st.o, "O accumulator")))
     return failure();
   int64_t n = bufferOf(op.getAccAttr()).getShape()[1];
@@ -356,7 +362,7 @@ LogicalResult SM90Lowering::emitCorrect(CorrectOp op, RoleState &st) {
     for (int i = 0; i < 2; ++i)
       for (int k = 0; k < 2; ++k) {
         int64_t idx = 4 * j + 2 * i + k;
-        st.o = insert(st.o, fmul(extract(st.o, idx), st.corr[i]), idx);
+        st.o = insert(st.o, fmul(extract(st.o, idx), corr[i]), idx);
       }
   return success();
 }

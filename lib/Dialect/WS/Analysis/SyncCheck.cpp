@@ -190,9 +190,24 @@ std::optional<std::string> Model::build() {
           return std::string("a role with two kv_loops");
         seg = 1;
         prog.hasLoop = true;
+        bool votedInBody = false;
         loop.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
-          add(op, op->getParentOfType<UnlessSkippedOp>() != nullptr);
+          votedInBody |= isa<VoteOp>(op);
+          auto region = op->getParentOfType<UnlessSkippedOp>();
+          size_t before = prog.seg[1].size();
+          add(op, region != nullptr);
+          // A region on block n + k tests the decision (latest block) - (n
+          // + k) votes back: the latest is n + 1 after the body's vote.
+          if (region && region.getAhead())
+            for (size_t i = before; i < prog.seg[1].size(); ++i)
+              prog.seg[1][i].skipDepth =
+                  (votedInBody ? 1 : 0) - int(int64_t(*region.getAhead()));
         });
+        for (const Instr &in : prog.seg[1]) {
+          if (in.block.kind == BlockRef::Kind::Current && in.block.ahead < 0)
+            prog.lag = 1;
+          prog.skipHistory |= in.skipDepth > 0;
+        }
         seg = 2;
         if (loopStatsSpeculate) {
           Instr in;
@@ -249,7 +264,7 @@ std::optional<std::string> Model::build() {
       if (writes && firstWriter < 0)
         firstWriter = int(i);
     }
-    if (!readBeforeWrite && lastReader >= 0)
+    if (!readBeforeWrite && lastReader >= 0 && !p.skipHistory)
       p.skipDeadFrom = lastReader + 1;
   }
   offMbar = int(roles.size()) * kRoleFields;
@@ -516,12 +531,15 @@ void Model::normalize(State &s, int r) const {
       seg = blockExists(tile, 0) ? 1 : 2;
       role(s, r, RN) = 0;
       // The loop starts with block 0 kept (loop-carried skip = false) and
-      // a load role's vote state as the lowering initialises it.
+      // a load role's vote state as the lowering initialises it. Before
+      // block 0 there is no block: "skipped" (a deferred P V's decision).
       role(s, r, RSkip) = 0;
+      role(s, r, RSkip1) = role(s, r, RSkip2) = p.skipHistory ? 1 : 0;
       role(s, r, RKnown) = role(s, r, RKept) = 1;
       role(s, r, RRun) = 0;
     } else if (seg == 1) {
-      if (!blockExists(tile, ++role(s, r, RN)))
+      // A deferred P V's loop runs one more iteration (the last block's).
+      if (!blockExists(tile, ++role(s, r, RN) - p.lag))
         seg = 2;
     } else {
       if (++role(s, r, RTile) >= tiles) {

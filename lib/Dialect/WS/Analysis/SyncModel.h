@@ -99,6 +99,10 @@ struct Instr {
   int named = -1;
   int64_t threads = 0;
   bool inSkip = false, publish = false, onDemand = false;
+  /// In a skip region with `ahead`: how many of the role's votes before
+  /// the latest one decide it (a deferred P V's region on block n - 1
+  /// before the body's vote: 1; 0: the latest).
+  int skipDepth = 0;
   int64_t speculate = 0;
   /// A tma_load whose copy the search lands right after its issue (the
   /// pipe passed Model::eagerLandingFails: see there).
@@ -123,6 +127,12 @@ struct RoleProg {
   /// Whether the role has a kv_loop (a prologue step on block 0 runs only
   /// when there is a block; a role without a loop runs every step).
   bool hasLoop = false;
+  /// A deferred P V (a step on block n - 1 in the loop): the loop runs one
+  /// more iteration than the tile has blocks.
+  int lag = 0;
+  /// Whether a skip region tests an earlier decision than the latest
+  /// (RSkip1, RSkip2 are kept).
+  bool skipHistory = false;
 };
 
 // Flat state layout.
@@ -133,6 +143,8 @@ enum RoleField {
   RIdx,
   RSub,
   RSkip,
+  RSkip1, ///< the decision one vote before RSkip (skipHistory roles)
+  RSkip2, ///< two votes before
   RKnown,
   RKept,
   RRun,

@@ -228,7 +228,8 @@ void Model::stepOnce(const State &s, int r,
   // A skipped block's region runs nothing. A skipped P V of sm_100a's MMA
   // warp issues nothing either; its queue entry only renames O (through the
   // block before = through this one) in issue order.
-  if (in.inSkip && role(s, r, RSkip)) {
+  static constexpr RoleField kDecision[] = {RSkip, RSkip1, RSkip2};
+  if (in.inSkip && role(s, r, kDecision[in.skipDepth])) {
     label.variant = 2;
     if (in.kind == Instr::Kind::MmaIssue && !in.skipEffects.empty()) {
       Blk b = blockOf(in, s, r);
@@ -431,6 +432,10 @@ void Model::stepOnce(const State &s, int r,
     }
     for (int skip = 0; skip < (branch ? 2 : 1); ++skip) {
       State u = t;
+      if (prog.skipHistory) {
+        role(u, r, RSkip2) = role(u, r, RSkip1);
+        role(u, r, RSkip1) = role(u, r, RSkip);
+      }
       role(u, r, RSkip) = skip;
       if (in.publish && beforeEnd(local)) {
         int parity = int(local % 2);

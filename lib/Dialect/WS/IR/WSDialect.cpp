@@ -860,6 +860,12 @@ static LogicalResult verifyAccumulator(Operation *op, FlatSymbolRefAttr name) {
 LogicalResult CorrectOp::verify() {
   if (failed(verifyAccumulator(*this, getAccAttr())))
     return failure();
+  if (failed(verifyAhead(*this, getAhead())))
+    return failure();
+  if (getAhead() && int64_t(*getAhead()) != 0)
+    return emitOpError() << "ahead must be 0 (the factor of block n, carried "
+                            "from the previous iteration), got "
+                         << int64_t(*getAhead());
   if (FlatSymbolRefAttr f = getFactorsAttr())
     return verifyRowFactors(*this, f, "factors",
                             bufferRows(*this, getAccAttr()));
@@ -1039,6 +1045,18 @@ LogicalResult UnlessSkippedOp::verify() {
       return op.emitOpError()
              << "cannot be skipped: pipe traffic and votes must run on both "
                 "paths";
+  if (std::optional<uint64_t> a = getAhead()) {
+    int64_t k = int64_t(*a);
+    if (k < -1 || k > 1)
+      return emitOpError() << "ahead must be -1, 0 or 1, got " << k;
+    // The decision on block n + 1 exists only after the loop's vote.
+    bool voted = false;
+    for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+      voted |= isa<VoteOp>(op);
+    if (k == 1 && !voted)
+      return emitOpError() << "ahead = 1 before the kv_loop's ws.vote: the "
+                              "decision on block n + 1 is not known yet";
+  }
   SmallVector<Operation *> mids;
   if (getFuseNext() && !getFusablePartner(mids))
     return emitOpError()
@@ -1053,8 +1071,17 @@ UnlessSkippedOp::getFusablePartner(SmallVectorImpl<Operation *> &mids) {
   auto only = [](UnlessSkippedOp r, auto allowed) {
     return llvm::all_of(r.getBody().front(), allowed);
   };
+  // Between them: waits, releases, and a deferred P·V's correction of
+  // block n under its own decision (a region with `ahead`, only `correct`).
+  auto ownCorrection = [](Operation *op) {
+    auto r = dyn_cast<UnlessSkippedOp>(op);
+    return r && r.getAhead() &&
+           llvm::all_of(r.getBody().front(),
+                        [](Operation &o) { return isa<CorrectOp>(o); });
+  };
   Operation *op = (*this)->getNextNode();
-  for (; op && isa<MmaWaitOp, ReleaseOp>(op); op = op->getNextNode())
+  for (; op && (isa<MmaWaitOp, ReleaseOp>(op) || ownCorrection(op));
+       op = op->getNextNode())
     mids.push_back(op);
   auto second = dyn_cast_or_null<UnlessSkippedOp>(op);
   if (mids.empty() || !second ||

@@ -103,7 +103,7 @@ LogicalResult InsertVotePass::shareVotes(KernelOp kernel) {
                << ")";
       b.setInsertionPoint(op);
       LoadVoteOp::create(b, op->getLoc(), word);
-      auto region = UnlessSkippedOp::create(b, op->getLoc());
+      auto region = UnlessSkippedOp::create(b, op->getLoc(), UnitAttr(), IntegerAttr());
       Block *inner = &region.getBody().emplaceBlock();
       op->moveBefore(inner, inner->end());
     }
@@ -153,7 +153,8 @@ LogicalResult InsertVotePass::rewriteLoop(KVLoopOp loop,
     runs.push_back(std::move(current));
   for (auto &run : runs) {
     b.setInsertionPoint(run.front());
-    auto region = UnlessSkippedOp::create(b, run.front()->getLoc());
+    auto region = UnlessSkippedOp::create(b, run.front()->getLoc(), UnitAttr(),
+                                          IntegerAttr());
     Block *inner = &region.getBody().emplaceBlock();
     for (Operation *op : run)
       op->moveBefore(inner, inner->end());

@@ -34,6 +34,7 @@ struct VOnDemandPass
   using Base::Base;
   void runOnOperation() override;
   LogicalResult rewrite(KernelOp kernel);
+  LogicalResult deferPVOf(KernelOp kernel, bool required);
 };
 
 /// One pipe's acquire, tma_load and release in a kv_loop body.
@@ -186,6 +187,9 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
                             v->load.getOperation(), v->release.getOperation()})
         op->moveBefore(k->acquire);
   }
+  if (deferPV == "true" || (deferPV == "auto" && kernel.getQGroup()))
+    if (failed(deferPVOf(kernel, /*required=*/deferPV == "true")))
+      return failure();
   // The load role reads every published vote: it counts them, and the
   // voters keep no counters (their loop is the critical one).
   bool stats = false;
@@ -196,6 +200,104 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
   });
   if (stats)
     kernel.walk([&](AwaitVoteOp await) { await.setStats(true); });
+  return success();
+}
+
+/// The speculation depth of `kernel`'s load role (0 without).
+static int64_t speculationOf(KernelOp kernel) {
+  int64_t k = 0;
+  kernel.walk([&](AwaitVoteOp a) {
+    k = int64_t(a.getSpeculateAfter().value_or(0));
+  });
+  return k;
+}
+
+/// Defers the compute role's P V by one block (option `defer-pv`): see
+/// Passes.td. `required`: an error where the schedule does not allow it;
+/// otherwise such a kernel is left as it is.
+LogicalResult VOnDemandPass::deferPVOf(KernelOp kernel, bool required) {
+  auto refuse = [&](Operation *at, const Twine &why) -> LogicalResult {
+    if (!required)
+      return success();
+    return at->emitOpError() << "blasst-v-on-demand: defer-pv " << why;
+  };
+  if (int64_t k = speculationOf(kernel))
+    return refuse(kernel, "needs speculate-after 0 (got " + Twine(k) +
+                              "): a speculated V(n) is copied before the "
+                              "votes on n are read, and with P V one block "
+                              "later the votes on n + 2 could then overwrite "
+                              "them in the two vote slots");
+  RoleOp compute;
+  for (auto role : kernel.getBody().getOps<RoleOp>())
+    if (role.getKind() == RoleKind::compute) {
+      if (compute)
+        return refuse(role, "needs one compute role");
+      compute = role;
+    }
+  if (!compute)
+    return refuse(kernel, "needs a compute role");
+  auto loops = compute.getBody().front().getOps<KVLoopOp>();
+  if (std::distance(loops.begin(), loops.end()) != 1)
+    return refuse(compute, "needs one kv_loop in the compute role");
+  Block &body = (*loops.begin()).getBody().front();
+  // The overlap schedule with P in registers: acquire v; a region with the
+  // P V; ... release v; a region with correct and pack_p.
+  AcquireOp acqV;
+  ReleaseOp relV;
+  UnlessSkippedOp pvRegion, lastRegion;
+  MmaOp pv;
+  for (Operation &op : body) {
+    if (auto r = dyn_cast<UnlessSkippedOp>(op)) {
+      for (auto m : r.getBody().front().getOps<MmaOp>())
+        if (m.getKind() == MmaKind::pv) {
+          pvRegion = r;
+          pv = m;
+        }
+      if (!r.getBody().front().getOps<PackPOp>().empty() &&
+          !r.getBody().front().getOps<CorrectOp>().empty())
+        lastRegion = r;
+    }
+  }
+  if (!pv || !lastRegion)
+    return refuse(compute, "needs the overlap schedule with P in registers "
+                           "(a skip region with the P V, one with the "
+                           "correction and pack_p)");
+  StringRef vPipe;
+  for (auto p : kernel.getBody().getOps<PipeOp>())
+    if (llvm::is_contained(p.getBuffers(), pv.getBAttr()))
+      vPipe = p.getSymName();
+  for (Operation &op : body) {
+    if (auto a = dyn_cast<AcquireOp>(op); a && a.getPipe() == vPipe)
+      acqV = a;
+    if (auto r = dyn_cast<ReleaseOp>(op); r && r.getPipe() == vPipe)
+      relV = r;
+  }
+  if (!acqV || !relV || acqV.getAhead() || relV.getAhead() || pv.getAhead() ||
+      pvRegion.getAhead() || !acqV->isBeforeInBlock(pvRegion) ||
+      !relV->isBeforeInBlock(lastRegion))
+    return refuse(compute, "needs V acquired before its P V and released "
+                           "before the correction, all on block n");
+  OpBuilder b(kernel.getContext());
+  IntegerAttr behind = b.getI64IntegerAttr(-1);
+  for (Operation *op : {acqV.getOperation(), relV.getOperation(),
+                        pv.getOperation(), pvRegion.getOperation()})
+    op->setAttr("ahead", behind);
+  // Block n's correction, under its own decision, before P of n + 1.
+  b.setInsertionPoint(lastRegion);
+  auto corrRegion =
+      UnlessSkippedOp::create(b, lastRegion.getLoc(), UnitAttr(),
+                              b.getI64IntegerAttr(0));
+  Block *corrBody = b.createBlock(&corrRegion.getBody());
+  for (auto c : llvm::make_early_inc_range(
+           lastRegion.getBody().front().getOps<CorrectOp>())) {
+    c->moveBefore(corrBody, corrBody->end());
+    c.setAheadAttr(b.getI64IntegerAttr(0));
+  }
+  if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
+    NamedAttrList attrs(*record);
+    attrs.set("defer_pv", b.getBoolAttr(true));
+    kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
+  }
   return success();
 }
 
@@ -228,6 +330,12 @@ void VOnDemandPass::runOnOperation() {
     getOperation().emitError() << "blasst-v-on-demand: v-first must be true, "
                                   "false or auto, got '"
                                << vFirst << "'";
+    return signalPassFailure();
+  }
+  if (deferPV != "true" && deferPV != "false" && deferPV != "auto") {
+    getOperation().emitError() << "blasst-v-on-demand: defer-pv must be true, "
+                                  "false or auto, got '"
+                               << deferPV << "'";
     return signalPassFailure();
   }
   if (mode != "true" && mode != "auto") {

@@ -5,6 +5,11 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-ahead=5" 2>&1 | FileCheck %s --check-prefix=DEEPK
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=v-first=false speculate-after=2" --blasst-verify-sync | FileCheck %s --check-prefix=KFIRST
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=v-first=maybe" 2>&1 | FileCheck %s --check-prefix=BADVF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=speculate-after=4" --blasst-verify-sync | FileCheck %s --check-prefix=SPEC
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=speculate-after=4 defer-pv=true" 2>&1 | FileCheck %s --check-prefix=SPECERR
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=defer-pv=false" --blasst-verify-sync | FileCheck %s --check-prefix=NODEFER
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=defer-pv=later" 2>&1 | FileCheck %s --check-prefix=BADDEFER
+// BADDEFER: blasst-v-on-demand: defer-pv must be true, false or auto, got 'later'
 // KFIRST: v_speculate_after = 2 : i64
 // KFIRST: ws.kv_loop {
 // KFIRST-NEXT: ws.acquire @k_pipe {ahead = 4 : i64}
@@ -34,6 +39,7 @@
 // CHECK-NEXT: ws.correct @o
 
 // VOD-LABEL: ws.kernel @gqa_kernel
+// VOD-SAME: defer_pv = true
 // VOD: ws.role @producer load warps [0, 4) regs 24 {
 // VOD: ws.tma_load q -> @q via @q_pipe
 // VOD: ws.acquire @k_pipe{{$}}
@@ -48,17 +54,47 @@
 // VOD-NEXT: ws.acquire @k_pipe {ahead = 3 : i64}
 // VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 3 : i64}
 // VOD-NEXT: ws.release @k_pipe {ahead = 3 : i64}
-// V first (decode): V(n) after its votes, then K(n + 4); speculation after
-// four kept blocks in a row (the decode default, from the schedule record).
+// V first (decode): V(n) after its votes, then K(n + 4); no speculation
+// (the decode default, from the schedule record): P V is deferred instead.
 // VOD-NEXT: ws.kv_loop {
-// VOD-NEXT: ws.await_vote {speculate_after = 4 : i64, stats}
+// VOD-NEXT: ws.await_vote {stats}
 // VOD-NEXT: ws.acquire @v_pipe
 // VOD-NEXT: ws.tma_load v -> @v via @v_pipe {on_demand}
 // VOD-NEXT: ws.release @v_pipe
 // VOD-NEXT: ws.acquire @k_pipe {ahead = 4 : i64}
 // VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64}
 // VOD-NEXT: ws.release @k_pipe {ahead = 4 : i64}
+// The deferred P V (defer-pv, auto for decode without speculation): block
+// n - 1's V, P V and release; block n's correction under its own decision,
+// between the fused softmax and pack_p regions of block n + 1.
+// VOD: ws.role @consumer0
+// VOD: ws.kv_loop {
+// VOD-NEXT: ws.acquire @k_pipe {ahead = 1 : i64}
+// VOD-NEXT: ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+// VOD-NEXT: ws.acquire @v_pipe {ahead = -1 : i64}
+// VOD-NEXT: ws.unless_skipped attributes {ahead = -1 : i64} {
+// VOD-NEXT: ws.mma pv @p, @v -> @o {ahead = -1 : i64, async}
 // VOD: ws.vote @s {publish}
+// VOD-NEXT: ws.unless_skipped attributes {fuse_next} {
+// VOD-NEXT: ws.softmax_update @s
+// VOD-NEXT: ws.exp2 @s {guarded}
+// VOD-NEXT: }
+// VOD-NEXT: ws.mma_wait{{$}}
+// VOD-NEXT: ws.release @v_pipe {ahead = -1 : i64}
+// VOD-NEXT: ws.unless_skipped attributes {ahead = 0 : i64} {
+// VOD-NEXT: ws.correct @o {ahead = 0 : i64}
+// VOD-NEXT: }
+// VOD-NEXT: ws.unless_skipped {
+// VOD-NEXT: ws.pack_p @s -> @p
+// VOD-NEXT: }
+// VOD-NEXT: }
+
+// Speculation asked for: P V stays in its block (auto), or an error with
+// the reason (defer-pv=true).
+// SPEC: ws.await_vote {speculate_after = 4 : i64, stats}
+// SPEC-NOT: ahead = -1
+// SPECERR: error: 'ws.kernel' op blasst-v-on-demand: defer-pv needs speculate-after 0 (got 4): a speculated V(n) is copied before the votes on n are read
+// NODEFER-NOT: ahead = -1
 
 // k-ahead=1: prefill's shape (K one block ahead), V first.
 // K1: ws.release @k_pipe{{$}}

@@ -481,9 +481,15 @@ def WS_CorrectOp : WS_StepOp<"correct"> {
     Without `by` the factor is the one the role's own `ws.softmax_update`
     computed for this block; `by @f` reads it from the buffer a softmax
     role's `ws.softmax_update ... -> @f` wrote (sm_100a's correction role).
+
+    `ahead = 0` in a kv_loop whose softmax works on block n + 1 (a deferred
+    P·V, below `ws.unless_skipped`): the factor of block n, computed by the
+    previous iteration's `ws.softmax_update` and carried across the
+    back-edge, instead of the one this iteration computes for block n + 1.
   }];
   let arguments = (ins FlatSymbolRefAttr:$acc,
-                       OptionalAttr<FlatSymbolRefAttr>:$factors);
+                       OptionalAttr<FlatSymbolRefAttr>:$factors,
+                       OptionalAttr<I64Attr>:$ahead);
   let assemblyFormat = "$acc (`by` $factors^)? attr-dict";
   let hasVerifier = 1;
 }
@@ -611,8 +617,17 @@ def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
     overlap schedule with P in registers, the first region holding the
     softmax (softmax_update, exp2), the second the correction and P
     (correct, pack_p). `blasst-insert-vote` sets it where that shape holds.
+    Between the two there may also be a region with `ahead` holding only
+    `correct` (a deferred P·V's correction of block n: it runs on both
+    paths under its own decision).
+
+    `ahead = k` (-1, 0 or 1): the decision on block n + k instead of the
+    latest one. A deferred P·V (`blasst-v-on-demand` option `defer-pv`)
+    runs block n - 1's P·V under `ahead = -1` and block n's correction under
+    `ahead = 0` while the vote of the iteration decides block n + 1; the
+    decision on the block before block 0 is "skipped" (there is none).
   }];
-  let arguments = (ins UnitAttr:$fuse_next);
+  let arguments = (ins UnitAttr:$fuse_next, OptionalAttr<I64Attr>:$ahead);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "attr-dict-with-keyword $body";
   let hasVerifier = 1;

@@ -16,10 +16,13 @@ namespace blasst::ws {
 /// costs blasst-verify-sync 0.7-1 million states (docs/design.md).
 inline int64_t defaultCrossStagePDepth(bool voted) { return voted ? 2 : 4; }
 
-/// blasst-v-on-demand's speculation depth where none is asked for: after 4
-/// kept blocks in a row for decode kernels (q_group), 2 for prefill
-/// (docs/results/2026-12-02-session14.md §1, 2026-11-29-session9.md §3).
-inline int64_t defaultVSpeculateAfter(bool decode) { return decode ? 4 : 2; }
+/// blasst-v-on-demand's speculation depth where none is asked for: after 2
+/// kept blocks in a row for prefill (docs/results/2026-11-29-session9.md
+/// §3); none for decode kernels (q_group), which defer P V instead (option
+/// defer-pv: V(n) then has two blocks to land; 1.42-1.49x of dense at ~70%
+/// skipped where speculating after 4 kept blocks gave 1.27-1.35x,
+/// docs/results/2026-12-02-session15.md).
+inline int64_t defaultVSpeculateAfter(bool decode) { return decode ? 0 : 2; }
 } // namespace blasst::ws
 
 #endif // BLASST_DIALECT_WS_TRANSFORMS_PASSES_H

@@ -37,7 +37,7 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     (`ws.tma_load v {on_demand}`); the votes publish their decisions. A
     skipped block then costs its K tile only: the L2 to shared memory
     traffic of V, about half of what a skipped block moves, is gone. After
-    `speculate-after` kept blocks in a row (default 2, decode 4) the load role copies
+    `speculate-after` kept blocks in a row (default 2; decode 0: it defers P V instead) the load role copies
     the next V without waiting for its votes, a block earlier: with nothing
     skippable the V copies are as early as without this pass, and a
     skipped block right after such a run costs one unread V copy. The
@@ -52,6 +52,17 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     `v-first` (auto: decode kernels) puts V(n)'s vote wait and copy before
     the copy of K(n + A): a speculated V copy then leaves as soon as its
     slot and the run's last vote allow instead of queueing behind K's slot.
+
+    `defer-pv` (auto: decode kernels without speculation) moves the compute
+    role's P V of block n into the next iteration: `ws.acquire @v {ahead =
+    -1}`, `ws.unless_skipped {ahead = -1} { ws.mma pv ... {ahead = -1} }`,
+    `ws.release @v {ahead = -1}`, and block n's correction (`ws.correct
+    {ahead = 0}` in a region `{ahead = 0}`) before P of block n + 1 is
+    packed. The votes on block n still come from the Q Kᵀ of the iteration
+    before, so V(n) is copied two iterations before its P V instead of one,
+    and every decision is the same as without it. P of two blocks and the
+    correction factor of one stay in registers across the back-edge; the
+    loop runs one more iteration (the last block's P V).
 
     Needs the overlap schedule (the votes on block n + 1 come one block
     before that block's P V, which hides the V copy's latency), one CTA per
@@ -71,7 +82,7 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     Option<"speculateAfter", "speculate-after", "int64_t", /*default=*/"-1",
            "copy V without waiting for the votes after this many kept blocks "
            "in a row (ws.await_vote {speculate_after}); 0: always wait; -1: "
-           "the kernel's schedule record (v_speculate_after), else 4 for "
+           "the kernel's schedule record (v_speculate_after), else 0 for "
            "decode kernels (q_group) and 2 otherwise">,
     Option<"kAhead", "k-ahead", "int64_t", /*default=*/"0",
            "how many blocks the K copies run ahead of the V copies, 1 to the "
@@ -80,7 +91,13 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     Option<"vFirst", "v-first", "std::string", /*default=*/"\"auto\"",
            "true: the loop copies V(n) (after its votes) before K(n + A); "
            "false: K(n + A) first; auto: V first for decode kernels "
-           "(q_group)">
+           "(q_group)">,
+    Option<"deferPV", "defer-pv", "std::string", /*default=*/"\"auto\"",
+           "true: the compute role runs block n's P V one block later (in "
+           "the iteration that votes on n + 2), so V(n) has two blocks to "
+           "land; needs speculate-after 0; false: P V of block n in its own "
+           "iteration; auto: deferred for decode kernels (q_group) that do "
+           "not speculate">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
