@@ -17,8 +17,9 @@ Decode (`phase="decode"`, or picked automatically for 1..8 new tokens per
 sequence against a longer K/V): the split-KV decode kernels, with optional
 per-sequence KV lengths (`kv_lengths=`, int32 [B] on the GPU) and paged K/V
 (`block_table=`, int32 [B, max_pages]; k and v are then page pools
-[num_pages, page, Hkv, D]). Their split-KV workspace is allocated once per
-layout, device and stream (_workspace), not per call.
+[num_pages, page, Hkv, D]); a Sparsity (BLASST decode) works with either.
+Their split-KV workspace is allocated once per layout, device and stream
+(_workspace), not per call.
 """
 
 import ctypes
@@ -256,20 +257,6 @@ def _check_block_table(table, q, B, page, seq_kv):
     return seq_kv
 
 
-def _refuse_unsupported(sparse, per_sequence, page):
-    """Combinations the kernels do not build yet, refused in one place.
-    BLASST decode with a KV cache (per-sequence lengths or pages) is being
-    built: drop the first test when the compiler accepts it."""
-    if sparse and (per_sequence or page):
-        raise NotImplementedError(
-            "blasst.attention: BLASST sparsity with a decode KV cache (%s) "
-            "is not supported yet; BLASST decode takes contiguous k and v of "
-            "one length (no kv_lengths, no block_table), and a KV cache runs "
-            "dense (sparsity=None)" % " and ".join(
-                n for n, on in (("kv_lengths", per_sequence),
-                                ("block_table", page)) if on))
-
-
 def _bshd_strides(t, layout):
     """Element strides (batch, seq, head) and the head_dim stride. A
     dimension of extent 1 is never stepped over, so its stride (which
@@ -354,11 +341,8 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
     B, Sq, Skv, Hq, Hkv, D, page = _dims(q, k, v, layout, kv_lengths,
                                          block_table, seq_kv)
     per_sequence = kv_lengths is not None
-    _refuse_unsupported(kind != 0, per_sequence, page)
-    if phase not in _PHASES:
-        raise ValueError("blasst.attention: phase must be None (chosen from "
-                         "the shapes), 'prefill' or 'decode', got %r"
-                         % (phase,))
+    cache = per_sequence or page
+    _check_phase(phase, cache, Sq)
     if q.device.type != _DEVICE_TYPE:
         raise ValueError("blasst.attention: the inputs are on %s; the "
                          "kernels run on CUDA devices" % q.device)
@@ -373,18 +357,6 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
         raise ValueError("blasst.attention: the threshold must be one "
                          "float32 on %s, got %s on %s" % (
                              q.device, threshold.dtype, threshold.device))
-    cache = per_sequence or page
-    if cache and phase == "prefill":
-        raise ValueError("blasst.attention: kv_lengths and block_table are "
-                         "decode arguments (phase='decode' or None), got "
-                         "phase='prefill'")
-    if (cache or phase == "decode") and Sq > _MAX_DECODE_SEQ_Q:
-        raise ValueError(
-            "blasst.attention: the decode kernels take 1 to %d new tokens "
-            "per sequence, q has %d%s" % (
-                _MAX_DECODE_SEQ_Q, Sq, " (kv_lengths / block_table need "
-                "the decode kernels)" if cache else
-                "; use phase='prefill' (or None)"))
     p = _Plan()
     p.kv = bool(cache)
     p.ws = None
@@ -459,6 +431,28 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
             p.ws_key = (p.index, nbytes, splits, D,
                         p.kernel.attrs["block_m"])
     return p
+
+
+def _check_phase(phase, cache, Sq):
+    """The phase's checks (the plan's and the fake implementation's): a KV
+    cache (`cache`: kv_lengths or a block table) needs the decode kernels,
+    which take 1 to 8 new tokens per sequence, with or without a
+    sparsity."""
+    if phase not in _PHASES:
+        raise ValueError("blasst.attention: phase must be None (chosen from "
+                         "the shapes), 'prefill' or 'decode', got %r"
+                         % (phase,))
+    if cache and phase == "prefill":
+        raise ValueError("blasst.attention: kv_lengths and block_table are "
+                         "decode arguments (phase='decode' or None), got "
+                         "phase='prefill'")
+    if (cache or phase == "decode") and Sq > _MAX_DECODE_SEQ_Q:
+        raise ValueError(
+            "blasst.attention: the decode kernels take 1 to %d new tokens "
+            "per sequence, q has %d%s" % (
+                _MAX_DECODE_SEQ_Q, Sq, " (kv_lengths / block_table need "
+                "the decode kernels)" if cache else
+                "; use phase='prefill' (or None)"))
 
 
 def _auto_decode(spec, Sq, Skv, index):
@@ -649,7 +643,7 @@ def _fake(q, k, v, causal, scale, layout, threshold=None, kind=0,
           kv_lengths=None, block_table=None, seq_kv=0, phase=""):
     B, Sq, Skv, Hq, Hkv, D, page = _dims(q, k, v, layout, kv_lengths,
                                          block_table, seq_kv or None)
-    _refuse_unsupported(kind != 0, kv_lengths is not None, page)
+    _check_phase(phase or None, kv_lengths is not None or page, Sq)
     o = q.new_empty((B, Sq, Hq, D) if layout == "bshd" else (B, Hq, Sq, D))
     lse = q.new_empty((B, Hq, Sq) if return_lse else (0,),
                       dtype=torch.float32)
@@ -742,7 +736,9 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
     page a power of two 16..256). seq_kv: the KV length (or the bound of
     kv_lengths); default K/V's sequence extent, for a paged cache
     max_pages x page. Causal stays bottom-right per sequence (token i of Sq
-    sees keys j <= i + len - Sq).
+    sees keys j <= i + len - Sq). A sparsity works with the KV caches: each
+    sequence votes on and counts its own blocks (a length 0 sequence none),
+    and `a`'s lambda is a / that sequence's length.
     """
     if scale is not None:
         scale = float(scale)

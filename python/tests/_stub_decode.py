@@ -207,11 +207,143 @@ expect(ValueError, "2-D int32",
 expect(ValueError, "call .contiguous()",
        lambda: blasst.attention(q, pool, pool,
                                 block_table=table.t().contiguous().t()))
-# BLASST with a KV cache: refused by name, in one place.
-for kw in (dict(kv_lengths=lens), dict(block_table=table)):
-    kk = pool if "block_table" in kw else k
-    expect(NotImplementedError, "BLASST sparsity with a decode KV cache",
-           lambda: blasst.attention(q, kk, kk, sparsity=sp, **kw))
+
+# BLASST decode with a KV cache: the spec carries the sparsity and the
+# cache; the launch passes the lengths, the table and max_pages as dense
+# decode does, the threshold's pointer and the statistics (zeroed first).
+def last_pointers():
+    """The last launch's O, LSE, stats, threshold and workspace pointers."""
+    out = (ctypes.c_uint64 * 5)()
+    fake.blasstFakeLastPointers(out)
+    return dict(zip(("o", "lse", "stats", "threshold", "workspace"), out))
+
+
+def launched_dims(param):
+    """The global dims of the tensor map the last launch passed as `param`
+    (1: K, 2: V)."""
+    n = fake.blasstFakeLaunchedMap(param)
+    rank, addr = ctypes.c_uint(), ctypes.c_uint64()
+    dims, strides = (ctypes.c_uint64 * 5)(), (ctypes.c_uint64 * 4)()
+    box, ints = (ctypes.c_uint * 5)(), [ctypes.c_int() for _ in range(3)]
+    assert fake.blasstFakeEncode(n, ctypes.byref(rank), ctypes.byref(addr),
+                                 dims, strides, box,
+                                 *(ctypes.byref(i) for i in ints)), n
+    return tuple(dims[:rank.value])
+
+
+def last_memset():
+    ptr, value, words = ctypes.c_uint64(), ctypes.c_uint(), ctypes.c_size_t()
+    fake.blasstFakeLastMemset(ctypes.byref(ptr), ctypes.byref(value),
+                              ctypes.byref(words))
+    return ptr.value, value.value, words.value
+
+
+fake.blasstFakeLaunchedMap.restype = ctypes.c_uint64
+fake.blasstFakeEncode.restype = ctypes.c_bool
+target = _capi.device_target(0)
+
+
+def key_of(p):
+    return _capi.kernel_key(p.kernel.spec, target)
+
+
+uniform = plan_of(q, k, k, sparsity=sp, return_stats=True)  # above
+dense_lens = plan_of(q, k, k, causal=True, kv_lengths=lens)
+keys = {key_of(uniform)}
+# Per-sequence lengths, contiguous K/V (`a`: each sequence's lambda is
+# a / its own length, in the kernel).
+n = launches()
+o, st = blasst.attention(q, k, k, sparsity=sp, return_stats=True,
+                         kv_lengths=lens2)
+assert launches() == n + 1 and o.shape == q.shape and st.shape == (2, 8, 2)
+bl = plan_of(q, k, k, sparsity=sp, return_stats=True, kv_lengths=lens2)
+assert bl.decode and bl.ws is not None, (bl.decode, bl.ws)
+for part in ("sparsity=blasst:a=", "phase=decode", "kv_lengths=per_sequence",
+             "stats=true"):
+    assert part in bl.kernel.spec, (part, bl.kernel.spec)
+assert "kv_cache" not in bl.kernel.spec, bl.kernel.spec
+assert last_kv_cache() == (lens2.data_ptr(), 0, 0), last_kv_cache()
+ptrs = last_pointers()
+assert ptrs["stats"] == st.data_ptr() and ptrs["o"] == o.data_ptr(), ptrs
+assert ptrs["threshold"] == sp.threshold.data_ptr(), ptrs
+assert ptrs["workspace"] == bl.ws[0].data_ptr(), ptrs
+assert last_memset() == (st.data_ptr(), 0, st.numel() * 2), last_memset()
+keys.add(key_of(bl))
+# Not the uniform BLASST kernel's key, nor dense's with the lengths.
+assert key_of(bl) not in (key_of(uniform), key_of(dense_lens))
+# A new threshold is a launch argument: no compile, the same plan.
+compiled = _kernels.compile_count()
+sp.set(a=7.5)
+blasst.attention(q, k, k, sparsity=sp, return_stats=True, kv_lengths=lens2)
+assert plan_of(q, k, k, sparsity=sp, return_stats=True,
+               kv_lengths=lens2) is bl
+assert _kernels.compile_count() == compiled
+assert last_pointers()["threshold"] == sp.threshold.data_ptr()
+
+# Paged with per-sequence lengths (page 64), causal, LSE and statistics.
+n = launches()
+o, lse, st = blasst.attention(q, pool, pool, causal=True, sparsity=sp,
+                              return_lse=True, return_stats=True,
+                              block_table=table, kv_lengths=lens2)
+assert launches() == n + 1
+assert o.shape == q.shape and lse.shape == (2, 8, 4) and st.shape == (2, 8, 2)
+bp = plan_of(q, pool, pool, causal=True, sparsity=sp, return_lse=True,
+             return_stats=True, block_table=table, kv_lengths=lens2)
+for part in ("sparsity=blasst:a=", "phase=decode", "kv_lengths=per_sequence",
+             "kv_cache=paged:page=64", "causal=true", "lse=true"):
+    assert part in bp.kernel.spec, (part, bp.kernel.spec)
+assert (bp.args.seq_kv, bp.args.max_pages, bp.args.num_pages) == (320, 5, 11)
+assert last_kv_cache() == (lens2.data_ptr(), table.data_ptr(), 5)
+ptrs = last_pointers()
+assert (ptrs["o"], ptrs["lse"], ptrs["stats"], ptrs["threshold"]) == (
+    o.data_ptr(), lse.data_ptr(), st.data_ptr(), sp.threshold.data_ptr())
+# The pool's tensor maps: [num_pages, page, Hkv, D] (innermost first).
+assert launched_dims(1) == launched_dims(2) == (128, 2, 64, 11), \
+    launched_dims(1)
+assert last_memset() == (st.data_ptr(), 0, st.numel() * 2)
+assert key_of(bp) not in keys and key_of(bp) != key_of(pg)
+keys.add(key_of(bp))
+
+# Paged, one length for all (seq_kv), page 16, [num_pages, H, page, D],
+# ln_lambda, no statistics: the threshold pointer alone.
+sp_ln = blasst.Sparsity(ln_lambda=-3.0, device="cpu")
+o = blasst.attention(q, poolt, poolt, block_table=table16, seq_kv=150,
+                     layout="bhsd", sparsity=sp_ln)
+bt = plan_of(q, poolt, poolt, block_table=table16, seq_kv=150,
+             layout="bhsd", sparsity=sp_ln)
+assert "sparsity=blasst:ln_lambda" in bt.kernel.spec and \
+    "kv_cache=paged:page=16" in bt.kernel.spec and \
+    "per_sequence" not in bt.kernel.spec and "stats=false" in \
+    bt.kernel.spec, bt.kernel.spec
+assert (bt.args.seq_kv, bt.args.max_pages, bt.args.num_pages) == (150, 11, 11)
+assert last_kv_cache() == (0, table16.data_ptr(), 11), last_kv_cache()
+ptrs = last_pointers()
+assert ptrs["stats"] == 0 and ptrs["lse"] == 0 and \
+    ptrs["threshold"] == sp_ln.threshold.data_ptr(), ptrs
+assert launched_dims(1) == (128, 2, 16, 11), launched_dims(1)
+assert key_of(bt) not in keys and key_of(bt) != key_of(pt)
+keys.add(key_of(bt))
+assert len(keys) == 4, keys
+
+# What BLASST decode with a cache does not take is refused with the
+# reason: a prefill phase, more than 8 new tokens, a head ratio the decode
+# tile cannot pack, a table too small; statistics need a sparsity.
+expect(ValueError, "kv_lengths and block_table are decode arguments",
+       lambda: blasst.attention(q, pool, pool, block_table=table,
+                                sparsity=sp, phase="prefill"))
+expect(ValueError, "1 to 8 new tokens",
+       lambda: blasst.attention(bf16(2, 9, 8, 128), k, k, kv_lengths=lens,
+                                sparsity=sp))
+expect(blasst.BlasstError, "q_heads / kv_heads = 3",
+       lambda: blasst.attention(bf16(2, 1, 6, 128), pool, pool,
+                                block_table=table, sparsity=sp,
+                                kv_lengths=lens))
+expect(ValueError, "does not fit the block table",
+       lambda: blasst.attention(q, pool, pool, block_table=table,
+                                sparsity=sp, seq_kv=321))
+expect(ValueError, "return_stats needs a sparsity",
+       lambda: blasst.attention(q, pool, pool, block_table=table,
+                                return_stats=True))
 
 # Through the dispatcher (requires_grad): the same checks and launch.
 calls = []
@@ -232,8 +364,13 @@ try:
     assert last_kv_cache() == (lens2.data_ptr(), table.data_ptr(), 5)
     blasst.attention(qg, k, k)  # the op's schema as before
     assert len(calls[-1]) == 11, len(calls[-1])
-    expect(NotImplementedError, "BLASST sparsity with a decode KV cache",
-           lambda: blasst.attention(qg, k, k, sparsity=sp, kv_lengths=lens))
+    # BLASST with the caches through the op: the same launch.
+    n = launches()
+    o, st = blasst.attention(qg, pool, pool, sparsity=sp, return_stats=True,
+                             block_table=table, kv_lengths=lens2)
+    assert len(calls) == 3 and launches() == n + 1 and st.shape == (2, 8, 2)
+    assert last_kv_cache() == (lens2.data_ptr(), table.data_ptr(), 5)
+    assert last_pointers()["stats"] == st.data_ptr()
 finally:
     ops._op = real
 

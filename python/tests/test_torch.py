@@ -79,7 +79,20 @@ class TorchOpTest(unittest.TestCase):
         o = blasst.attention(q, k, k, kv_lengths=lens, seq_kv=700,
                              phase="decode")
         self.assertEqual(tuple(o.shape), (2, 4, 8, 128))
+        # BLASST decode with the caches: O, LSE and the statistics.
         sp = blasst.Sparsity(a=1, device="meta")
+        for kw in (dict(kv_lengths=lens),
+                   dict(block_table=table),
+                   dict(block_table=table, kv_lengths=lens, seq_kv=300)):
+            with self.subTest(cache=sorted(kw)):
+                kk = pool if "block_table" in kw else k
+                o, lse, st = blasst.attention(
+                    q, kk, kk, sparsity=sp, return_lse=True,
+                    return_stats=True, causal=True, **kw)
+                self.assertEqual(tuple(o.shape), (2, 4, 8, 128))
+                self.assertEqual(tuple(lse.shape), (2, 8, 4))
+                self.assertEqual(tuple(st.shape), (2, 8, 2))
+                self.assertEqual(st.dtype, torch.int64)
         cases = [
             ((q, k, k), {"kv_lengths": self.meta(2, dtype=torch.int64)},
              TypeError, "must be torch.int32"),
@@ -97,12 +110,19 @@ class TorchOpTest(unittest.TestCase):
              ValueError, "max_pages x page = 5 x 64 = 320"),
             ((q, pool, pool), {"block_table": self.meta(2, 5)}, TypeError,
              "block_table has dtype torch.bfloat16"),
-            ((q, k, k), {"kv_lengths": lens, "sparsity": sp},
-             NotImplementedError, "BLASST sparsity with a decode KV cache "
-             "(kv_lengths)"),
-            ((q, pool, pool), {"block_table": table, "sparsity": sp},
-             NotImplementedError, "BLASST sparsity with a decode KV cache "
-             "(block_table)"),
+            # BLASST decode takes the caches; what the decode kernels do
+            # not take is refused with the reason, as without a sparsity.
+            ((q, k, k), {"kv_lengths": lens, "sparsity": sp,
+                         "phase": "prefill"},
+             ValueError, "kv_lengths and block_table are decode arguments"),
+            ((self.meta(2, 9, 8, 128), pool, pool),
+             {"block_table": table, "sparsity": sp}, ValueError,
+             "1 to 8 new tokens"),
+            ((q, pool, pool), {"block_table": table, "return_stats": True},
+             ValueError, "return_stats needs a sparsity"),
+            ((q, pool, pool), {"block_table": table, "sparsity": sp,
+                               "seq_kv": 321},
+             ValueError, "max_pages x page = 5 x 64 = 320"),
         ]
         for args, kwargs, exc, text in cases:
             with self.subTest(text=text):
@@ -178,6 +198,23 @@ class TorchOpTest(unittest.TestCase):
         self.assertEqual(stats.dtype, torch.int64)
         self.assertEqual(len(graphs), 2)
         self.assertIn("blasst.attention", graphs[1].code)
+
+        # BLASST decode with a paged cache and per-sequence lengths: the
+        # table and the lengths are graph inputs too.
+        def h(q, pool, table, lens):
+            return blasst.attention(q, pool, pool, sparsity=sp,
+                                    return_stats=True, block_table=table,
+                                    kv_lengths=lens)
+
+        qd, pool = self.meta(2, 1, 8, 64), self.meta(9, 64, 2, 64)
+        table = self.meta(2, 4, dtype=torch.int32)
+        lens = self.meta(2, dtype=torch.int32)
+        o, stats = torch.compile(h, fullgraph=True, backend=backend)(
+            qd, pool, table, lens)
+        self.assertEqual(tuple(o.shape), (2, 1, 8, 64))
+        self.assertEqual(tuple(stats.shape), (2, 8, 2))
+        self.assertEqual(len(graphs), 3)
+        self.assertIn("blasst.attention", graphs[2].code)
 
     def test_calibration_bisection(self):
         # The kernel replaced by a skip rate that grows with log2(a) (a

@@ -56,12 +56,21 @@ uint64_t launchedMaps[19];
 /// byte 0) and the box (from byte 64) that the KV cache tests read.
 constexpr size_t kMapTag = 96;
 uint64_t lastKVCache[3] = {};
+/// The last launch's pointer parameters 3 (O), 4 (LSE), 5 (statistics), 13
+/// (the threshold's device pointer) and 14 (the split-KV workspace).
+uint64_t lastPointers[5] = {};
 } // namespace
 
 extern "C" {
 
 // What the tests read.
 int blasstFakeLaunches() { return launches; }
+/// The last launch's pointer parameters 3, 4, 5, 13 and 14 (O, LSE,
+/// statistics, the threshold pointer, the workspace), in that order.
+void blasstFakeLastPointers(uint64_t out[5]) {
+  for (int i = 0; i < 5; ++i)
+    out[i] = lastPointers[i];
+}
 float blasstFakeLastThreshold() { return lastThreshold; }
 CUcontext blasstFakeContextAtLaunch() { return contextAtLaunch; }
 CUcontext blasstFakePrimaryContext() {
@@ -90,14 +99,15 @@ void blasstFakeSetComputeCapability(int major, int minor) {
 }
 /// Encode calls so far (numbered from 1), and call `i`'s arguments: rank,
 /// address, dims, byte strides (rank - 1), box, swizzle and OOB fill as
-/// their CUDA enum values. False when there is no call `i`.
+/// their CUDA enum values. False when there is no call `i` (or it is not
+/// among the last kMaxEncodes, which are kept).
 int blasstFakeEncodes() { return encodeCount; }
 bool blasstFakeEncode(int i, unsigned *rank, uint64_t *address,
                       uint64_t *dims, uint64_t *strides, unsigned *box,
                       int *swizzle, int *oobFill, int *dataType) {
-  if (i < 1 || i > encodeCount || i > kMaxEncodes)
+  if (i < 1 || i > encodeCount || i <= encodeCount - kMaxEncodes)
     return false;
-  const Encode &e = encodes[i - 1];
+  const Encode &e = encodes[(i - 1) % kMaxEncodes];
   *rank = e.rank;
   *address = e.address;
   for (unsigned d = 0; d < e.rank; ++d) {
@@ -238,6 +248,9 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *, CUfunction,
   int32_t maxPages = 0;
   std::memcpy(&maxPages, params[17], sizeof(int32_t));
   lastKVCache[2] = uint64_t(maxPages);
+  int slot = 0;
+  for (int p : {3, 4, 5, 13, 14})
+    std::memcpy(&lastPointers[slot++], params[p], sizeof(uint64_t));
   return CUDA_SUCCESS;
 }
 /// The map records what was encoded, for the tests: the global dims
@@ -250,8 +263,8 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(
     CUtensorMapFloatOOBfill oobFill) {
   std::memset(map, 0, sizeof(*map));
   int n = ++encodeCount;
-  if (n <= kMaxEncodes && rank <= 5) {
-    Encode &e = encodes[n - 1];
+  if (rank <= 5) {
+    Encode &e = encodes[(n - 1) % kMaxEncodes];
     e.dataType = dataType;
     e.rank = rank;
     e.address = reinterpret_cast<uint64_t>(address);

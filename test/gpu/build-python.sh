@@ -42,5 +42,16 @@ aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=1 causal=true lse=true pha
 aot --grid "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false|true sparsity=blasst:a=1 stats=true phase=decode"
 aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=1 causal=false sparsity=blasst:a=1 stats=true phase=decode"
 aot --spec "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false sparsity=blasst:ln_lambda=-1 stats=true phase=decode"
+# BLASST decode with the KV caches (python_op.py decode_blasst_cache): per-
+# sequence lengths over contiguous K/V and paged pools (pages 16/32/64/256,
+# one uniform length), O, LSE and the statistics.
+B="dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 lse=true stats=true phase=decode"
+aot --grid "$B causal=false|true sparsity=blasst:a=1 kv_lengths=per_sequence"
+aot --spec "$B causal=true sparsity=blasst:a=1 kv_lengths=per_sequence kv_cache=paged:page=16"
+aot --grid "$B causal=false|true sparsity=blasst:a=1 kv_lengths=per_sequence kv_cache=paged:page=64"
+aot --spec "$B causal=false sparsity=blasst:ln_lambda=-1 kv_lengths=per_sequence kv_cache=paged:page=64"
+aot --spec "$B causal=false sparsity=blasst:a=1 kv_lengths=per_sequence kv_cache=paged:page=256"
+aot --spec "$B causal=false sparsity=blasst:a=1 kv_cache=paged:page=64"
+aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=1 causal=true lse=true stats=true phase=decode sparsity=blasst:a=1 kv_lengths=per_sequence kv_cache=paged:page=32"
 python3 -m blasst.aot check "$OUT/kernels" | tail -n 1
 du -sh "$OUT"

@@ -25,7 +25,12 @@ the AOT package that test/gpu/build-python.sh builds).
    shuffled table, NaN in the pages no sequence owns), every element against
    float64 with LSE; BLASST decode (nothing skipped = dense with every block
    counted, skipping on peaked data, a CUDA graph with the workspace
-   captured replayed with changed thresholds); the workspace cached (no
+   captured replayed with changed thresholds); BLASST decode with the KV
+   caches the same way (per-sequence lengths incl. 0 and 1, paged pools of
+   pages 16/32/64/256 and one uniform length, every sequence's visited
+   blocks counted, paged skipping exactly what contiguous skips, a paged
+   graph replayed with the threshold and lengths changed); the workspace
+   cached (no
    allocation per call) and a graph replayed with lengths changed in place;
    the refusals; decode timing beside SDPA.
 
@@ -702,6 +707,168 @@ def decode_blasst():
            and counts[3] == counts[1], skipped_per_replay=counts)
 
 
+def blasst_cache_inputs(B, hq, hkv, sq, S, hd, lens, seed, layout="bshd"):
+    """decode_dial's peaked inputs (contiguous [B, S, Hkv, D], bshd) with
+    the keys and values past each sequence's length set to 100 (they must
+    be masked before the vote: unmasked, they would dominate every score);
+    q in `layout`."""
+    q, k, v = decode_dial(B, hq, hkv, sq, S, hd, -60.0, -5.0, seed=seed)
+    for b, n in enumerate(lens):
+        k[b, n:] = 100.0
+        v[b, n:] = 100.0
+    return from_bshd(q, layout).contiguous(), k, v
+
+
+def blasst_cache_case(name, q, k, v, lens, page, per_seq, causal, layout,
+                      sparsities):
+    """BLASST decode with a KV cache, every element of O and LSE against
+    the float64 reference of the sequences' lengths: a=1e-30 skips nothing
+    (the dense result; every sequence's heads count the blocks of its own
+    length, a length-0 sequence none), then thresholds that skip on the
+    peaked data stay within the dense tolerance. k, v: contiguous bshd;
+    page 0: contiguous K/V with kv_lengths, else a paged pool (make_paged,
+    shuffled, NaN in the spare pages) with kv_lengths (per_seq) or seq_kv.
+    Returns (stats, plan) of each threshold."""
+    B, S, hkv, hd = k.shape
+    sq, hq = (q.shape[1], q.shape[2]) if layout == "bshd" else \
+        (q.shape[2], q.shape[1])
+    ref_k, ref_v = from_bshd(k, layout), from_bshd(v, layout)
+    kw = dict(causal=causal, layout=layout, return_lse=True,
+              return_stats=True)
+    if per_seq:
+        kw["kv_lengths"] = torch.tensor(lens, dtype=torch.int32,
+                                        device="cuda")
+    if page:
+        kk, vv, table = make_paged(k, v, lens, page, layout, page + sq)
+        kw["block_table"] = table
+        if not per_seq:
+            kw["seq_kv"] = S
+    else:
+        kk, vv = ref_k.contiguous(), ref_v.contiguous()
+    ref, ref_lse = decode_reference(q, ref_k, ref_v, causal,
+                                    1.0 / math.sqrt(hd), layout,
+                                    lens if per_seq else None)
+    seen = torch.cat([v[b, :n].flatten() for b, n in enumerate(lens)] +
+                     [v.new_zeros(1)])
+    out = []
+    for i, sp in enumerate([blasst.Sparsity(a=1e-30)] + list(sparsities)):
+        (o, lse, st), reused = poisoned(
+            lambda: blasst.attention(q, kk, vv, sparsity=sp, **kw),
+            (tuple(q.shape), q.dtype), ((B, hq, sq), torch.float32))
+        torch.cuda.synchronize()
+        p = decode_plan(q, kk, vv, sparsity=sp, **kw)
+        ok, info = compare(o, ref, seen, lse, ref_lse)
+        sk, vis = skipped(st)
+        info.update(skipped=sk, visited=vis, splits=p.args.kv_splits,
+                    poisoned=reused)
+        if i == 0:
+            # Nothing skipped: the blocks of each sequence's length, per q
+            # head (tiles of 64 packed rows); causal rows may stop earlier.
+            bn = p.kernel.attrs["block_n"]
+            tiles = -(-sq // (64 // (hq // hkv)))
+            want = [hq * tiles * (-(-n // bn)) for n in lens]
+            got = [int(st[b, :, 0].sum()) for b in range(B)]
+            counts = all((g == w) if not causal else (0 < g <= w or w == 0 ==
+                                                      g)
+                         for g, w in zip(got, want))
+            empty = all(int(st[b].abs().sum()) == 0
+                        for b, n in enumerate(lens) if n == 0)
+            info.update(visited_per_seq=got, expected=want)
+            report("blasst decode %s a=1e-30 skips nothing" % name,
+                   ok and p.decode and sk == 0 and counts and empty, **info)
+        else:
+            report("blasst decode %s %r" % (name, sp), ok and p.decode and
+                   0 < sk < vis, rate="%.3f" % (sk / max(vis, 1)), **info)
+        out.append((st.clone(), p))
+    return out
+
+
+def decode_blasst_cache():
+    """BLASST decode with the KV caches (issue 20): per-sequence lengths
+    (0 and 1 included) over contiguous K/V and paged caches (pages 16, 32,
+    64, 256, shuffled tables; one uniform length through seq_kv), checked
+    as BLASST decode without caches is (decode_blasst); a paged cache skips
+    exactly the blocks contiguous K/V skip; a CUDA graph replayed with the
+    threshold and the lengths changed in place."""
+    S = 8192
+    lens = [0, 1, 5, 8192, 3333, 6000]
+    B = len(lens)
+    a_skip = S * math.exp(-20.0)
+    for page, per_seq, hd, hq, hkv, causal, sq, layout in (
+            (0, True, 128, 32, 8, False, 1, "bshd"),
+            (0, True, 128, 32, 8, True, 4, "bhsd"),
+            (16, True, 128, 32, 8, True, 4, "bshd"),
+            (64, True, 128, 32, 8, False, 1, "bshd"),
+            (64, True, 128, 32, 8, True, 8, "bhsd"),
+            (256, True, 128, 32, 8, False, 2, "bshd"),
+            (32, True, 64, 8, 1, True, 2, "bshd")):
+        q, k, v = blasst_cache_inputs(B, hq, hkv, sq, S, hd, lens,
+                                      seed=page + sq + hd, layout=layout)
+        sps = [blasst.Sparsity(a=a_skip)]
+        if page == 64 and not causal:  # the ln_lambda kernel: one case
+            sps.append(blasst.Sparsity(ln_lambda=-20.0))
+        blasst_cache_case("%s lengths %s hd%d q%d/kv%d %s sq%d %s" % (
+            "paged page %d" % page if page else "contiguous", lens, hd, hq,
+            hkv, "causal" if causal else "full", sq, layout),
+            q, k, v, lens, page, per_seq, causal, layout, sps)
+    # One length for all, paged (seq_kv): its skip counts equal the
+    # contiguous kernel's on the same data (the same splits and blocks).
+    q, k, v = blasst_cache_inputs(2, 32, 8, 1, S, 128, [S, S], seed=5)
+    sp = blasst.Sparsity(a=a_skip)
+    st_paged, pp = blasst_cache_case(
+        "paged page 64 uniform %d hd128 q32/kv8 full sq1" % S, q, k, v,
+        [S, S], 64, False, False, "bshd", [sp])[1]
+    _, st = blasst.attention(q, k, v, sparsity=sp, return_stats=True)
+    p = decode_plan(q, k, v, sparsity=sp, return_stats=True)
+    # Comparable only with the same splits and blocks (then the votes see
+    # the same scores in the same order): said in the line if not.
+    same = (p.args.kv_splits, p.kernel.attrs["block_n"]) == \
+        (pp.args.kv_splits, pp.kernel.attrs["block_n"])
+    report("blasst decode paged skips what contiguous skips",
+           torch.equal(st.cpu(), st_paged.cpu()) if same else True,
+           compared=same, splits=(p.args.kv_splits, pp.args.kv_splits),
+           block_n=(p.kernel.attrs["block_n"], pp.kernel.attrs["block_n"]),
+           skipped=(skipped(st)[0], skipped(st_paged)[0]))
+
+    # A CUDA graph of paged BLASST decode with per-sequence lengths,
+    # replayed with the threshold and the lengths changed in place.
+    q, k, v = blasst_cache_inputs(B, 32, 8, 1, S, 128, [S] * B, seed=9)
+    kp, vp, table = make_paged(k, v, [S] * B, 64, "bshd", 3)
+    ln = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    sp = blasst.Sparsity(a=1e-30)
+    kw = dict(sparsity=sp, return_lse=True, return_stats=True,
+              block_table=table, kv_lengths=ln)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        blasst.attention(q, kp, vp, **kw)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o, lse, st = blasst.attention(q, kp, vp, **kw)
+    counts, oks = [], []
+    for a, new in ((1e-30, lens), (a_skip, lens), (a_skip, [S, 17, 0, 4000,
+                                                           1, 8000]),
+                   (1e-30, [S, 17, 0, 4000, 1, 8000])):
+        sp.set(a=a)
+        ln.copy_(torch.tensor(new, dtype=torch.int32))
+        g.replay()
+        torch.cuda.synchronize()
+        ref, ref_lse = decode_reference(q, k, v, False, 1 / math.sqrt(128),
+                                        "bshd", new)
+        ok, info = compare(o, ref, v, lse, ref_lse)
+        oks.append(ok)
+        counts.append(skipped(st))
+        if not ok:
+            report("blasst decode graph a=%g lengths %s" % (a, new), ok,
+                   **info)
+    report("blasst decode paged CUDA graph replays with the threshold and "
+           "the lengths changed in place",
+           all(oks) and counts[0][0] == 0 and counts[1][0] > 0 and
+           counts[3][0] == 0 and counts[0][1] != counts[3][1],
+           skipped_visited_per_replay=counts)
+
+
 def decode_workspace_and_graph():
     """The workspace is cached (no allocation per call); a dense decode graph
     with per-sequence lengths changed in place between replays."""
@@ -768,9 +935,9 @@ def decode_refused():
             q, pool, pool, block_table=table,
             kv_lengths=torch.zeros(3, dtype=torch.int32, device="cuda")),
          ValueError, "[batch] = (2,)"),
-        ("BLASST with a paged cache", lambda: blasst.attention(
-            q, pool, pool, block_table=table, sparsity=sp),
-         NotImplementedError, "BLASST sparsity with a decode KV cache"),
+        ("BLASST with a paged cache in prefill", lambda: blasst.attention(
+            q, pool, pool, block_table=table, sparsity=sp, phase="prefill"),
+         ValueError, "kv_lengths and block_table are decode arguments"),
         ("9 new tokens with a cache", lambda: blasst.attention(
             torch.zeros(2, 9, 32, 128, device="cuda", dtype=torch.bfloat16),
             pool, pool, block_table=table), ValueError, "1 to 8 new tokens"),
@@ -968,6 +1135,7 @@ def main():
                      ("decode lengths", decode_lengths),
                      ("decode paged", decode_paged),
                      ("decode blasst", decode_blasst),
+                     ("decode blasst with KV caches", decode_blasst_cache),
                      ("decode workspace and graph",
                       decode_workspace_and_graph),
                      ("decode refused", decode_refused)):
