@@ -770,6 +770,7 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
   nodes.clear();
   seen.clear();
   eagerProductStates = refusedProductStates = 0;
+  beforeCompletion.clear();
   productRefusals.clear();
   violation.reset();
   violationSteps.clear();
@@ -936,8 +937,14 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
         // as its only successor: it is taken now and the state in between
         // is not stored (the steps go with the label, for a trace).
         if (mmaRole >= 0 &&
-            (options.eagerProducts || options.forceEagerProducts))
+            (options.eagerProducts || options.forceEagerProducts) &&
+            t[offQueue] > 0) {
+          // A successor met before was completed (or left) the same way:
+          // a duplicate either way, without walking the roles again.
+          if (!beforeCompletion.insert(t))
+            continue;
           completeEagerly(t, l, options);
+        }
         if (seen.insert(t))
           nodes.push_back({int(cur), l});
       }

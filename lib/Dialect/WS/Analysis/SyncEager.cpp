@@ -279,15 +279,28 @@ const char *Model::productEagerFails(const State &s, int &who) {
   roleArrivals.assign(size_t(numRoles) * numMbar, 0);
   std::vector<uint8_t> mine(numMbar);
   const char *reason = nullptr;
+  // The (role, mbarrier) pairs each role's walk relied on being quiet: a
+  // role is walked again only when one of them arrives after all.
+  relied.resize(numRoles);
+  for (auto &v : relied)
+    v.clear();
   for (int round = 0; round <= numRoles * numMbar + 1; ++round) {
     bool changed = false;
     for (int r = 0; r < numRoles; ++r) {
+      if (round > 0 && llvm::none_of(relied[r], [&](std::pair<int, int> am) {
+            return roleArrivals[size_t(am.first) * numMbar + am.second] != 0;
+          }))
+        continue;
+      relied[r].clear();
       std::fill(mine.begin(), mine.end(), 0);
       auto held = [&](int m) {
         int a = arriver[m];
         if (a == mmaRole)
           return true;
-        return a >= 0 && a != r && !roleArrivals[size_t(a) * numMbar + m];
+        if (a < 0 || a == r || roleArrivals[size_t(a) * numMbar + m])
+          return false;
+        relied[r].push_back({a, m});
+        return true;
       };
       bool ok = forEachFuture(
           s, r,

@@ -476,6 +476,9 @@ private:
   /// several, or a copy's bytes).
   SmallVector<int> arriver;
   std::vector<uint8_t> productCells, drained, roleArrivals;
+  std::vector<SmallVector<std::pair<int, int>, 4>> relied;
+  /// The successors with a product queued that were met before.
+  StateStore beforeCompletion;
   /// States whose product completed eagerly / was refused, and why.
   int64_t eagerProductStates = 0, refusedProductStates = 0;
   std::map<std::pair<std::string, int>, int64_t> productRefusals;
