@@ -274,6 +274,7 @@ std::optional<std::string> Model::build() {
   offCells = offSlots + 2 * numVoters;
   offQueue = offCells + numCells;
   planEagerLanding();
+  planEagerProducts();
   return std::nullopt;
 }
 
@@ -708,6 +709,52 @@ void StateStore::grow() {
       }
 }
 
+bool Model::eagerProductAt(const State &s, const SyncCheckOptions &options) {
+  if (mmaRole < 0 || s[offQueue] == 0 ||
+      !(options.eagerProducts || options.forceEagerProducts))
+    return false;
+  if (options.eagerLanding)
+    for (int i = offCopies; i < int(s.size()); i += kCopyFields)
+      if (instrs[s[i + 4]]->eager)
+        return false; // the copy lands first
+  if (options.forceEagerProducts)
+    return true;
+  int who = -1;
+  const char *why = productEagerFails(s, who);
+  if (why) {
+    ++refusedProductStates;
+    ++productRefusals[{why, who}];
+    return false;
+  }
+  ++eagerProductStates;
+  return true;
+}
+
+void Model::completeEagerly(State &t, Label &l,
+                            const SyncCheckOptions &options) {
+  std::vector<Label> done;
+  while (eagerProductAt(t, options)) {
+    SmallVector<std::pair<State, Label>> one;
+    stepTensorCores(t, one);
+    if (split || violation || one.size() != 1) {
+      // Left to the search, which splits the interval or reports the
+      // violation with its trace when it expands this state.
+      split.reset();
+      violation.reset();
+      break;
+    }
+    t = std::move(one[0].first);
+    done.push_back(one[0].second);
+  }
+  if (done.empty())
+    return;
+  auto chain = std::make_shared<std::vector<Label>>();
+  if (l.then)
+    *chain = *l.then;
+  llvm::append_range(*chain, done);
+  l.then = chain;
+}
+
 SyncCheckResult Model::run(const SyncCheckOptions &options) {
   SyncCheckResult result;
   auto start = std::chrono::steady_clock::now();
@@ -740,6 +787,9 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
   trips.assign(numTiles, 0);
   nodes.clear();
   seen.clear();
+  eagerProductStates = refusedProductStates = 0;
+  beforeCompletion.clear();
+  productRefusals.clear();
   violation.reset();
   violationSteps.clear();
   violationActor = -1;
@@ -797,14 +847,21 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
              i += kCopyFields)
           if (instrs[s[i + 4]]->eager)
             eager = i;
-      for (int r = 0; r < int(roles.size()) && eager < 0; ++r) {
+      // Eager completion (SyncEager.cpp): where no other step can depend
+      // on the product at the head of the queue before it completes,
+      // {its completion} is a persistent set. (Successors are completed
+      // eagerly before they are stored, below; this catches the states
+      // where that was left to the search: a split or a violation.)
+      bool eagerProduct = eager < 0 && eagerProductAt(s, options);
+      for (int r = 0; r < int(roles.size()) && eager < 0 && !eagerProduct;
+           ++r) {
         allDone &= role(s, r, RSeg) == kDone;
         stepRole(s, r, succ, why[r]);
         if (violation)
           break;
       }
       // Each copy in flight may land now.
-      if (!violation)
+      if (!violation && !eagerProduct)
         for (int i = offCopies; i < int(s.size()); i += kCopyFields) {
           if (eager >= 0 && i != eager)
             continue;
@@ -893,15 +950,53 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
         }
         continue;
       }
-      for (auto &[t, l] : succ)
+      for (auto &[t, l] : succ) {
+        // A successor whose product completes eagerly has that completion
+        // as its only successor: it is taken now and the state in between
+        // is not stored (the steps go with the label, for a trace).
+        if (mmaRole >= 0 &&
+            (options.eagerProducts || options.forceEagerProducts) &&
+            t[offQueue] > 0) {
+          // A successor met before was completed (or left) the same way:
+          // a duplicate either way, without walking the roles again.
+          if (!beforeCompletion.insert(t))
+            continue;
+          completeEagerly(t, l, options);
+        }
         if (seen.insert(t))
           nodes.push_back({int(cur), l});
+      }
     }
     if (result.status == SyncCheckResult::Status::Failed)
       break;
   }
   result.statesExplored = int64_t(nodes.size());
   result.reduction = options.eagerLanding ? reduction : "";
+  if (mmaRole >= 0 && options.forceEagerProducts) {
+    result.reduction += (result.reduction.empty() ? "" : "; ") +
+                        std::string("every product completed eagerly, "
+                                    "unchecked (force-eager-products)");
+  } else if (mmaRole >= 0 && options.eagerProducts &&
+             eagerProductStates + refusedProductStates > 0) {
+    std::string b;
+    llvm::raw_string_ostream os(b);
+    int64_t all = eagerProductStates + refusedProductStates;
+    os << "products complete eagerly in " << eagerProductStates << " of " << all
+       << " states with one at the head of the queue";
+    // The most frequent reasons the others were searched in every order.
+    SmallVector<std::pair<int64_t, std::pair<std::string, int>>> why;
+    for (auto &[k, n] : productRefusals)
+      why.push_back({n, k});
+    std::stable_sort(why.begin(), why.end(),
+                     [](auto &x, auto &y) { return x.first > y.first; });
+    for (size_t i = 0; i < why.size() && i < 2; ++i) {
+      os << (i ? ", " : "; in every order where: ") << why[i].second.first;
+      if (why[i].second.second >= 0)
+        os << " (@" << roles[why[i].second.second].role.getSymName() << ")";
+      os << " " << why[i].first;
+    }
+    result.reduction += (result.reduction.empty() ? "" : "; ") + b;
+  }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

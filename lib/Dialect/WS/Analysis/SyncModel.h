@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -266,7 +267,7 @@ private:
   int numTiles = 1;
   int64_t maxTrip = 0;
   /// The interval of the state being stepped, per tile.
-  SmallVector<int64_t> tripLo, tripHi;
+  mutable SmallVector<int64_t> tripLo, tripHi;
   /// The first undecided question of this step: split `tile`'s interval
   /// into [lo, at] and [at + 1, hi].
   mutable std::optional<std::pair<int64_t, int64_t>> split;
@@ -458,6 +459,41 @@ private:
   std::string trace(int node, const State *last,
                     ArrayRef<std::string> why) const;
   std::string configName() const;
+
+  // Eager completion of tensor-core products (SyncEager.cpp).
+  enum class Visit { Next, End, Fail };
+  using PassedWaits = SmallVector<std::pair<int, int64_t>, 4>;
+  /// Calls `visit(instr, tile, n, passed)` on the steps role `r` may run from
+  /// where it stands in `s`, on every path the trip-count interval leaves open,
+  /// until `visit` ends the path; false when it fails (or the walk is too
+  /// long).
+  template <typename F>
+  bool forEachFuture(const State &s, int r, F &&visit) const;
+  /// The block of `in` where the state's interval decides it (no split).
+  std::optional<Blk> decidedBlock(const Instr &in, int64_t tile,
+                                  int64_t n) const;
+  /// Whether `in` (on block `b`; none: any stage) touches the cells of the
+  /// product being completed so that order matters (productCells).
+  bool touchesProduct(const Instr &in, const std::optional<Blk> &b) const;
+  /// Why the product at the head of the queue may not complete eagerly in
+  /// `s` (nullptr: it may; `who`: the role whose steps stop it, or -1).
+  const char *productEagerFails(const State &s, int &who);
+  void planEagerProducts();
+  /// Whether the product at the head of `s`'s queue completes eagerly.
+  bool eagerProductAt(const State &s, const SyncCheckOptions &options);
+  /// Completes the products at the head of `t`'s queue that complete
+  /// eagerly, adding their steps to `l`.
+  void completeEagerly(State &t, Label &l, const SyncCheckOptions &options);
+  /// Per mbarrier: the one role whose arrivals complete its phases (-1:
+  /// several, or a copy's bytes).
+  SmallVector<int> arriver;
+  std::vector<uint8_t> productCells, drained, roleArrivals;
+  std::vector<SmallVector<std::pair<int, int>, 4>> relied;
+  /// The successors with a product queued that were met before.
+  StateStore beforeCompletion;
+  /// States whose product completed eagerly / was refused, and why.
+  int64_t eagerProductStates = 0, refusedProductStates = 0;
+  std::map<std::pair<std::string, int>, int64_t> productRefusals;
 };
 
 } // namespace blasst::ws::sync

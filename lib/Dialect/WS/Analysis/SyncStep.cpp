@@ -653,7 +653,8 @@ std::string Model::trace(int node, const State *last,
         steps.push_back(describe(n->label));
         if (n->label.then)
           for (const Label &l : *n->label.then)
-            steps.push_back(describe(l));
+            if (l.actor == int(r)) // not the products completed with it
+              steps.push_back(describe(l));
       }
     if (violationActor == int(r))
       for (const Label &l : violationSteps)

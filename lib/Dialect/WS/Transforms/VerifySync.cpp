@@ -32,6 +32,8 @@ struct BLASSTVerifySyncPass
       ws::ProtocolAnalysis protocol(kernel);
       ws::SyncCheckOptions options;
       options.eagerLanding = eagerLanding;
+      options.eagerProducts = eagerProducts;
+      options.forceEagerProducts = forceEagerProducts;
       ws::SyncCheckResult r = ws::checkSync(kernel, protocol, options);
       if (stats)
         llvm::errs() << "verify-sync @" << kernel.getSymName() << ": "

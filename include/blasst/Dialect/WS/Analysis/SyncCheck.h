@@ -38,6 +38,13 @@ struct SyncCheckOptions {
   /// Land the copies that may land eagerly right after their issue (a
   /// persistent-set reduction; SyncCheck.cpp says when it applies).
   bool eagerLanding = true;
+  /// Complete the tensor-core product at the head of the sm_100a queue
+  /// right away in the states where no other step can depend on it first
+  /// (a persistent-set reduction; SyncEager.cpp says when).
+  bool eagerProducts = true;
+  /// Tests only (unsound): complete every product eagerly, unchecked, to
+  /// show which violations the check above keeps.
+  bool forceEagerProducts = false;
 };
 
 /// What the check found for one kernel.

@@ -190,7 +190,16 @@ def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
     Option<"eagerLanding", "eager-landing", "bool", /*default=*/"true",
            "land a TMA copy right after its issue where the protocol makes "
            "that sound (every read and release of the stage after its "
-           "acquire, bytes expected = bytes copied); false: every order">
+           "acquire, bytes expected = bytes copied); false: every order">,
+    Option<"eagerProducts", "eager-products", "bool", /*default=*/"true",
+           "sm_100a: complete the tensor-core product at the head of the "
+           "queue right away in the states where no other step can depend "
+           "on it first (docs/design.md, \"Eager completion\"); false: "
+           "every order">,
+    Option<"forceEagerProducts", "force-eager-products", "bool",
+           /*default=*/"false",
+           "tests only, unsound: complete every product right away, "
+           "unchecked (shows which races the check keeps)">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
