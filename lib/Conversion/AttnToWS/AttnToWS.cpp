@@ -296,7 +296,8 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       if (*o.pingpong)
         kb.turnPass("gemm_turn");
       kb.softmax("s", "p", /*readScores=*/false);
-      CorrectOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(), IntegerAttr());
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(),
+                        IntegerAttr());
       if (*o.pingpong)
         kb.turnWait("gemm_turn");
       kb.acquire("v_pipe");
@@ -348,7 +349,8 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
       kb.release("v_pipe");
       // O now holds blocks <= n at block n's max: rescale it to block
       // n+1's (no register of an in-flight wgmma is written).
-      CorrectOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(), IntegerAttr());
+      CorrectOp::create(kb.b, kb.loc, kb.sym("o"), FlatSymbolRefAttr(),
+                        IntegerAttr());
       if (*o.pInRegisters)
         PackPOp::create(kb.b, kb.loc, kb.sym("s"), kb.sym("p"));
       if (*o.pingpong)
@@ -480,7 +482,8 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
   for (int i = 0; i < 2; ++i) {
     kb.acquire(fPipes[i]);
     kb.acquire(oPipes[i]);
-    CorrectOp::create(kb.b, kb.loc, kb.sym(oBufs[i]), kb.sym(fBufs[i]), IntegerAttr());
+    CorrectOp::create(kb.b, kb.loc, kb.sym(oBufs[i]), kb.sym(fBufs[i]),
+                      IntegerAttr());
     kb.release(oPipes[i]);
     kb.release(fPipes[i]);
   }

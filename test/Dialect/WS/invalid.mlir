@@ -967,6 +967,56 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 
 // -----
 
+// unless_skipped {ahead = 1}: the decision on block n + 1 comes from the
+// loop's vote, so not before it.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{ahead = 1 before the kv_loop's ws.vote: the decision on block n + 1 is not known yet}}
+      ws.unless_skipped attributes {ahead = 1 : i64} {
+        ws.correct @o
+      }
+      ws.row_max @s {ahead = 1 : i64}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// unless_skipped: a decision on block n - 1, n or n + 1 only.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      ws.row_max @s
+      ws.vote @s
+      // expected-error @below {{ahead must be -1, 0 or 1, got -2}}
+      ws.unless_skipped attributes {ahead = -2 : i64} {
+        ws.correct @o
+      }
+    }
+  }
+}
+
+// -----
+
+// correct {ahead}: only block n's carried factor (a deferred P V).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{ahead must be 0 (the factor of block n, carried from the previous iteration), got 1}}
+      ws.correct @o {ahead = 1 : i64}
+    }
+  }
+}
+
+// -----
+
 // unless_skipped: pipe traffic runs on both paths.
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
   ws.buffer @s regs [64, 64] f32 stages 1

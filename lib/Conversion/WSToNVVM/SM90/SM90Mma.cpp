@@ -42,9 +42,10 @@ LogicalResult SM90Lowering::emitMma(MmaOp op, RoleState &st) {
            << "with ahead = -1 is lowered in a skip region of a kv_loop that "
               "carries P of block n - 1 (ws.unless_skipped {ahead = -1}, "
               "blasst-v-on-demand's defer-pv)";
-  ArrayRef<Value> aRegs = op.getKind() == MmaKind::qk ? ArrayRef<Value>(st.qRegs)
-                          : deferred                  ? st.pHeld
-                                                      : st.pRegs;
+  ArrayRef<Value> aRegs = op.getKind() == MmaKind::qk
+                              ? ArrayRef<Value>(st.qRegs)
+                          : deferred ? st.pHeld
+                                     : st.pRegs;
   if (aInRegs && aRegs.empty())
     return op.emitOpError()
            << "operand a in registers needs "

@@ -103,7 +103,8 @@ LogicalResult InsertVotePass::shareVotes(KernelOp kernel) {
                << ")";
       b.setInsertionPoint(op);
       LoadVoteOp::create(b, op->getLoc(), word);
-      auto region = UnlessSkippedOp::create(b, op->getLoc(), UnitAttr(), IntegerAttr());
+      auto region =
+          UnlessSkippedOp::create(b, op->getLoc(), UnitAttr(), IntegerAttr());
       Block *inner = &region.getBody().emplaceBlock();
       op->moveBefore(inner, inner->end());
     }

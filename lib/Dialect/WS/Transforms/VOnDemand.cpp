@@ -206,9 +206,8 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
 /// The speculation depth of `kernel`'s load role (0 without).
 static int64_t speculationOf(KernelOp kernel) {
   int64_t k = 0;
-  kernel.walk([&](AwaitVoteOp a) {
-    k = int64_t(a.getSpeculateAfter().value_or(0));
-  });
+  kernel.walk(
+      [&](AwaitVoteOp a) { k = int64_t(a.getSpeculateAfter().value_or(0)); });
   return k;
 }
 
@@ -284,9 +283,8 @@ LogicalResult VOnDemandPass::deferPVOf(KernelOp kernel, bool required) {
     op->setAttr("ahead", behind);
   // Block n's correction, under its own decision, before P of n + 1.
   b.setInsertionPoint(lastRegion);
-  auto corrRegion =
-      UnlessSkippedOp::create(b, lastRegion.getLoc(), UnitAttr(),
-                              b.getI64IntegerAttr(0));
+  auto corrRegion = UnlessSkippedOp::create(b, lastRegion.getLoc(), UnitAttr(),
+                                            b.getI64IntegerAttr(0));
   Block *corrBody = b.createBlock(&corrRegion.getBody());
   for (auto c : llvm::make_early_inc_range(
            lastRegion.getBody().front().getOps<CorrectOp>())) {

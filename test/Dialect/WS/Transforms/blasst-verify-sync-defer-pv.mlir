@@ -13,6 +13,13 @@
 // block early (before its own acquire).
 // RUN: sed 's/ws.release @v_pipe {ahead = -1 : i64}/ws.release @v_pipe/' %s | not blasst-opt --blasst-verify-sync 2>&1 | FileCheck %s --check-prefix=EARLY
 // EARLY: error: 'ws.acquire' op fails sync verification: parity aliasing
+//
+// It lowers; the deferred P V outside its skip region is refused with the
+// reason (the lowering needs the decision on block n - 1 carried).
+// RUN: blasst-opt %s --convert-ws-to-nvvm | FileCheck %s --check-prefix=LOWER
+// LOWER: llvm.func @gqa_kernel
+// RUN: sed '/unless_skipped attributes {ahead = -1 : i64} {/{N;N;s/ *ws.unless_skipped attributes {ahead = -1 : i64} {\n\(.*\)\n *}/\1/}' %s | not blasst-opt --convert-ws-to-nvvm 2>&1 | FileCheck %s --check-prefix=UNWRAPPED
+// UNWRAPPED: error: 'ws.kv_loop' op defers P V (ws.mma pv {ahead = -1}) but carries no skip decision or no P in registers
 module {
   func.func @gqa(%arg0: memref<?x?x32x128xbf16>, %arg1: memref<?x?x8x128xbf16>, %arg2: memref<?x?x8x128xbf16>, %arg3: memref<?x?x32x128xbf16>, %arg4: memref<?x32x2xi64>) {
     ws.launch @gqa_kernel(%arg0, %arg1, %arg2, %arg3, %arg4) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>, memref<?x32x2xi64>
