@@ -484,13 +484,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   // A deferred P V: block n - 1's P and decision, and block n's correction
   // factors (1 before block 0: O is still 0), come in from the iteration
   // before; block -1 does not exist, so its decision is "skipped".
-  st.deferPV =
-      compute && loop.walk([](MmaOp m) {
-                       return m.getAhead() && int64_t(*m.getAhead()) < 0
-                                  ? WalkResult::interrupt()
-                                  : WalkResult::advance();
-                     })
-                     .wasInterrupted();
+  st.deferPV = carried.deferredPV;
   if (st.deferPV) {
     if (!carrySkip || !numP)
       return loop.emitOpError()

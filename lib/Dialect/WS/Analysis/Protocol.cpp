@@ -238,8 +238,10 @@ LoopCarried ProtocolAnalysis::carried(KVLoopOp loop) const {
   loop.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto r = dyn_cast<RowMaxOp>(op))
       softmaxAhead |= isAhead(r.getAhead());
-    else if (auto m = dyn_cast<MmaOp>(op))
+    else if (auto m = dyn_cast<MmaOp>(op)) {
       qkAhead |= m.getKind() == MmaKind::qk && isAhead(m.getAhead());
+      c.deferredPV |= m.getAhead() && int64_t(*m.getAhead()) < 0;
+    }
     else if (isa<SoftmaxUpdateOp>(op))
       sawUpdate = true;
     else if (isa<CorrectOp>(op))
@@ -258,6 +260,7 @@ LoopCarried ProtocolAnalysis::carried(KVLoopOp loop) const {
   c.correction = compute && updateBefore && correctFirst;
   c.skip = compute && sawVote && skipFirst;
   c.voteState &= role.getKind() == RoleKind::load;
+  c.deferredPV &= compute;
   return c;
 }
 

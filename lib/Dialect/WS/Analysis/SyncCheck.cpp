@@ -203,11 +203,10 @@ std::optional<std::string> Model::build() {
               prog.seg[1][i].skipDepth =
                   (votedInBody ? 1 : 0) - int(int64_t(*region.getAhead()));
         });
-        for (const Instr &in : prog.seg[1]) {
-          if (in.block.kind == BlockRef::Kind::Current && in.block.ahead < 0)
-            prog.lag = 1;
+        // A deferred P V's loop runs one more iteration (as lowered).
+        prog.lag = protocol.carried(loop).deferredPV ? 1 : 0;
+        for (const Instr &in : prog.seg[1])
           prog.skipHistory |= in.skipDepth > 0;
-        }
         seg = 2;
         if (loopStatsSpeculate) {
           Instr in;

@@ -128,8 +128,8 @@ struct RoleProg {
   /// Whether the role has a kv_loop (a prologue step on block 0 runs only
   /// when there is a block; a role without a loop runs every step).
   bool hasLoop = false;
-  /// A deferred P V (a step on block n - 1 in the loop): the loop runs one
-  /// more iteration than the tile has blocks.
+  /// A deferred P V (LoopCarried::deferredPV): the loop runs one more
+  /// iteration than the tile has blocks.
   int lag = 0;
   /// Whether a skip region tests an earlier decision than the latest
   /// (RSkip1, RSkip2 are kept).

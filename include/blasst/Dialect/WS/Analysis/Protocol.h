@@ -121,6 +121,11 @@ struct LoopCarried {
   bool voteState = false;
   /// The statistics counters (a voting role's or the load role's).
   bool counters = false;
+  /// A deferred P V (`ws.mma pv {ahead = -1}` in a compute role): P of
+  /// block n - 1, block n's correction factors and the decision on n - 1
+  /// besides, and one more iteration than the tile has blocks (the last
+  /// block's P V). The lowering and the sync checker both follow this.
+  bool deferredPV = false;
 };
 
 class ProtocolAnalysis {
