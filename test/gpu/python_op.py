@@ -821,11 +821,12 @@ def decode_blasst_cache():
     _, st = blasst.attention(q, k, v, sparsity=sp, return_stats=True)
     p = decode_plan(q, k, v, sparsity=sp, return_stats=True)
     # Comparable only with the same splits and blocks (then the votes see
-    # the same scores in the same order): said in the line if not.
+    # the same scores in the same order): the case is built so that they
+    # are, and fails if they are not (a comparison that did not happen).
     same = (p.args.kv_splits, p.kernel.attrs["block_n"]) == \
         (pp.args.kv_splits, pp.kernel.attrs["block_n"])
     report("blasst decode paged skips what contiguous skips",
-           torch.equal(st.cpu(), st_paged.cpu()) if same else True,
+           same and torch.equal(st.cpu(), st_paged.cpu()),
            compared=same, splits=(p.args.kv_splits, pp.args.kv_splits),
            block_n=(p.kernel.attrs["block_n"], pp.kernel.attrs["block_n"]),
            skipped=(skipped(st)[0], skipped(st_paged)[0]))
