@@ -148,8 +148,15 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   passOpts.Field = toPassOption(opts.Field);
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
   pm.addPass(createConvertAttnToWS(passOpts));
-  if (insertVote)
-    pm.addPass(ws::createBLASSTInsertVote());
+  if (opts.sinkSeed == true && !insertVote)
+    return module.emitError()
+           << "the sink seed (--sink-seed) seeds the running max BLASST's "
+              "votes compare with; the spec has no BLASST sparsity policy";
+  if (insertVote) {
+    ws::BLASSTInsertVoteOptions iOpts;
+    iOpts.sinkSeed = printScheduleKnob(opts.sinkSeed);
+    pm.addPass(ws::createBLASSTInsertVote(iOpts));
+  }
   // V on demand: by default wherever it applies (BLASST on the sm_90a
   // overlap schedule); --v-on-demand asks for it (an error where it cannot
   // be done), --v-on-demand=false leaves it out.

@@ -206,12 +206,16 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
           mblk[size_t(r * nB + n)] = mx * kLog2E;
         }
       }
-      // The vote, per split: a fresh running max at each split's start.
+      // The vote, per split: a fresh running max at each split's start, or
+      // block 0's row maxima (the sink seed).
       keep.assign(size_t(std::max<int64_t>(nB, 1)), 0);
       const double T = c.log2ThresholdOf(b), eps = c.borderlineEps;
       for (int64_t sp = 0; sp < splits; ++sp) {
         auto [begin, count] = decodeSplitBlocks(nB, splits, sp);
         mrun.assign(size_t(vr), -kInf);
+        if (c.sinkSeed && nB > 0)
+          for (int64_t r = 0; r < vr; ++r)
+            mrun[size_t(r)] = mblk[size_t(r * nB)];
         for (int64_t n = begin; n < begin + count; ++n) {
           bool skip = n != begin, nearBelow = false, keepersNear = true,
                anyVisible = false;

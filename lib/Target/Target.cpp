@@ -309,6 +309,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   if (auto n = dyn_cast_or_null<IntegerAttr>(
           kernelFunc->getAttr("blasst.page_size")))
     k.pageSize = int(n.getInt());
+  k.sinkSeed = kernelFunc->hasAttr("blasst.sink_seed");
   return k;
 }
 

@@ -114,6 +114,9 @@ const IntKey kIntKeys[] = {
     {"page_size", &KernelInfo::pageSize, 0, 256,
      "decode: tokens per page of a paged K/V cache (parameters 16, 17), 0 "
      "for contiguous K/V; optional, default 0"},
+    {"sink_seed", &KernelInfo::sinkSeed, 0, 1,
+     "BLASST decode: 1 when each split's running max starts from the scores "
+     "of the sequence's KV block 0; optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -121,7 +124,7 @@ const char *const kKnownKeys[] = {
     "block_n",     "threads",   "smem_bytes",    "compiler_version",
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
-    "per_seq_kv",  "page_size"};
+    "per_seq_kv",  "page_size", "sink_seed"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -245,6 +248,8 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error(std::string(info.perSeqKV ? "per_seq_kv"
                                                    : "page_size") +
                          " needs split_kv = 1 (a decode kernel)");
+  if (info.sinkSeed && !info.splitKV)
+    return Status::error("sink_seed needs split_kv = 1 (a decode kernel)");
   if (info.pageSize &&
       (info.pageSize < kMinKVPage || (info.pageSize & (info.pageSize - 1)) ||
        (info.pageSize % info.blockN && info.blockN % info.pageSize)))
@@ -278,7 +283,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::qTiles || info.qTiles != 1) &&
         (k.field != &KernelInfo::oTensorMap || info.oTensorMap) &&
         (k.field != &KernelInfo::perSeqKV || info.perSeqKV) &&
-        (k.field != &KernelInfo::pageSize || info.pageSize))
+        (k.field != &KernelInfo::pageSize || info.pageSize) &&
+        (k.field != &KernelInfo::sinkSeed || info.sinkSeed))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";

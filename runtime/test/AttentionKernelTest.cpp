@@ -177,6 +177,22 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   pair.blockN = 65;
   EXPECT_FALSE(succeeds(validateKernelInfo(pair)));
 
+  // sink_seed (BLASST decode): written only when set, read back, needs
+  // split_kv.
+  KernelInfo seeded = sampleInfo();
+  EXPECT_EQ(formatKernelInfo(seeded).find("sink_seed"), std::string::npos);
+  seeded.blockM = 64;
+  seeded.qGroup = 4;
+  seeded.splitKV = 1;
+  seeded.sinkSeed = 1;
+  text = formatKernelInfo(seeded);
+  EXPECT_NE(text.find("sink_seed = 1\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_EQ(parsed.sinkSeed, 1);
+  seeded.splitKV = 0;
+  EXPECT_TRUE(failsWith(validateKernelInfo(seeded),
+                        "sink_seed needs split_kv = 1 (a decode kernel)"));
+
   // q_tiles and o_tensor_map (ABI 4, sm_100a): written only when not the
   // default, read back; q_tiles divides block_m.
   KernelInfo b200 = sampleInfo();

@@ -58,6 +58,7 @@ std::map<std::string, std::string> passOptions(mlir::Pass &pass) {
 TEST(ScheduleKnobsTest, EveryKnobIsAnOptionOfItsPass) {
   std::map<std::string, std::map<std::string, std::string>> options;
   options["convert-attn-to-ws"] = passOptions(*createConvertAttnToWS());
+  options["blasst-insert-vote"] = passOptions(*ws::createBLASSTInsertVote());
   options["blasst-v-on-demand"] = passOptions(*ws::createBLASSTVOnDemand());
   options["blasst-cross-stage-p"] = passOptions(*ws::createBLASSTCrossStageP());
   ASSERT_TRUE(options["convert-attn-to-ws"].count("target"))

@@ -1531,11 +1531,15 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
   const Case cases[] = {{1, 700, 8, 2, 1, false}, {3, 700, 8, 2, 3, true},
                         {8, 513, 32, 8, 4, true}, {2, 300, 32, 1, 4, false},
                         {8, 300, 64, 1, 2, true}, {4, 640, 4, 4, 5, false}};
+  // Without and with the sink seed (each split's running max starts from
+  // block 0's row maxima).
+  for (bool seed : {false, true})
   for (const Case &c : cases) {
     SCOPED_TRACE(
         "seqQ " + std::to_string(c.seqQ) + " seqKV " + std::to_string(c.seqKV) +
         " heads " + std::to_string(c.qHeads) + "/" + std::to_string(c.kvHeads) +
-        " splits " + std::to_string(c.splits) + (c.causal ? " causal" : ""));
+        " splits " + std::to_string(c.splits) + (c.causal ? " causal" : "") +
+        (seed ? " sink seed" : ""));
     Shape s = makeShape(2, c.seqQ, c.seqKV, c.qHeads, c.kvHeads, 64, 64,
                         c.causal, 0.125);
     DialConfig dc;
@@ -1551,6 +1555,7 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
     cfg.blockN = 32;
     cfg.qGroup = G;
     cfg.kvSplits = c.splits;
+    cfg.sinkSeed = seed;
     cfg.log2Threshold = info.defaultLog2Threshold();
     std::vector<int64_t> all = allRows(s);
     SkipModel model, model3;
@@ -1590,10 +1595,22 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
           };
           std::vector<bool> keepBlock(size_t(nB), false);
           int64_t per = (nB + c.splits - 1) / c.splits;
+          // Block 0's row maxima (the sink seed).
+          std::vector<long double> sink(
+              size_t(64), -std::numeric_limits<long double>::infinity());
+          for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ);
+               ++i)
+            for (int64_t g = 0; g < G; ++g)
+              for (int64_t j = 0; j < std::min<int64_t>(32, c.seqKV); ++j)
+                sink[size_t((i - t * tokens) * G + g)] =
+                    std::max(sink[size_t((i - t * tokens) * G + g)],
+                             score(i, kh * G + g, j) * (long double)kLog2E);
           for (int64_t sp = 0; sp < c.splits; ++sp) {
             int64_t b0 = std::min(sp * per, nB), b1 = std::min(b0 + per, nB);
             std::vector<long double> run(
                 size_t(64), -std::numeric_limits<long double>::infinity());
+            if (seed && nB > 0)
+              run = sink;
             for (int64_t n = b0; n < b1; ++n) {
               bool skip = n != b0;
               std::vector<long double> mb(size_t(64));

@@ -1726,6 +1726,7 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     // Decode: each split starts a fresh running max (its first block is
     // kept), so the model takes the launch's split count.
     skipCfg.kvSplits = r.kvSplits;
+    skipCfg.sinkSeed = kernel.info().sinkSeed != 0;
     setPerSequenceSkipping(opt, kernel.spec(), r, &skipCfg);
     if (r.dial) {
       r.dialWalkedCold = dialWalkedColdFraction(r.shape, skipCfg, in->dial);

@@ -102,6 +102,10 @@ struct SkipConfig {
   /// ceil(blocks / kvSplits) (later runs shorter or empty); each run starts
   /// with a fresh running max (-inf), so its first block is always kept.
   int64_t kvSplits = 1;
+  /// Decode: each split's running max starts from the row maxima of the
+  /// sequence's block 0 (the kernel's sink seed, .meta sink_seed) instead of
+  /// -inf; its first block is still kept (not voted on).
+  bool sinkSeed = false;
   /// Decode with kv_lengths = per_sequence: batch entry b sees the first
   /// kvLengths[b] keys (0 .. shape.seqKV; 0: no block, O = 0, LSE = -inf),
   /// and its blocks, causal diagonal (bottom-right at its own length) and

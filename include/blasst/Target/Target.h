@@ -61,6 +61,7 @@ struct LoweredKernel {
   bool oTensorMap = false; ///< O stored with TMA: takes O's tensor map.
   bool perSeqKV = false; ///< Decode: per-sequence KV lengths (parameter 15).
   int pageSize = 0;      ///< Decode: paged K/V page size (0: contiguous).
+  bool sinkSeed = false; ///< BLASST decode: running max seeded from block 0.
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -104,6 +104,12 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // blocks, 0 waits for every vote).
   if (*o.vOnDemand && !o.vSpeculateAfter.has_value())
     o.vSpeculateAfter = ws::defaultVSpeculateAfter(decode);
+  // BLASST decode: each split votes against the sink's scores from its
+  // first block on (blasst-insert-vote's sink seed). Other kernels walk the
+  // sequence from block 0: left unset (their records and keys unchanged).
+  if (!o.sinkSeed.has_value() && decode && hopper &&
+      !spec.sparsity.isDense())
+    o.sinkSeed = true;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S
@@ -205,7 +211,7 @@ struct KernelBuilder {
   }
   void load(Tensor t, StringRef dst, StringRef p) {
     TmaLoadOp::create(b, loc, TensorAttr::get(b.getContext(), t), sym(dst),
-                      sym(p), IntegerAttr(), UnitAttr());
+                      sym(p), IntegerAttr(), UnitAttr(), UnitAttr());
   }
   void mma(MmaKind kind, StringRef a, StringRef bb, StringRef d,
            bool async = false, int64_t ahead = 0) {
@@ -221,7 +227,7 @@ struct KernelBuilder {
   void softmax(StringRef s, StringRef p, bool readScores) {
     if (readScores)
       ReadScoresOp::create(b, loc, sym(s));
-    RowMaxOp::create(b, loc, sym(s), IntegerAttr());
+    RowMaxOp::create(b, loc, sym(s), IntegerAttr(), UnitAttr());
     SoftmaxUpdateOp::create(b, loc, sym(s), FlatSymbolRefAttr());
     Exp2StoreOp::create(b, loc, sym(s), sym(p), IntegerAttr());
   }
@@ -330,7 +336,7 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
         kb.turnPass("gemm_turn");
       kb.mmaWait(1);
       kb.release("k_pipe", /*ahead=*/1);
-      RowMaxOp::create(kb.b, kb.loc, kb.sym("s"), kb.aheadAttr(1));
+      RowMaxOp::create(kb.b, kb.loc, kb.sym("s"), kb.aheadAttr(1), UnitAttr());
       SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym("s"), FlatSymbolRefAttr());
       // P in registers: block n+1's exponentials stay f32 in S while P V(n)
       // reads block n's P; they are packed into P after the wait that
@@ -459,7 +465,8 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
     kb.kvLoop();
     kb.acquire(sPipes[i]);
     ReadScoresOp::create(kb.b, kb.loc, kb.sym(sBufs[i]));
-    RowMaxOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), IntegerAttr());
+    RowMaxOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), IntegerAttr(),
+                     UnitAttr());
     kb.acquire(fPipes[i]);
     SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym(sBufs[i]),
                             kb.sym(fBufs[i]));

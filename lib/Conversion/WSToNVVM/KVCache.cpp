@@ -65,8 +65,8 @@ void KernelLowering::emitKVCacheStart() {
 
 SmallVector<std::pair<Value, Value>>
 KernelLowering::pageCoordsOf(TmaLoadOp op, Value block) {
-  (void)op;
-  Value key0 = mul(absBlock(block), c32(blockN));
+  // A sink copy's block is the sequence's, not the split's.
+  Value key0 = mul(op.getSink() ? block : absBlock(block), c32(blockN));
   int64_t copies = blockN > pageSize ? blockN / pageSize : 1;
   Value first = divu(key0, c32(pageSize));
   Value rowInPage = pageSize > blockN ? remu(key0, c32(pageSize)) : c32(0);

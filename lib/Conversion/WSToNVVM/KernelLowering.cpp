@@ -182,6 +182,14 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   });
   if (qLoads > 1)
     func->setAttr("blasst.q_tiles", b.getI64IntegerAttr(qLoads));
+  // The sink seed changes which blocks a split keeps (the host's skip
+  // model must know).
+  if (kernel.walk([](TmaLoadOp load) {
+                return load.getSink() ? WalkResult::interrupt()
+                                      : WalkResult::advance();
+              })
+          .wasInterrupted())
+    func->setAttr("blasst.sink_seed", b.getUnitAttr());
   if (kernel.getPerSeqKv())
     func->setAttr("blasst.per_seq_kv", b.getUnitAttr());
   if (pageSize)

@@ -142,9 +142,14 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   case Tensor::k:
   case Tensor::v:
     tmap = param(op.getTensor() == Tensor::k ? kTmK : kTmV);
-    if (!protocol.isPerBlock(pipe))
-      return op.emitOpError() << "loads K/V on a pipe no kv_loop acquires";
-    seqCoord = mul(absBlock(blockOf(st, pipe, op.getAhead())), c32(blockN));
+    if (op.getSink()) {
+      // The sequence's block 0, whatever split this CTA walks.
+      seqCoord = c32(0);
+    } else {
+      if (!protocol.isPerBlock(pipe))
+        return op.emitOpError() << "loads K/V on a pipe no kv_loop acquires";
+      seqCoord = mul(absBlock(blockOf(st, pipe, op.getAhead())), c32(blockN));
+    }
     headCoord = kvHead;
     break;
   case Tensor::o:
@@ -158,7 +163,9 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     if (protocol.isMulticast(pipe) || rows != blockN)
       return op.emitOpError() << "paged K/V copies need whole blocks of "
                                  "block_n rows without multicast";
-    emitPagedKVCopies(op, st, blockOf(st, pipe, op.getAhead()), tmap,
+    emitPagedKVCopies(op, st,
+                      op.getSink() ? c32(0) : blockOf(st, pipe, op.getAhead()),
+                      tmap,
                       headCoord, stageBase, mbar, rows, cols);
     return success();
   }

@@ -1663,3 +1663,54 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 48, spec = <head_dim = 64,
   ws.role @r load warps [0, 1) {
   }
 }
+
+// -----
+
+// The sink seed: a sink copy is K of the sequence's block 0, once, before
+// the kv_loop...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @v smem [64, 64] bf16 stages 1
+  ws.pipe @v_pipe depth 1 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+  }
+  ws.role @l load warps [0, 4) {
+    ws.acquire @v_pipe
+    // expected-error @below {{sink copies K of the sequence's block 0 once, before the kv_loop (no ahead, not on_demand)}}
+    ws.tma_load v -> @v via @v_pipe {sink}
+    ws.release @v_pipe
+  }
+}
+
+// -----
+
+// ... through a pipe of its own (no kv_loop acquires it) ...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 2
+  ws.pipe @k_pipe depth 2 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+  }
+  ws.role @l load warps [0, 4) {
+    ws.acquire @k_pipe
+    // expected-error @below {{sink needs a pipe of its own: @k_pipe is acquired in a kv_loop}}
+    ws.tma_load k -> @k via @k_pipe {sink}
+    ws.release @k_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+    }
+  }
+}
+
+// -----
+
+// ... and its row maxima seed the running max before the kv_loop.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      // expected-error @below {{sink seeds the running max before the kv_loop (no ahead)}}
+      ws.row_max @s {sink}
+    }
+  }
+}

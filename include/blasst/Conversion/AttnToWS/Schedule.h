@@ -63,6 +63,8 @@ struct ScheduleKnob {
 inline constexpr ScheduleKnob kScheduleKnobs[] = {
 #define BLASST_ATTN_TO_WS_KNOB(Kind, Field, Name, Help)                        \
   {KnobKind::Kind, Name, "convert-attn-to-ws", Name, Help},
+#define BLASST_INSERT_VOTE_KNOB(Kind, Field, Name, PassOption, Help)           \
+  {KnobKind::Kind, Name, "blasst-insert-vote", PassOption, Help},
 #define BLASST_V_ON_DEMAND_KNOB(Kind, Field, Name, PassOption, Help)           \
   {KnobKind::Kind, Name, "blasst-v-on-demand", PassOption, Help},
 #define BLASST_CROSS_STAGE_P_KNOB(Kind, Field, Name, PassOption, Help)         \

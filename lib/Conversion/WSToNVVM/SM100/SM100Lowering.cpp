@@ -424,6 +424,9 @@ LogicalResult SM100Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
     return failure();
   if (op.getAhead() && *op.getAhead())
     return op.emitOpError() << "with ahead is not lowered on sm_100a";
+  if (op.getSink())
+    return op.emitOpError() << "with sink (split-KV decode) is not lowered on "
+                               "sm_100a";
   if (st.sRow.empty())
     return op.emitOpError() << "needs a preceding ws.read_scores";
   // A tree (max is exact in any order): 7 levels instead of a 128-long

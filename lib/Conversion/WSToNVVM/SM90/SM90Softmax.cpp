@@ -66,7 +66,8 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
     block = add(block, c32(1));
     st.scoresReal = cmp(arith::CmpIPredicate::slt, block, st.numBlocks);
   }
-  Value keyBlock = mul(absBlock(block), c32(blockN));
+  // The sink (the sequence's block 0) is not the split's.
+  Value keyBlock = op.getSink() ? c32(0) : mul(absBlock(block), c32(blockN));
   Value keyBase = add(keyBlock, colInBlock);
   Value seqKV = seqKVLen();
   // Causal (bottom-right): key <= row + seqKV - seqQ.
@@ -82,7 +83,7 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
   Value blockEnd = add(keyBlock, c32(blockN));
   // Split KV: keys from the split's end on are masked too (the look-ahead
   // past the split's last block is the next split's first).
-  Value keyEnd = kvEndKey ? kvEndKey : seqKV;
+  Value keyEnd = kvEndKey && !op.getSink() ? kvEndKey : seqKV;
   Value needMask = cmp(arith::CmpIPredicate::sgt, blockEnd, keyEnd);
   if (spec.causal) {
     Value firstVisibleLimit = add(add(roleRow0, diag), c32(1));
@@ -135,6 +136,16 @@ LogicalResult SM90Lowering::emitRowMax(RowMaxOp op, RoleState &st) {
     // quad reduction waits for the kept path (ensureBlockMax).
     if (!st.threshold)
       ensureBlockMax(st, i);
+  }
+  if (op.getSink()) {
+    // The seed: the sink's row maxima become the running max; O and the
+    // row sums are untouched (a -inf row, all of block 0 masked, stays
+    // -inf).
+    for (int i = 0; i < 2; ++i) {
+      ensureBlockMax(st, i);
+      st.m[i] = fmax(st.m[i], st.mBlock[i]);
+      st.mPart[i] = st.mBlock[i] = Value();
+    }
   }
   return success();
 }

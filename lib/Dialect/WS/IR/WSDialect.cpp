@@ -648,6 +648,19 @@ LogicalResult TmaLoadOp::verify() {
   FailureOr<BufferOp> dst = lookupBuffer(*this, getDstAttr(), "destination");
   if (failed(pipe) || failed(dst))
     return failure();
+  if (getSink()) {
+    if (getTensor() != Tensor::k || getOnDemand() || getAhead() ||
+        !isa<RoleOp>((*this)->getParentOp()))
+      return emitOpError() << "sink copies K of the sequence's block 0 once, "
+                              "before the kv_loop (no ahead, not on_demand)";
+    bool perBlock = false;
+    (*this)->getParentOfType<KernelOp>().walk([&](AcquireOp a) {
+      perBlock |= a.getPipe() == getPipe() && a->getParentOfType<KVLoopOp>();
+    });
+    if (perBlock)
+      return emitOpError() << "sink needs a pipe of its own: " << getPipeAttr()
+                           << " is acquired in a kv_loop";
+  }
   if (getTensor() == Tensor::o)
     return emitOpError() << "loads only Q, K or V";
   if (dst->getSpace() != MemorySpace::smem)
@@ -740,6 +753,9 @@ LogicalResult RowMaxOp::verify() {
   if (getAhead() && int64_t(*getAhead()) < 0)
     return emitOpError() << "ahead must be 0 or 1 (the scores of this block "
                             "or of the next)";
+  if (getSink() && (getAhead() || !isa<RoleOp>((*this)->getParentOp())))
+    return emitOpError() << "sink seeds the running max before the kv_loop "
+                            "(no ahead)";
   return verifyScores(*this, getScoresAttr());
 }
 /// Per-row factors handed between roles: smem, f32, two columns (the

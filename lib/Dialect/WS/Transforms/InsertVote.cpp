@@ -9,6 +9,7 @@
 #include "blasst/Dialect/WS/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace blasst::ws {
 #define GEN_PASS_DEF_BLASSTINSERTVOTE
@@ -29,9 +30,11 @@ static bool isSkippable(Operation *op) {
 namespace {
 struct InsertVotePass
     : public blasst::ws::impl::BLASSTInsertVoteBase<InsertVotePass> {
+  using Base::Base;
   void runOnOperation() override;
   LogicalResult rewriteLoop(KVLoopOp loop, const AttentionSpec &spec);
   LogicalResult shareVotes(KernelOp kernel);
+  LogicalResult seedFromSink(KernelOp kernel);
 };
 } // namespace
 
@@ -174,11 +177,135 @@ LogicalResult InsertVotePass::rewriteLoop(KVLoopOp loop,
   return success();
 }
 
+/// The steps of `role` before its kv_loop.
+static SmallVector<Operation *> prologueOf(RoleOp role) {
+  SmallVector<Operation *> steps;
+  for (Operation &op : role.getBody().front()) {
+    if (isa<KVLoopOp>(op))
+      break;
+    steps.push_back(&op);
+  }
+  return steps;
+}
+
+/// The sink seed (option `sink-seed`, Passes.td): K of the sequence's block
+/// 0 through a depth-1 pipe of its own; the compute role's row maxima of
+/// its scores become the running max before the prologue's block.
+LogicalResult InsertVotePass::seedFromSink(KernelOp kernel) {
+  auto fail = [&](const Twine &why) {
+    return kernel.emitOpError() << "blasst-insert-vote: sink-seed " << why;
+  };
+  if (!kernel.getSplitKv())
+    return fail("applies to split-KV decode kernels (split_kv): other "
+                "kernels walk the sequence from block 0");
+  SymbolTable symbols(kernel);
+  if (symbols.lookup("sink") || symbols.lookup("sink_pipe"))
+    return success(); // Already seeded: the pass is idempotent.
+  // The load role's K copy (in its kv_loop) names the K buffer and pipe.
+  RoleOp loader, computer;
+  TmaLoadOp kLoad;
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    if (role.getKind() == RoleKind::load)
+      role.walk([&](TmaLoadOp load) {
+        if (load.getTensor() == Tensor::k &&
+            load->getParentOfType<KVLoopOp>()) {
+          loader = role;
+          kLoad = load;
+        }
+      });
+    else if (role.getKind() == RoleKind::compute) {
+      if (computer)
+        return fail("expects one compute role (the decode schedule)");
+      computer = role;
+    }
+  }
+  if (!kLoad || !computer)
+    return fail("expects a load role copying K in its kv_loop and a compute "
+                "role");
+  // The compute role's prologue: acquire K, Q Kᵀ of block 0.
+  AcquireOp kAcquire;
+  MmaOp qk;
+  for (Operation *op : prologueOf(computer)) {
+    if (auto a = dyn_cast<AcquireOp>(op);
+        a && a.getPipe() == kLoad.getPipe() && !kAcquire)
+      kAcquire = a;
+    if (auto m = dyn_cast<MmaOp>(op); m && m.getKind() == MmaKind::qk && !qk)
+      qk = m;
+  }
+  if (!kAcquire || !qk)
+    return fail("expects the compute role's prologue to multiply block 0 "
+                "(acquire of @" +
+                kLoad.getPipe() + " and ws.mma qk before its kv_loop)");
+  auto kBuf = cast<BufferOp>(symbols.lookup(kLoad.getDst()));
+  auto kPipe = cast<PipeOp>(symbols.lookup(kLoad.getPipe()));
+  std::optional<uint64_t> tx = kPipe.getTxBytes();
+  if (!tx || kBuf.getStages() < 1)
+    return fail("expects a K pipe with tx_bytes");
+
+  OpBuilder b(kernel.getContext());
+  MLIRContext *ctx = kernel.getContext();
+  Location loc = kernel.getLoc();
+  Operation *lastBuffer = nullptr, *lastPipe = nullptr;
+  for (Operation &op : kernel.getBody().front()) {
+    if (isa<BufferOp>(op))
+      lastBuffer = &op;
+    if (isa<PipeOp>(op))
+      lastPipe = &op;
+  }
+  b.setInsertionPointAfter(lastBuffer);
+  auto sinkBuf = BufferOp::create(
+      b, loc, b.getStringAttr("sink"),
+      MemorySpaceAttr::get(ctx, MemorySpace::smem), kBuf.getShapeAttr(),
+      kBuf.getElementTypeAttr(), b.getI64IntegerAttr(1), FlatSymbolRefAttr(),
+      DenseI64ArrayAttr());
+  auto bufRef = FlatSymbolRefAttr::get(sinkBuf.getSymNameAttr());
+  b.setInsertionPointAfter(lastPipe);
+  auto sinkPipe = PipeOp::create(
+      b, loc, b.getStringAttr("sink_pipe"), b.getI64IntegerAttr(1),
+      kPipe.getProducerAttr(), b.getArrayAttr({FlatSymbolRefAttr::get(
+                                   computer.getSymNameAttr())}),
+      b.getArrayAttr({bufRef}), b.getI64IntegerAttr(int64_t(*tx)));
+  auto pipeRef = FlatSymbolRefAttr::get(sinkPipe.getSymNameAttr());
+
+  // Load role: the copy right before its kv_loop (after Q; the K copies a
+  // prologue streams ahead come after it).
+  KVLoopOp loadLoop = kLoad->getParentOfType<KVLoopOp>();
+  b.setInsertionPoint(loadLoop);
+  AcquireOp::create(b, loc, pipeRef, IntegerAttr());
+  TmaLoadOp::create(b, loc, TensorAttr::get(ctx, Tensor::k), bufRef, pipeRef,
+                    IntegerAttr(),
+                    UnitAttr(), b.getUnitAttr());
+  ReleaseOp::create(b, loc, pipeRef, IntegerAttr());
+
+  // Compute role: Q Kᵀ of the sink, its row maxima as the running max,
+  // before the prologue's block.
+  b.setInsertionPoint(kAcquire);
+  AcquireOp::create(b, loc, pipeRef, IntegerAttr());
+  MmaOp::create(b, loc, MmaKindAttr::get(ctx, MmaKind::qk), qk.getAAttr(), bufRef, qk.getDAttr(),
+                UnitAttr(), IntegerAttr());
+  ReleaseOp::create(b, loc, pipeRef, IntegerAttr());
+  RowMaxOp::create(b, loc, qk.getDAttr(), IntegerAttr(), b.getUnitAttr());
+  return success();
+}
+
 void InsertVotePass::runOnOperation() {
+  if (sinkSeed != "true" && sinkSeed != "false" && sinkSeed != "auto") {
+    getOperation().emitError()
+        << "blasst-insert-vote: sink-seed must be true, false or auto, got '"
+        << sinkSeed << "'";
+    return signalPassFailure();
+  }
   for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
     AttentionSpec spec = kernel.getSpec().toSpec();
-    if (spec.sparsity.isDense())
+    if (spec.sparsity.isDense()) {
+      if (sinkSeed == "true") {
+        kernel.emitOpError() << "blasst-insert-vote: sink-seed seeds the "
+                                "running max BLASST's votes compare with; "
+                                "the kernel has no sparsity policy";
+        return signalPassFailure();
+      }
       continue;
+    }
     bool voted = kernel.walk([](VoteOp) { return WalkResult::interrupt(); })
                      .wasInterrupted();
     WalkResult r = kernel.walk([&](KVLoopOp loop) {
@@ -190,5 +317,23 @@ void InsertVotePass::runOnOperation() {
     if (!voted && kernel.getTarget() == ws::Target::sm_100a &&
         failed(shareVotes(kernel)))
       return signalPassFailure();
+    // auto: what the schedule record says (convert-attn-to-ws resolved the
+    // knob), else split-KV kernels.
+    bool seed = sinkSeed == "true";
+    if (sinkSeed == "auto") {
+      BoolAttr recorded;
+      if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+        recorded = record->getAs<BoolAttr>("sink_seed");
+      seed = recorded ? recorded.getValue() : bool(kernel.getSplitKv());
+    }
+    if (seed && failed(seedFromSink(kernel)))
+      return signalPassFailure();
+    // The record says what was done (written where it was there or seeded).
+    if (std::optional<DictionaryAttr> record = kernel.getSchedule();
+        record && (seed || record->get("sink_seed"))) {
+      NamedAttrList attrs(*record);
+      attrs.set("sink_seed", BoolAttr::get(kernel.getContext(), seed));
+      kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
+    }
   }
 }

@@ -144,6 +144,10 @@ struct KernelInfo {
   int perSeqKV = 0;
   /// Tokens per page of a paged K/V cache (parameters 16, 17); 0: contiguous.
   int pageSize = 0;
+  /// Decode (BLASST): 1 when each split's running max starts from the
+  /// scores of the sequence's KV block 0 (the sink seed), which changes
+  /// the blocks a split keeps; 0: a fresh -inf per split.
+  int sinkSeed = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

@@ -304,10 +304,13 @@ def WS_TmaLoadOp : WS_StepOp<"tma_load"> {
     same block): the copy is issued only when a voter kept the block; for a
     block every voter skipped, the pipe's release arrives with no
     transaction bytes, so the stage still completes and no consumer waits.
+    `sink` (K, before the kv_loop, on a pipe no kv_loop uses): the sequence's
+    KV block 0 whatever split the CTA walks, the attention sink a split's
+    running max is seeded from (`ws.row_max {sink}`).
   }];
   let arguments = (ins WS_TensorEnum:$tensor, FlatSymbolRefAttr:$dst,
                        FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead,
-                       UnitAttr:$on_demand);
+                       UnitAttr:$on_demand, UnitAttr:$sink);
   let assemblyFormat = "$tensor `->` $dst `via` $pipe attr-dict";
   let hasVerifier = 1;
 }
@@ -395,8 +398,15 @@ def WS_RowMaxOp : WS_StepOp<"row_max"> {
     `ws.mma qk {ahead = 1}`, and the softmax steps after it work on that
     block: a block past the end is fully masked, so it leaves the running
     max and the row sums unchanged.
+
+    `sink` (before the kv_loop): the scores are those of the sequence's KV
+    block 0 (a `ws.mma qk` on a `ws.tma_load {sink}` tile), masked as that
+    block, and their row maxima become the running max (BLASST decode: a
+    split that does not start at block 0 votes against the sink's scores
+    instead of a fresh -inf). Nothing else of the block is used.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$scores, OptionalAttr<I64Attr>:$ahead);
+  let arguments = (ins FlatSymbolRefAttr:$scores, OptionalAttr<I64Attr>:$ahead,
+                       UnitAttr:$sink);
   let assemblyFormat = "$scores attr-dict";
   let hasVerifier = 1;
 }

@@ -24,7 +24,24 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
     before its own skip region around the rescale or P·V. Kernels with no sparsity policy
     are left untouched, so their code is byte-identical to a build without
     the pass.
+
+    Split-KV decode kernels (`split_kv`) also get the **sink seed**
+    (option `sink-seed`): each split's running max starts from the scores of
+    the sequence's KV block 0 (the attention sink) instead of -inf, so a
+    split that starts mid-sequence votes its leading blocks against the
+    sink rather than keeping them until one of its own raises the max. The
+    load role copies block 0's K once into a buffer of its own
+    (`@sink`, pipe `@sink_pipe` of depth 1, `ws.tma_load k {sink}`), the
+    compute role multiplies it before its prologue's block and takes its row
+    maxima as the running max (`ws.row_max {sink}`); O and the row sums are
+    untouched, so the result is the same softmax with fewer kept blocks.
   }];
+  let options = [
+    Option<"sinkSeed", "sink-seed", "std::string", /*default=*/"\"auto\"",
+           "true: seed each split's running max from KV block 0 (an error "
+           "where the kernel is not a split-KV decode kernel); false: a "
+           "fresh -inf; auto: seeded for split-KV decode kernels">
+  ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
 
