@@ -199,7 +199,13 @@ def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
     Option<"forceEagerProducts", "force-eager-products", "bool",
            /*default=*/"false",
            "tests only, unsound: complete every product right away, "
-           "unchecked (shows which races the check keeps)">
+           "unchecked (shows which races the check keeps)">,
+    Option<"shallowTokenRings", "shallow-token-rings", "bool",
+           /*default=*/"true",
+           "search a token ring deeper than 2 (a pipe with no storage) at "
+           "depth 2, checking that every wait and arrival on it agrees with "
+           "its depth (docs/design.md, \"Shallow token rings\"); false: at "
+           "its depth">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
