@@ -141,9 +141,8 @@ def BLASSTCrossStageP : Pass<"blasst-cross-stage-p", "mlir::ModuleOp"> {
            "kernels where it applies; false: none">,
     Option<"depth", "depth", "int64_t", /*default=*/"0",
            "depth of the handshake pipes between the sibling softmax roles "
-           "(0: 4, the seeds' ring, for dense kernels and 2 for voted ones; "
-           "a softmax role never gets more than two tokens ahead of its "
-           "sibling in this schedule, so 2 suffices)">,
+           "(0: 4, the seeds' ring; a softmax role never gets more than two "
+           "tokens ahead of its sibling in this schedule, so 2 suffices)">,
     Option<"holdA", "hold-a", "int64_t", /*default=*/"1",
            "quarters of tile 0's exponentials before its first P store">,
     Option<"holdB", "hold-b", "int64_t", /*default=*/"4",
