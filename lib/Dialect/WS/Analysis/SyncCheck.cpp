@@ -695,18 +695,33 @@ Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
 }
 
 static uint64_t hashWords(const State &s) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  // Four independent lanes of two words each (the multiplies of one lane
+  // wait on each other; four lanes keep the multiplier busy), then mixed.
+  constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
+  uint64_t h[4] = {0x9E3779B97F4A7C15ull ^ s.size(), 0xC2B2AE3D27D4EB4Full,
+                   0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  auto word2 = [&](size_t i) {
+    return uint64_t(uint32_t(s[i])) | uint64_t(uint32_t(s[i + 1])) << 32;
+  };
+  auto mix = [&](uint64_t &x, uint64_t w) {
+    x = (x ^ w) * kMul;
+    x ^= x >> 29;
+  };
   size_t i = 0;
-  for (; i + 2 <= s.size(); i += 2) {
-    uint64_t w = uint64_t(uint32_t(s[i])) | uint64_t(uint32_t(s[i + 1])) << 32;
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
+  for (; i + 8 <= s.size(); i += 8) {
+    mix(h[0], word2(i));
+    mix(h[1], word2(i + 2));
+    mix(h[2], word2(i + 4));
+    mix(h[3], word2(i + 6));
   }
-  if (i < s.size()) {
-    h = (h ^ uint32_t(s[i])) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  return h;
+  for (; i + 2 <= s.size(); i += 2)
+    mix(h[0], word2(i));
+  if (i < s.size())
+    mix(h[0], uint32_t(s[i]));
+  uint64_t out = h[0];
+  for (int k = 1; k < 4; ++k)
+    mix(out, h[k]);
+  return out;
 }
 
 bool StateStore::insert(const State &s) {
