@@ -123,8 +123,7 @@ void blasst::resolveCrossStageP(const AttentionSpec &spec,
     return;
   ws::BLASSTCrossStagePOptions defaults;
   if (!o.crossStagePDepth || !*o.crossStagePDepth)
-    o.crossStagePDepth =
-        ws::defaultCrossStagePDepth(!spec.sparsity.isDense());
+    o.crossStagePDepth = ws::defaultCrossStagePDepth();
   if (!o.crossStagePHoldA)
     o.crossStagePHoldA = defaults.holdA;
   if (!o.crossStagePHoldB)

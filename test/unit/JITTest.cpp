@@ -341,8 +341,8 @@ TEST(JIT, CacheKeys) {
   EXPECT_TRUE(*resolveSchedule(sparse, pingpong).vOnDemand)
       << "a speculation depth asks for V on demand";
 
-  // Cross-stage P on sm_100a: on by default with depth 4 (dense; BLASST:
-  // 2) and hold 1 / 4 (asking for them is the same kernel); off, another
+  // Cross-stage P on sm_100a: on by default with depth 4 (dense and
+  // BLASST) and hold 1 / 4 (asking for them is the same kernel); off, another
   // depth or another hold schedule is another kernel. sm_90a keys leave it
   // out.
   std::string b200 = jit::cacheKey(spec, Target::SM100a);
@@ -374,14 +374,17 @@ TEST(JIT, CacheKeys) {
   resolveCrossStageP(sparse, blasst100);
   EXPECT_EQ(formatSchedule(blasst100),
             "block-m=0 block-n=0 stages=0 producer-regs=0 consumer-regs=0 "
-            "cross-stage-p=true cross-stage-p-depth=2 cross-stage-p-hold-a=1 "
+            "cross-stage-p=true cross-stage-p-depth=4 cross-stage-p-hold-a=1 "
             "cross-stage-p-hold-b=4")
-      << "BLASST: on too, with depth 2 (the checker's cost at depth 4)";
-  ScheduleOptions sparseDepth2;
+      << "BLASST: on too, with depth 4 as for dense kernels";
+  ScheduleOptions sparseDepth4, sparseDepth2;
+  sparseDepth4.crossStagePDepth = 4;
   sparseDepth2.crossStagePDepth = 2;
-  EXPECT_EQ(jit::cacheKey(sparse, Target::SM100a, sparseDepth2),
+  EXPECT_EQ(jit::cacheKey(sparse, Target::SM100a, sparseDepth4),
             jit::cacheKey(sparse, Target::SM100a))
-      << "BLASST: asking for depth 2 is the default kernel";
+      << "BLASST: asking for depth 4 is the default kernel";
+  distinct(jit::cacheKey(sparse, Target::SM100a, sparseDepth2),
+           "cross_stage_p_depth");
 }
 
 TEST(JIT, CacheDirResolution) {

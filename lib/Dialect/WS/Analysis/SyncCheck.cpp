@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "SyncModel.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -25,23 +27,9 @@ std::optional<std::string> Model::build() {
   persistent = kernel.getPersistent();
   for (PipeOp p : kernel.getBody().getOps<PipeOp>()) {
     pipes.push_back(p);
-    maxDepth = std::max<int64_t>(maxDepth, p.getDepth());
+    modelDepth.push_back(p.getDepth());
     numConsumersMax =
         std::max<int>(numConsumersMax, int(p.getConsumers().size()));
-  }
-  int stages = 0;
-  for (auto [i, p] : llvm::enumerate(pipes)) {
-    const PipeInfo &info = protocol.pipe(p);
-    fullBase.push_back(numMbar);
-    for (int64_t s = 0; s < info.depth; ++s)
-      mbarCount.push_back(info.fullArrivals);
-    numMbar += int(info.depth);
-    emptyBase.push_back(numMbar);
-    for (int64_t s = 0; s < info.depth; ++s)
-      mbarCount.push_back(info.emptyArrivals);
-    numMbar += int(info.depth);
-    stageBase.push_back(stages);
-    stages += int(info.depth);
   }
   // Voters publish to the load role: one slot and one arrival each.
   for (RoleOp role : kernel.getBody().getOps<RoleOp>())
@@ -49,11 +37,6 @@ std::optional<std::string> Model::build() {
       if (v.getPublish())
         ++numVoters;
     });
-  if (numVoters) {
-    voteBase = numMbar;
-    mbarCount.append(2, numVoters);
-    numMbar += 2;
-  }
 
   int voter = 0;
   blackwell = kernel.getTarget() == ws::Target::sm_100a;
@@ -235,6 +218,29 @@ std::optional<std::string> Model::build() {
       llvm::erase_if(seg, [&](const Instr &in) {
         return in.kind == Instr::Kind::Vote && !p.branchVotes;
       });
+  }
+  // The barriers, each pipe at the depth the search gives it.
+  planShallowRings();
+  int stages = 0;
+  for (auto [i, p] : llvm::enumerate(pipes)) {
+    const PipeInfo &info = protocol.pipe(p);
+    int64_t d = modelDepth[i];
+    maxDepth = std::max(maxDepth, d);
+    fullBase.push_back(numMbar);
+    for (int64_t s = 0; s < d; ++s)
+      mbarCount.push_back(info.fullArrivals);
+    numMbar += int(d);
+    emptyBase.push_back(numMbar);
+    for (int64_t s = 0; s < d; ++s)
+      mbarCount.push_back(info.emptyArrivals);
+    numMbar += int(d);
+    stageBase.push_back(stages);
+    stages += int(d);
+  }
+  if (numVoters) {
+    voteBase = numMbar;
+    mbarCount.append(2, numVoters);
+    numMbar += 2;
   }
   buildCells();
   for (RoleProg &p : roles)
@@ -495,6 +501,105 @@ void Model::planEagerLanding() {
                  ("copies landing in every order: " + full);
 }
 
+// Shallow token rings. A pipe with no storage (cross-stage P's handshake
+// pipes) is a ring of tokens: its depth changes its barriers and nothing
+// else. Where such a ring is deeper than 2, the search gives it depth 2 (so
+// the trip-count bound, largest depth + 2, counts only the rings that hold
+// data) and checks at every wait and arrival on it that the real depth gives
+// the same outcome. That makes the two models step alike:
+//  - one producer and one consumer, neither the MMA warp (no commits), no
+//    copies, each release completing its phase (checked here);
+//  - every arrival is for the next block of its side (checked at each:
+//    ringAgrees), so the ring's barriers at any depth are a function of two
+//    counts, blocks filled F and blocks released R (stage st of depth d has
+//    completed #{b < F: b = st mod d} fill phases);
+//  - a wait's outcome (pass, block, or two phases apart: parity aliasing)
+//    is a function of F or R, its block and the depth; ringAgrees computes
+//    it for both depths and requires the same;
+//  - at exit a ring is balanced at any depth exactly when F = R.
+// So, by induction over a run, a run of the depth-2 model with no
+// disagreement is a run of the real one with the same steps, checks and
+// verdicts, and the other way round (what the search explores of one it
+// explores of the other). Where a wait or an arrival disagrees the search
+// stops ("not verified") and checkSync searches again at the real depths,
+// as it does for any verdict other than a pass (the verdict and the trace
+// come from the real depths).
+void Model::planShallowRings() {
+  shallow.assign(pipes.size(), false);
+  if (!shallowRings)
+    return;
+  SmallVector<std::string> names;
+  for (auto [p, pipe] : llvm::enumerate(pipes)) {
+    const PipeInfo &info = protocol.pipe(pipe);
+    if (info.depth <= 2 || !info.perBlock || info.multicast ||
+        !pipe.getBuffers().empty() || pipe.getConsumers().size() != 1)
+      continue;
+    bool ok = true;
+    for (auto [r, prog] : llvm::enumerate(roles))
+      for (const std::vector<Instr> &seg : prog.seg)
+        for (const Instr &in : seg) {
+          if (in.pipe != int(p))
+            continue;
+          if (int(r) == mmaRole || in.commit || in.inSkip ||
+              (in.kind != Instr::Kind::PipeWait &&
+               in.kind != Instr::Kind::PipeArrive))
+            ok = false;
+          if (in.kind == Instr::Kind::PipeArrive &&
+              (in.tx != 0 || in.arrivals != (in.producer ? info.fullArrivals
+                                                         : info.emptyArrivals)))
+            ok = false;
+        }
+    if (!ok)
+      continue;
+    shallow[p] = true;
+    modelDepth[p] = 2;
+    names.push_back(("@" + pipe.getSymName()).str());
+  }
+  if (names.empty())
+    return;
+  llvm::raw_string_ostream os(shallowNote);
+  os << "token rings " << llvm::join(names, ", ")
+     << " searched at depth 2, every wait and arrival on them agreeing with "
+        "their depth";
+}
+
+bool Model::ringAgrees(const State &s, const Instr &in, const Blk &b,
+                       bool arrival) const {
+  int p = in.pipe;
+  int64_t d = depth(p), real = realDepth(p);
+  // A producer waits on the empty barriers and arrives on the full ones.
+  bool onFull = in.producer == arrival;
+  int base = onFull ? fullBase[p] : emptyBase[p];
+  // Blocks filled (full) or released (empty) so far: phases completed.
+  int64_t count = 0;
+  for (int64_t st = 0; st < d; ++st)
+    count += mbar(s, base + int(st))[MCompleted];
+  auto disagree = [&](const llvm::Twine &why) {
+    if (!modelBound)
+      modelBound = ("@" + pipes[p].getSymName() + " at depth 2: " + why +
+                    " (block " + llvm::Twine(b.abs) + ")")
+                       .str();
+    return false;
+  };
+  if (arrival)
+    return count == b.abs || disagree("an arrival out of block order");
+  // Phases stage `st` of a ring of depth `dep` completed.
+  auto done = [&](int64_t dep, int64_t st) {
+    return count > st ? (count - 1 - st) / dep + 1 : int64_t(0);
+  };
+  if (mbar(s, base + int(b.abs % d))[MCompleted] != done(d, b.abs % d))
+    return disagree("arrivals out of block order");
+  // The wait needs the stage's phases up to block b - depth (a producer, or
+  // a consumer's look-ahead past the end) or up to block b (a consumer).
+  int64_t extra = !b.exists || in.producer ? 0 : 1;
+  auto outcome = [&](int64_t dep) {
+    int64_t need = b.abs / dep + extra, have = done(dep, b.abs % dep);
+    return have < need - 1 || have > need ? 0 : have >= need ? 1 : 2;
+  };
+  return outcome(d) == outcome(real) ||
+         disagree("a wait whose outcome differs at depth " + llvm::Twine(real));
+}
+
 void Model::initial(State s, SmallVectorImpl<State> &out) {
   setTrips(s);
   split.reset();
@@ -590,18 +695,33 @@ Model::Blk Model::blockAt(const Instr &in, int64_t tile, int64_t loopN) const {
 }
 
 static uint64_t hashWords(const State &s) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  // Four independent lanes of two words each (the multiplies of one lane
+  // wait on each other; four lanes keep the multiplier busy), then mixed.
+  constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
+  uint64_t h[4] = {0x9E3779B97F4A7C15ull ^ s.size(), 0xC2B2AE3D27D4EB4Full,
+                   0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  auto word2 = [&](size_t i) {
+    return uint64_t(uint32_t(s[i])) | uint64_t(uint32_t(s[i + 1])) << 32;
+  };
+  auto mix = [&](uint64_t &x, uint64_t w) {
+    x = (x ^ w) * kMul;
+    x ^= x >> 29;
+  };
   size_t i = 0;
-  for (; i + 2 <= s.size(); i += 2) {
-    uint64_t w = uint64_t(uint32_t(s[i])) | uint64_t(uint32_t(s[i + 1])) << 32;
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
+  for (; i + 8 <= s.size(); i += 8) {
+    mix(h[0], word2(i));
+    mix(h[1], word2(i + 2));
+    mix(h[2], word2(i + 4));
+    mix(h[3], word2(i + 6));
   }
-  if (i < s.size()) {
-    h = (h ^ uint32_t(s[i])) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  return h;
+  for (; i + 2 <= s.size(); i += 2)
+    mix(h[0], word2(i));
+  if (i < s.size())
+    mix(h[0], uint32_t(s[i]));
+  uint64_t out = h[0];
+  for (int k = 1; k < 4; ++k)
+    mix(out, h[k]);
+  return out;
 }
 
 bool StateStore::insert(const State &s) {
@@ -917,6 +1037,7 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
         continue;
       }
       if (modelBound) {
+        result.statesExplored = int64_t(nodes.size());
         result.status = SyncCheckResult::Status::NotVerified;
         result.message = "not verified: " + *modelBound;
         return result;
@@ -971,6 +1092,9 @@ SyncCheckResult Model::run(const SyncCheckOptions &options) {
   }
   result.statesExplored = int64_t(nodes.size());
   result.reduction = options.eagerLanding ? reduction : "";
+  if (!shallowNote.empty())
+    result.reduction =
+        shallowNote + (result.reduction.empty() ? "" : "; ") + result.reduction;
   if (mmaRole >= 0 && options.forceEagerProducts) {
     result.reduction += (result.reduction.empty() ? "" : "; ") +
                         std::string("every product completed eagerly, "
@@ -1026,14 +1150,35 @@ SmallVector<std::string> Model::explainBlocked(const State &s) {
 SyncCheckResult blasst::ws::checkSync(KernelOp kernel,
                                       const ProtocolAnalysis &protocol,
                                       const SyncCheckOptions &options) {
-  Model model(kernel, protocol);
-  if (std::optional<std::string> reason = model.build()) {
-    SyncCheckResult r;
-    r.status = SyncCheckResult::Status::NotVerified;
-    r.message = "not verified: " + *reason;
+  auto search = [&](bool shallowRings, bool &shallow) {
+    Model model(kernel, protocol, shallowRings);
+    shallow = false;
+    if (std::optional<std::string> reason = model.build()) {
+      SyncCheckResult r;
+      r.status = SyncCheckResult::Status::NotVerified;
+      r.message = "not verified: " + *reason;
+      return r;
+    }
+    shallow = model.usesShallowRings();
+    return model.runAll(options);
+  };
+  bool shallow = false;
+  SyncCheckResult r = search(options.shallowTokenRings, shallow);
+  if (!shallow || r.status == SyncCheckResult::Status::Verified)
     return r;
-  }
-  return model.runAll(options);
+  // Shallow token rings prove only a pass: any other verdict, and a wait or
+  // arrival whose outcome depends on the depth, is searched again at the
+  // real depths (the verdict and its trace come from there).
+  SyncCheckResult full = search(false, shallow);
+  full.seconds += r.seconds;
+  std::string why = r.status == SyncCheckResult::Status::NotVerified
+                        ? r.message
+                        : "a violation at depth 2";
+  full.reduction = "token rings searched at their depths after " +
+                   std::to_string(r.statesExplored) + " states at depth 2 (" +
+                   why + ")" + (full.reduction.empty() ? "" : "; ") +
+                   full.reduction;
+  return full;
 }
 
 SyncCheckResult Model::runAll(const SyncCheckOptions &options) {

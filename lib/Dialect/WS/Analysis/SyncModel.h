@@ -214,14 +214,19 @@ private:
 
 class Model {
 public:
-  Model(KernelOp kernel, const ProtocolAnalysis &protocol)
-      : kernel(kernel), protocol(protocol) {}
+  /// `shallowRings`: token rings deeper than 2 are searched at depth 2
+  /// (Model::planShallowRings).
+  Model(KernelOp kernel, const ProtocolAnalysis &protocol,
+        bool shallowRings = false)
+      : kernel(kernel), protocol(protocol), shallowRings(shallowRings) {}
 
   /// Builds the programs; a reason when the model cannot cover the kernel.
   std::optional<std::string> build();
   SyncCheckResult run(const SyncCheckOptions &options);
   /// The role-local checks, then the search.
   SyncCheckResult runAll(const SyncCheckOptions &options);
+  /// Whether some token ring is searched shallower than it is.
+  bool usesShallowRings() const { return !shallowNote.empty(); }
 
 private:
   KernelOp kernel;
@@ -251,9 +256,18 @@ private:
   /// sm_100a: block 0 is never skipped (its P V overwrites O).
   bool blackwell = false;
   /// Set when a bound of the model itself is exceeded.
-  std::optional<std::string> modelBound;
+  mutable std::optional<std::string> modelBound;
   bool persistent = false;
   int64_t maxDepth = 1;
+  /// Per pipe, the depth the search gives it: its own, or 2 for a shallow
+  /// token ring (planShallowRings).
+  SmallVector<int64_t> modelDepth;
+  SmallVector<bool> shallow;
+  bool shallowRings = false;
+  /// The shallow rings, for the summary.
+  std::string shallowNote;
+  /// Decides which token rings are searched at depth 2.
+  void planShallowRings();
 
   // Offsets into a state.
   int offMbar = 0, offNamed = 0, offHeld = 0, offSlots = 0, offCells = 0,
@@ -344,7 +358,8 @@ private:
     named.push_back(b);
     return int(named.size()) - 1;
   }
-  int64_t depth(int p) const { return protocol.pipe(pipes[p]).depth; }
+  int64_t depth(int p) const { return modelDepth[p]; }
+  int64_t realDepth(int p) const { return protocol.pipe(pipes[p]).depth; }
   bool perBlock(int p) const { return protocol.pipe(pipes[p]).perBlock; }
   int32_t &role(State &s, int r, RoleField f) const {
     return s[r * kRoleFields + f];
@@ -386,6 +401,11 @@ private:
     int64_t local = 0, abs = 0, stage = 0, round = 0;
   };
   Blk blockOf(const Instr &in, const State &s, int r) const;
+  /// For a wait or an arrival on a shallow ring: whether the ring at its
+  /// real depth gives the same outcome (otherwise modelBound says why, and
+  /// checkSync searches again at the real depth).
+  bool ringAgrees(const State &s, const Instr &in, const Blk &b,
+                  bool arrival) const;
 
   void completeIfDone(State &s, int m) const {
     int32_t *b = mbar(s, m);

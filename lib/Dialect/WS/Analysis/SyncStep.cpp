@@ -66,6 +66,8 @@ bool Model::arrive(State &t, const Instr &in, const Blk &b, bool noBytes,
       violation = Violation{msg.str(), in.op};
     return false;
   };
+  if (shallow[p] && !ringAgrees(t, in, b, /*arrival=*/true))
+    return false;
   int m = (in.producer ? fullBase[p] : emptyBase[p]) + int(b.stage);
   int32_t *bar = mbar(t, m);
   if (bar[MCompleted] != b.round)
@@ -256,6 +258,8 @@ void Model::stepOnce(const State &s, int r,
       // previous phase, which has completed; other steps on a block that
       // does not exist do not run.
       if (!in.producer && role(s, r, RSeg) == 1 && in.block.ahead == 1) {
+        if (shallow[p] && !ringAgrees(s, in, b, /*arrival=*/false))
+          return;
         int m = fullBase[p] + int(b.stage);
         if (!waitOn(s, m, b.round, in.op, why))
           return;
@@ -265,6 +269,8 @@ void Model::stepOnce(const State &s, int r,
       out.push_back({std::move(t), label});
       return;
     }
+    if (shallow[p] && !ringAgrees(s, in, b, /*arrival=*/false))
+      return;
     if (in.producer) {
       if (!waitOn(s, emptyBase[p] + int(b.stage), b.round, in.op, why))
         return;

@@ -146,9 +146,7 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
   auto sym = [&](StringRef n) { return FlatSymbolRefAttr::get(ctx, n); };
   auto ahead1 = b.getI64IntegerAttr(1);
   int64_t holds[2] = {holdA, holdB};
-  int64_t ring = depth ? int64_t(depth)
-                       : defaultCrossStagePDepth(
-                             !kernel.getSpec().toSpec().sparsity.isDense());
+  int64_t ring = depth ? int64_t(depth) : defaultCrossStagePDepth();
 
   // The handshake pipes: x<t>_pipe, softmax_t -> softmax_u, after the last
   // pipe of the kernel.

@@ -34,6 +34,7 @@ struct BLASSTVerifySyncPass
       options.eagerLanding = eagerLanding;
       options.eagerProducts = eagerProducts;
       options.forceEagerProducts = forceEagerProducts;
+      options.shallowTokenRings = shallowTokenRings;
       ws::SyncCheckResult r = ws::checkSync(kernel, protocol, options);
       if (stats)
         llvm::errs() << "verify-sync @" << kernel.getSymName() << ": "

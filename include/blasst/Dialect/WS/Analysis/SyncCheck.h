@@ -45,6 +45,12 @@ struct SyncCheckOptions {
   /// Tests only (unsound): complete every product eagerly, unchecked, to
   /// show which violations the check above keeps.
   bool forceEagerProducts = false;
+  /// Search a token ring deeper than 2 (a pipe with no storage between two
+  /// roles, neither the MMA warp) at depth 2, checking at every wait and
+  /// arrival on it that its real depth gives the same outcome; where one
+  /// does not, the search runs again at the real depth (SyncCheck.cpp says
+  /// why that is sound).
+  bool shallowTokenRings = true;
 };
 
 /// What the check found for one kernel.

@@ -12,9 +12,9 @@ namespace blasst::ws {
 #include "blasst/Dialect/WS/Transforms/Passes.h.inc"
 
 /// The cross-stage P handshake depth where none is asked for: the seeds'
-/// 4 for dense kernels, 2 for voted (BLASST) ones, whose depth-4 proof
-/// costs blasst-verify-sync 0.7-1 million states (docs/design.md).
-inline int64_t defaultCrossStagePDepth(bool voted) { return voted ? 2 : 4; }
+/// 4, dense and voted (blasst-verify-sync searches these token rings at
+/// depth 2: docs/design.md "Shallow token rings").
+inline int64_t defaultCrossStagePDepth() { return 4; }
 
 /// blasst-v-on-demand's speculation depth where none is asked for: after 2
 /// kept blocks in a row for prefill (docs/results/2026-11-29-session9.md

@@ -158,9 +158,8 @@ def BLASSTCrossStageP : Pass<"blasst-cross-stage-p", "mlir::ModuleOp"> {
            "kernels where it applies; false: none">,
     Option<"depth", "depth", "int64_t", /*default=*/"0",
            "depth of the handshake pipes between the sibling softmax roles "
-           "(0: 4, the seeds' ring, for dense kernels and 2 for voted ones; "
-           "a softmax role never gets more than two tokens ahead of its "
-           "sibling in this schedule, so 2 suffices)">,
+           "(0: 4, the seeds' ring; a softmax role never gets more than two "
+           "tokens ahead of its sibling in this schedule, so 2 suffices)">,
     Option<"holdA", "hold-a", "int64_t", /*default=*/"1",
            "quarters of tile 0's exponentials before its first P store">,
     Option<"holdB", "hold-b", "int64_t", /*default=*/"4",
@@ -216,7 +215,13 @@ def BLASSTVerifySync : Pass<"blasst-verify-sync", "mlir::ModuleOp"> {
     Option<"forceEagerProducts", "force-eager-products", "bool",
            /*default=*/"false",
            "tests only, unsound: complete every product right away, "
-           "unchecked (shows which races the check keeps)">
+           "unchecked (shows which races the check keeps)">,
+    Option<"shallowTokenRings", "shallow-token-rings", "bool",
+           /*default=*/"true",
+           "search a token ring deeper than 2 (a pipe with no storage) at "
+           "depth 2, checking that every wait and arrival on it agrees with "
+           "its depth (docs/design.md, \"Shallow token rings\"); false: at "
+           "its depth">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
