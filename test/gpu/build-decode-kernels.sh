@@ -47,6 +47,9 @@ if [[ ${BLASST:-1} == 1 ]]; then
   mk bdec_a_hd128_q32kv8_ctrue "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode sparsity=blasst:a=64 stats=true"
   mk bench_bdec_hd128_q32kv8 "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   mk bench_bdec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+  # The same BLASST kernel without the sink seed (each split from -inf).
+  BLASST_COMPILE_FLAGS="--sink-seed=false" mk bench_bdec_noseed_hd128_q32kv8 \
+    "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
 fi
 cp "$BUILD/bin/blasst-bench" "$OUT/bin/"
 ls "$OUT"/*.cubin | wc -l

@@ -13,7 +13,8 @@
 # of the blocks skipped (same inputs, same split count); then a summary
 # (speedup, skip rate, byte bound 2 / (2 - skip)) in $OUT/summary.txt.
 # Usage: run-decode-blasst.sh [KDIR] [OUT]  (KDIR default .device/decode).
-# Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; within CHECKS,
+# Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; BENCH_EXTRA="k1 k2"
+# adds kernels of KDIR to each benchmark run (same inputs, in the summary); within CHECKS,
 # MATRIX=0 leaves out the matrix and SPLITS=0 the split / a= / 1000-launch
 # runs; HDS="128" runs a third of the matrix (each part should fit a 10-minute device
 # command: HDS=64 SPLITS=0, HDS=128 SPLITS=0, MATRIX=0 with the sanitizers,
@@ -100,7 +101,8 @@ if [[ ${BENCH:-1} == 1 ]]; then
     read -r batch skv <<<"${shape%%:*}"
     for dial in ${shape#*:}; do
       name="bench_b${batch}_kv${skv}_dial$dial"
-      run "$name" --kernel "$K/bench_dec_hd128_q32kv8" --kernel "$K/bench_bdec_hd128_q32kv8" \
+      extra=(); for x in ${BENCH_EXTRA:-}; do extra+=(--kernel "$K/$x"); done
+      run "$name" --kernel "$K/bench_dec_hd128_q32kv8" --kernel "$K/bench_bdec_hd128_q32kv8" "${extra[@]}" \
         --batch "$batch" --seq-q 1 --seq-kv "$skv" --dial "$dial" --check none \
         --warmup 20 --iters 200
       grep -E "launch:|time:|bandwidth:|stats:" "$OUT/$name.log" | sed "s/^/$name /"
@@ -119,6 +121,15 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "bench_b*_dial*.json"))):
     bound = 2.0 / (2.0 - skip)
     print("%s: %.4f, %.4f, %.3fx, %.1f%%, %.3fx, %.2f" % (
         os.path.basename(f)[6:-5], d, b, d / b, 100 * skip, bound, d / b / bound))
+    # BENCH_EXTRA kernels (same inputs): time, speedup over dense, skipped.
+    for k in ks[2:]:
+        try:
+            x = k["timing"]["median_ms"]
+        except KeyError:
+            continue
+        xs = k.get("stats", {}).get("skip_rate", 0.0)
+        print("    + %s: %.4f, %.3fx, %.1f%%" % (
+            os.path.basename(k.get("stem", "?")), x, d / x, 100 * xs))
 PY
 fi
 echo "BLASST decode: $runs runs, $fails failed (logs in $OUT)"
