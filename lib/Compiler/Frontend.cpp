@@ -150,7 +150,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   if (opts.sinkSeed == true && !insertVote)
     return module.emitError()
            << "the sink seed (--sink-seed) seeds the running max BLASST's "
-              "votes compare with; the spec has no BLASST sparsity policy";
+              "votes compare with; this compile inserts no vote";
   if (insertVote) {
     ws::BLASSTInsertVoteOptions iOpts;
     iOpts.sinkSeed = printScheduleKnob(opts.sinkSeed);
@@ -375,6 +375,11 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     if (onDemand && kernel.getPageSize())
       os << "; a kept block's V pages are looked up in the block table at "
             "the copy";
+    bool sinkSeed = false;
+    kernel.walk([&](ws::TmaLoadOp l) { sinkSeed |= l.getSink(); });
+    if (sinkSeed)
+      os << "; each KV split votes against the running max of KV block 0's "
+            "scores (the sink seed)";
     os << "\n";
     // The threshold the kernel applies, and where the cap takes over.
     const SparsityPolicy &sp = spec.sparsity;
