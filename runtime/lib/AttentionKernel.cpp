@@ -120,8 +120,8 @@ const IntKey kIntKeys[] = {
 };
 
 const char *const kKnownKeys[] = {
-    "abi_version", "kernel",    "target",        "block_m",
-    "block_n",     "threads",   "smem_bytes",    "compiler_version",
+    "abi_version", "kernel",    "target",         "block_m",
+    "block_n",     "threads",   "smem_bytes",     "compiler_version",
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
     "per_seq_kv",  "page_size", "sink_seed"};

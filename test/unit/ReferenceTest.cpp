@@ -1534,165 +1534,169 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
   // Without and with the sink seed (each split's running max starts from
   // block 0's row maxima).
   for (bool seed : {false, true})
-  for (const Case &c : cases) {
-    SCOPED_TRACE(
-        "seqQ " + std::to_string(c.seqQ) + " seqKV " + std::to_string(c.seqKV) +
-        " heads " + std::to_string(c.qHeads) + "/" + std::to_string(c.kvHeads) +
-        " splits " + std::to_string(c.splits) + (c.causal ? " causal" : "") +
-        (seed ? " sink seed" : ""));
-    Shape s = makeShape(2, c.seqQ, c.seqKV, c.qHeads, c.kvHeads, 64, 64,
-                        c.causal, 0.125);
-    DialConfig dc;
-    dc.coldFraction = 0.6;
-    dc.blockN = 32;
-    dc.sinkKeys = 8;
-    dc.window = 16;
-    DialInfo info;
-    Inputs in = makeDialInputs(s, DType::BF16, dc, 5, 0, &info);
-    const int64_t G = c.qHeads / c.kvHeads, tokens = 64 / G;
-    SkipConfig cfg;
-    cfg.blockM = 64;
-    cfg.blockN = 32;
-    cfg.qGroup = G;
-    cfg.kvSplits = c.splits;
-    cfg.sinkSeed = seed;
-    cfg.log2Threshold = info.defaultLog2Threshold();
-    std::vector<int64_t> all = allRows(s);
-    SkipModel model, model3;
-    Reference dense;
-    skipModelOf(in, all, cfg, 1, &model, &dense);
-    skipModelOf(in, all, cfg, 3, &model3);
-    EXPECT_EQ(model3.decisions, model.decisions);
-    EXPECT_EQ(model3.out.o, model.out.o);
+    for (const Case &c : cases) {
+      SCOPED_TRACE("seqQ " + std::to_string(c.seqQ) + " seqKV " +
+                   std::to_string(c.seqKV) + " heads " +
+                   std::to_string(c.qHeads) + "/" + std::to_string(c.kvHeads) +
+                   " splits " + std::to_string(c.splits) +
+                   (c.causal ? " causal" : "") + (seed ? " sink seed" : ""));
+      Shape s = makeShape(2, c.seqQ, c.seqKV, c.qHeads, c.kvHeads, 64, 64,
+                          c.causal, 0.125);
+      DialConfig dc;
+      dc.coldFraction = 0.6;
+      dc.blockN = 32;
+      dc.sinkKeys = 8;
+      dc.window = 16;
+      DialInfo info;
+      Inputs in = makeDialInputs(s, DType::BF16, dc, 5, 0, &info);
+      const int64_t G = c.qHeads / c.kvHeads, tokens = 64 / G;
+      SkipConfig cfg;
+      cfg.blockM = 64;
+      cfg.blockN = 32;
+      cfg.qGroup = G;
+      cfg.kvSplits = c.splits;
+      cfg.sinkSeed = seed;
+      cfg.log2Threshold = info.defaultLog2Threshold();
+      std::vector<int64_t> all = allRows(s);
+      SkipModel model, model3;
+      Reference dense;
+      skipModelOf(in, all, cfg, 1, &model, &dense);
+      skipModelOf(in, all, cfg, 3, &model3);
+      EXPECT_EQ(model3.decisions, model.decisions);
+      EXPECT_EQ(model3.out.o, model.out.o);
 
-    // Brute force, long double.
-    const int64_t tiles = (c.seqQ + tokens - 1) / tokens;
-    ASSERT_EQ(model.mBlocks, tiles);
-    const long double T = info.defaultLog2Threshold();
-    std::vector<int64_t> visited(size_t(s.batch * s.qHeads), 0),
-        skipped(size_t(s.batch * s.qHeads), 0);
-    uint64_t mismatch = 0, kept = 0, skips = 0;
-    double maxErr = 0;
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t kh = 0; kh < s.kvHeads; ++kh)
-        for (int64_t t = 0; t < tiles; ++t) {
-          int64_t last = std::min((t + 1) * tokens, c.seqQ) - 1;
-          int64_t nB = (c.seqKV + 31) / 32;
-          if (c.causal) // up to the diagonal of the tile's last token slot
-            nB = std::min(nB, ((t + 1) * tokens + c.seqKV - c.seqQ + 31) / 32);
-          (void)last;
-          // Scores of the voting rows: [token][head][key].
-          auto score = [&](int64_t i, int64_t h, int64_t j) -> long double {
-            if (j >= s.visibleKeys(i))
-              return -std::numeric_limits<long double>::infinity();
-            long double acc = 0;
-            for (int64_t d = 0; d < 64; ++d)
-              acc += (long double)in.q[size_t(b * in.qs.batch + i * in.qs.seq +
-                                              h * in.qs.head + d)] *
-                     in.k[size_t(b * in.ks.batch + j * in.ks.seq +
-                                 kh * in.ks.head + d)];
-            return acc * (long double)s.scale;
-          };
-          std::vector<bool> keepBlock(size_t(nB), false);
-          int64_t per = (nB + c.splits - 1) / c.splits;
-          // Block 0's row maxima (the sink seed).
-          std::vector<long double> sink(
-              size_t(64), -std::numeric_limits<long double>::infinity());
-          for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ);
-               ++i)
-            for (int64_t g = 0; g < G; ++g)
-              for (int64_t j = 0; j < std::min<int64_t>(32, c.seqKV); ++j)
-                sink[size_t((i - t * tokens) * G + g)] =
-                    std::max(sink[size_t((i - t * tokens) * G + g)],
-                             score(i, kh * G + g, j) * (long double)kLog2E);
-          for (int64_t sp = 0; sp < c.splits; ++sp) {
-            int64_t b0 = std::min(sp * per, nB), b1 = std::min(b0 + per, nB);
-            std::vector<long double> run(
+      // Brute force, long double.
+      const int64_t tiles = (c.seqQ + tokens - 1) / tokens;
+      ASSERT_EQ(model.mBlocks, tiles);
+      const long double T = info.defaultLog2Threshold();
+      std::vector<int64_t> visited(size_t(s.batch * s.qHeads), 0),
+          skipped(size_t(s.batch * s.qHeads), 0);
+      uint64_t mismatch = 0, kept = 0, skips = 0;
+      double maxErr = 0;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t kh = 0; kh < s.kvHeads; ++kh)
+          for (int64_t t = 0; t < tiles; ++t) {
+            int64_t last = std::min((t + 1) * tokens, c.seqQ) - 1;
+            int64_t nB = (c.seqKV + 31) / 32;
+            if (c.causal) // up to the diagonal of the tile's last token slot
+              nB =
+                  std::min(nB, ((t + 1) * tokens + c.seqKV - c.seqQ + 31) / 32);
+            (void)last;
+            // Scores of the voting rows: [token][head][key].
+            auto score = [&](int64_t i, int64_t h, int64_t j) -> long double {
+              if (j >= s.visibleKeys(i))
+                return -std::numeric_limits<long double>::infinity();
+              long double acc = 0;
+              for (int64_t d = 0; d < 64; ++d)
+                acc +=
+                    (long double)in.q[size_t(b * in.qs.batch + i * in.qs.seq +
+                                             h * in.qs.head + d)] *
+                    in.k[size_t(b * in.ks.batch + j * in.ks.seq +
+                                kh * in.ks.head + d)];
+              return acc * (long double)s.scale;
+            };
+            std::vector<bool> keepBlock(size_t(nB), false);
+            int64_t per = (nB + c.splits - 1) / c.splits;
+            // Block 0's row maxima (the sink seed).
+            std::vector<long double> sink(
                 size_t(64), -std::numeric_limits<long double>::infinity());
-            if (seed && nB > 0)
-              run = sink;
-            for (int64_t n = b0; n < b1; ++n) {
-              bool skip = n != b0;
-              std::vector<long double> mb(size_t(64));
-              for (int64_t i = t * tokens;
-                   i < std::min((t + 1) * tokens, c.seqQ); ++i)
+            for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ);
+                 ++i)
+              for (int64_t g = 0; g < G; ++g)
+                for (int64_t j = 0; j < std::min<int64_t>(32, c.seqKV); ++j)
+                  sink[size_t((i - t * tokens) * G + g)] =
+                      std::max(sink[size_t((i - t * tokens) * G + g)],
+                               score(i, kh * G + g, j) * (long double)kLog2E);
+            for (int64_t sp = 0; sp < c.splits; ++sp) {
+              int64_t b0 = std::min(sp * per, nB), b1 = std::min(b0 + per, nB);
+              std::vector<long double> run(
+                  size_t(64), -std::numeric_limits<long double>::infinity());
+              if (seed && nB > 0)
+                run = sink;
+              for (int64_t n = b0; n < b1; ++n) {
+                bool skip = n != b0;
+                std::vector<long double> mb(size_t(64));
+                for (int64_t i = t * tokens;
+                     i < std::min((t + 1) * tokens, c.seqQ); ++i)
+                  for (int64_t g = 0; g < G; ++g) {
+                    size_t r = size_t((i - t * tokens) * G + g);
+                    long double mx =
+                        -std::numeric_limits<long double>::infinity();
+                    for (int64_t j = n * 32; j < n * 32 + 32; ++j)
+                      mx = std::max(mx, score(i, kh * G + g, j));
+                    mb[r] = mx * (long double)kLog2E;
+                    if (!(mb[r] - run[r] < T))
+                      skip = false;
+                  }
+                if (!skip)
+                  for (size_t r = 0; r < 64; ++r)
+                    run[r] = std::max(run[r], mb[r]);
+                keepBlock[size_t(n)] = !skip;
                 for (int64_t g = 0; g < G; ++g) {
-                  size_t r = size_t((i - t * tokens) * G + g);
-                  long double mx =
-                      -std::numeric_limits<long double>::infinity();
-                  for (int64_t j = n * 32; j < n * 32 + 32; ++j)
-                    mx = std::max(mx, score(i, kh * G + g, j));
-                  mb[r] = mx * (long double)kLog2E;
-                  if (!(mb[r] - run[r] < T))
-                    skip = false;
+                  uint8_t d = model.decisions[model.decisionIndex(
+                      s.qHeads, b, kh * G + g, t, 0, n)];
+                  if (!(d & kBorderline) &&
+                      (d & ~kBorderline) != (skip ? kSkipped : kKept))
+                    ++mismatch;
+                  size_t pair = size_t(b * s.qHeads + kh * G + g);
+                  ++visited[pair];
+                  skipped[pair] += skip;
                 }
-              if (!skip)
-                for (size_t r = 0; r < 64; ++r)
-                  run[r] = std::max(run[r], mb[r]);
-              keepBlock[size_t(n)] = !skip;
-              for (int64_t g = 0; g < G; ++g) {
-                uint8_t d = model.decisions[model.decisionIndex(
-                    s.qHeads, b, kh * G + g, t, 0, n)];
-                if (!(d & kBorderline) &&
-                    (d & ~kBorderline) != (skip ? kSkipped : kKept))
-                  ++mismatch;
-                size_t pair = size_t(b * s.qHeads + kh * G + g);
-                ++visited[pair];
-                skipped[pair] += skip;
+                kept += !skip;
+                skips += skip;
               }
-              kept += !skip;
-              skips += skip;
             }
-          }
-          // O over the kept keys, per token and head of the tile.
-          for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ);
-               ++i)
-            for (int64_t g = 0; g < G; ++g) {
-              int64_t h = kh * G + g;
-              long double mx = -std::numeric_limits<long double>::infinity();
-              for (int64_t j = 0; j < std::min(s.visibleKeys(i), nB * 32); ++j)
-                if (keepBlock[size_t(j / 32)])
-                  mx = std::max(mx, score(i, h, j));
-              size_t idx = model.out.index(s, b, h, size_t(i));
-              for (int64_t d = 0; d < 64; ++d) {
-                long double num = 0, den = 0;
+            // O over the kept keys, per token and head of the tile.
+            for (int64_t i = t * tokens; i < std::min((t + 1) * tokens, c.seqQ);
+                 ++i)
+              for (int64_t g = 0; g < G; ++g) {
+                int64_t h = kh * G + g;
+                long double mx = -std::numeric_limits<long double>::infinity();
                 for (int64_t j = 0; j < std::min(s.visibleKeys(i), nB * 32);
                      ++j)
-                  if (keepBlock[size_t(j / 32)]) {
-                    long double p = std::exp(score(i, h, j) - mx);
-                    den += p;
-                    num += p * in.v[size_t(b * in.vs.batch + j * in.vs.seq +
-                                           kh * in.vs.head + d)];
-                  }
-                maxErr = std::max(
-                    maxErr,
-                    double(std::fabs(num / den -
-                                     model.out.o[idx * 64 + size_t(d)])));
+                  if (keepBlock[size_t(j / 32)])
+                    mx = std::max(mx, score(i, h, j));
+                size_t idx = model.out.index(s, b, h, size_t(i));
+                for (int64_t d = 0; d < 64; ++d) {
+                  long double num = 0, den = 0;
+                  for (int64_t j = 0; j < std::min(s.visibleKeys(i), nB * 32);
+                       ++j)
+                    if (keepBlock[size_t(j / 32)]) {
+                      long double p = std::exp(score(i, h, j) - mx);
+                      den += p;
+                      num += p * in.v[size_t(b * in.vs.batch + j * in.vs.seq +
+                                             kh * in.vs.head + d)];
+                    }
+                  maxErr = std::max(
+                      maxErr,
+                      double(std::fabs(num / den -
+                                       model.out.o[idx * 64 + size_t(d)])));
+                }
               }
-            }
-        }
-    EXPECT_EQ(mismatch, 0u);
-    EXPECT_GT(kept, 0u);
-    EXPECT_GT(skips, 0u) << "the dial makes cold blocks";
-    EXPECT_EQ(model.visited, visited);
-    for (size_t i = 0; i < skipped.size(); ++i)
-      EXPECT_LE(std::llabs(model.skipped[i] - skipped[i]), model.borderline[i]);
-    if (model.totalBorderline == 0)
-      EXPECT_LE(maxErr, 1e-9);
-    EXPECT_EQ(
-        model.totalVisited,
-        int64_t(std::accumulate(visited.begin(), visited.end(), int64_t(0))));
-    // The dense output alongside equals the reference.
-    Reference ref;
-    referenceOf(in, all, 2, &ref);
-    double denseErr = 0;
-    for (size_t i = 0; i < ref.o.size(); ++i)
-      denseErr = std::max(denseErr, std::fabs(ref.o[i] - dense.o[i]));
-    EXPECT_LE(denseErr, 1e-12);
-    // The walked cold fraction leaves out each split's first block.
-    EXPECT_GT(dialWalkedColdFraction(s, cfg, info), 0.0);
-    EXPECT_LT(dialWalkedColdFraction(s, cfg, info), 1.0);
-  }
+          }
+      EXPECT_EQ(mismatch, 0u);
+      EXPECT_GT(kept, 0u);
+      EXPECT_GT(skips, 0u) << "the dial makes cold blocks";
+      EXPECT_EQ(model.visited, visited);
+      for (size_t i = 0; i < skipped.size(); ++i)
+        EXPECT_LE(std::llabs(model.skipped[i] - skipped[i]),
+                  model.borderline[i]);
+      if (model.totalBorderline == 0)
+        EXPECT_LE(maxErr, 1e-9);
+      EXPECT_EQ(
+          model.totalVisited,
+          int64_t(std::accumulate(visited.begin(), visited.end(), int64_t(0))));
+      // The dense output alongside equals the reference.
+      Reference ref;
+      referenceOf(in, all, 2, &ref);
+      double denseErr = 0;
+      for (size_t i = 0; i < ref.o.size(); ++i)
+        denseErr = std::max(denseErr, std::fabs(ref.o[i] - dense.o[i]));
+      EXPECT_LE(denseErr, 1e-12);
+      // The walked cold fraction leaves out each split's first block.
+      EXPECT_GT(dialWalkedColdFraction(s, cfg, info), 0.0);
+      EXPECT_LT(dialWalkedColdFraction(s, cfg, info), 1.0);
+    }
 }
 
 // Decode split boundaries: with one split per block nothing is ever voted

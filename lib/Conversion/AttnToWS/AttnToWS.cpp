@@ -107,8 +107,7 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // BLASST decode: each split votes against the sink's scores from its
   // first block on (blasst-insert-vote's sink seed). Other kernels walk the
   // sequence from block 0: left unset (their records and keys unchanged).
-  if (!o.sinkSeed.has_value() && decode && hopper &&
-      !spec.sparsity.isDense())
+  if (!o.sinkSeed.has_value() && decode && hopper && !spec.sparsity.isDense())
     o.sinkSeed = true;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
@@ -465,8 +464,7 @@ static void buildBlackwell(KernelBuilder &kb, KernelOp kernel,
     kb.kvLoop();
     kb.acquire(sPipes[i]);
     ReadScoresOp::create(kb.b, kb.loc, kb.sym(sBufs[i]));
-    RowMaxOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), IntegerAttr(),
-                     UnitAttr());
+    RowMaxOp::create(kb.b, kb.loc, kb.sym(sBufs[i]), IntegerAttr(), UnitAttr());
     kb.acquire(fPipes[i]);
     SoftmaxUpdateOp::create(kb.b, kb.loc, kb.sym(sBufs[i]),
                             kb.sym(fBufs[i]));

@@ -184,10 +184,11 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.q_tiles", b.getI64IntegerAttr(qLoads));
   // The sink seed changes which blocks a split keeps (the host's skip
   // model must know).
-  if (kernel.walk([](TmaLoadOp load) {
-                return load.getSink() ? WalkResult::interrupt()
-                                      : WalkResult::advance();
-              })
+  if (kernel
+          .walk([](TmaLoadOp load) {
+            return load.getSink() ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+          })
           .wasInterrupted())
     func->setAttr("blasst.sink_seed", b.getUnitAttr());
   if (kernel.getPerSeqKv())

@@ -165,8 +165,7 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
                                  "block_n rows without multicast";
     emitPagedKVCopies(op, st,
                       op.getSink() ? c32(0) : blockOf(st, pipe, op.getAhead()),
-                      tmap,
-                      headCoord, stageBase, mbar, rows, cols);
+                      tmap, headCoord, stageBase, mbar, rows, cols);
     return success();
   }
   // kv_multicast: this CTA copies its half of the block's rows into both
