@@ -711,14 +711,16 @@ LogicalResult KernelLowering::emitWarpgroupRegs() {
     std::optional<int64_t> regs;
     SmallVector<bool, 4> held(4, false);
     for (auto role : kernel.getBody().getOps<RoleOp>()) {
-      if (role.getWarpEnd() <= 4 * g || role.getWarpBegin() >= 4 * g + 4)
+      int64_t begin = int64_t(role.getWarpBegin()),
+              end = int64_t(role.getWarpEnd());
+      if (end <= 4 * g || begin >= 4 * g + 4)
         continue;
-      for (int64_t w = role.getWarpBegin(); w < role.getWarpEnd(); ++w)
+      for (int64_t w = begin; w < end; ++w)
         if (w >= 4 * g && w < 4 * g + 4)
           held[w - 4 * g] = true;
       if (!role.getRegs())
         continue;
-      if (regs && *regs != *role.getRegs())
+      if (regs && *regs != int64_t(*role.getRegs()))
         return role.emitOpError()
                << "asks for " << *role.getRegs() << " registers but warpgroup "
                << g << " already has " << *regs
