@@ -42,8 +42,15 @@
 // NOSINK-SAME: sink_seed = false
 // NOSINK-NOT: sink
 
-// TWICE-COUNT-1: ws.buffer @sink
-// TWICE-COUNT-1: ws.row_max @s {sink}
+// Run twice, the pass seeds once: one sink buffer, pipe, copy and seed.
+// TWICE: ws.buffer @sink smem
+// TWICE-NOT: ws.buffer @sink
+// TWICE: ws.pipe @sink_pipe
+// TWICE-NOT: ws.pipe @sink_pipe
+// TWICE: ws.tma_load k -> @sink via @sink_pipe {sink}
+// TWICE-NOT: ws.tma_load k -> @sink
+// TWICE: ws.row_max @s {sink}
+// TWICE-NOT: {sink}
 
 // BADSINK: error: blasst-insert-vote: sink-seed must be true, false or auto, got 'maybe'
 
