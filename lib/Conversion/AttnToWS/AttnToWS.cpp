@@ -128,10 +128,13 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // entries for the K copies streamed ahead and for the on-demand V copy;
   // at 24 registers ptxas spilled 4-8 bytes (head_dim 64, 16-token pages:
   // 8 pages per 128-key block); with V first (V(n)'s entries and copies
-  // before K(n + A)'s) 32 spill 4 bytes (MQA 32/1, causal), 40 none.
+  // before K(n + A)'s) 32 spill 4 bytes (MQA 32/1, causal), 40 none; with
+  // the K copy depth following the decisions (two K copies per iteration,
+  // each with its table entries, and 5 decisions carried) 40 spill 4 bytes
+  // (GQA 32/8 causal, 16-token pages), 48 none.
   if (!o.producerRegs && decode && !spec.sparsity.isDense() &&
       spec.paged())
-    o.producerRegs = 40;
+    o.producerRegs = 48;
   // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
   // 80 / 48). A softmax thread holds its row of S (128 f32 at block_n 128)
   // in registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes

@@ -96,7 +96,7 @@ void KernelLowering::prefetchPageCoords(AcquireOp op, RoleState &st) {
         load.getAhead() != op.getAhead() || load.getOnDemand() ||
         (load.getTensor() != Tensor::k && load.getTensor() != Tensor::v))
       continue;
-    st.pageCoords[load] = pageCoordsOf(load, blockOf(st, pipe, op.getAhead()));
+    st.pageCoords[load] = pageCoordsOf(load, blockOf(st, pipe, aheadOf(op)));
   }
 }
 

@@ -419,14 +419,72 @@ LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
   return success();
 }
 
+LogicalResult KernelLowering::emitKeptAhead(AcquireOp op, RoleState &st) {
+  // The copy and the release right after the acquire (the verifier).
+  auto load = dyn_cast_or_null<TmaLoadOp>(op->getNextNode());
+  auto release =
+      load ? dyn_cast_or_null<ReleaseOp>(load->getNextNode()) : ReleaseOp();
+  if (!load || !release || !st.skip)
+    return op.emitOpError() << "kept_ahead needs the copy and the release "
+                               "right after the acquire, after the load "
+                               "role's ws.await_vote";
+  int64_t ahead = int64_t(*op.getAhead()), kept = int64_t(*op.getKeptAhead());
+  int64_t run = int64_t(op.getKeptRun().value_or(1));
+  int64_t back = ahead - kept;
+  if (size_t(back + run - 1) > st.skipHist.size())
+    return op.emitOpError()
+           << "kept_ahead needs " << back + run - 1
+           << " decisions of history, the loop carries " << st.skipHist.size();
+  // Whether the `run` decisions ending `from` blocks before block n were all
+  // "kept" (from = 0: through block n's own, st.skip).
+  auto allKept = [&](int64_t from) {
+    Value any;
+    for (int64_t i = from; i < from + run; ++i) {
+      Value s = i == 0 ? st.skip : st.skipHist[i - 1];
+      any = any ? arith::OrIOp::create(b, loc, any, s) : s;
+    }
+    return notI1(any);
+  };
+  auto emitTriple = [&]() -> LogicalResult {
+    if (failed(emitAcquire(op, st)) || failed(emitTmaLoad(load, st)))
+      return failure();
+    return emitRelease(release, st);
+  };
+  {
+    // Block n + kept_ahead, when the run through block n + kept_ahead -
+    // ahead was kept (it was not copied `ahead` blocks ahead then).
+    OpBuilder::InsertionGuard guard(b);
+    openIf(allKept(back));
+    for (Operation *o :
+         {op.getOperation(), load.getOperation(), release.getOperation()})
+      aheadNow[o] = uint64_t(kept);
+    LogicalResult r = emitTriple();
+    aheadNow.clear();
+    if (failed(r))
+      return r;
+  }
+  // Block n + ahead, unless the run through block n was kept.
+  OpBuilder::InsertionGuard guard(b);
+  openIf(notI1(allKept(0)));
+  return emitTriple();
+}
+
 LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
   if (failed(target.checkPlacement(op, st)))
     return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](KVLoopOp o) { return emitLoop(o, st); })
-      .Case([&](AcquireOp o) { return emitAcquire(o, st); })
-      .Case([&](ReleaseOp o) { return emitRelease(o, st); })
-      .Case([&](TmaLoadOp o) { return emitTmaLoad(o, st); })
+      .Case([&](AcquireOp o) {
+        return o.getKeptAhead() && st.inLoop ? emitKeptAhead(o, st)
+                                             : emitAcquire(o, st);
+      })
+      // A kept_ahead copy and release: emitted with their acquire.
+      .Case([&](ReleaseOp o) {
+        return o.getKeptAhead() && st.inLoop ? success() : emitRelease(o, st);
+      })
+      .Case([&](TmaLoadOp o) {
+        return o.getKeptAhead() && st.inLoop ? success() : emitTmaLoad(o, st);
+      })
       .Case([&](MmaOp o) { return target.emitMma(o, st); })
       .Case([&](RowMaxOp o) { return target.emitRowMax(o, st); })
       .Case([&](SoftmaxUpdateOp o) { return target.emitSoftmaxUpdate(o, st); })
@@ -533,6 +591,20 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
     init.append({st.voteKnown, st.voteKept, st.keptRun});
   if (st.countVotes)
     init.push_back(st.voteSkips);
+  // A load role whose copy depth follows the decisions (kept_ahead) carries
+  // the decisions on the blocks before n that its conditions read.
+  int64_t histDepth = 0;
+  loop.walk([&](AcquireOp a) {
+    if (a.getKeptAhead())
+      histDepth = std::max(histDepth,
+                           int64_t(*a.getAhead()) - int64_t(*a.getKeptAhead()) +
+                               int64_t(a.getKeptRun().value_or(1)) - 1);
+  });
+  st.skipHist.assign(histDepth, Value());
+  for (Value &v : st.skipHist) {
+    v = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    init.push_back(v);
+  }
   // A deferred P V runs the last block's in one more iteration (when there
   // is a block), where every step on block n or later finds no block.
   Value trip = st.numBlocks;
@@ -577,6 +649,8 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
     }
     if (st.countVotes)
       st.voteSkips = vals[k++];
+    for (Value &v : st.skipHist)
+      v = vals[k++];
   };
   unpack(forOp.getRegionIterArgs());
   st.sNext = Value();
@@ -625,11 +699,16 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
       yields.append({st.voteKnown, st.voteKept, st.keptRun});
     if (st.countVotes)
       yields.push_back(st.voteSkips);
+    if (!st.skipHist.empty()) {
+      yields.push_back(st.skip);
+      yields.append(st.skipHist.begin(), st.skipHist.end() - 1);
+    }
     scf::YieldOp::create(b, loc, yields);
   }
   st.inLoop = false;
   st.afterLoop = true;
   st.skip = st.skipCur = st.skipPrev = Value();
+  st.skipHist.clear();
   st.s = st.sNext = Value();
   st.inflight.clear();
   b.setInsertionPointAfter(forOp);

@@ -51,6 +51,20 @@ private:
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
   LogicalResult emitSteps(Block &block, RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
+  /// A load role's acquire / copy / release with `kept_ahead` (the copy
+  /// depth follows the decisions, ws.tma_load): the three are emitted at the
+  /// acquire, twice, each under its condition: block n + kept_ahead when the
+  /// kept_run decisions before block n + kept_ahead - ahead were all kept,
+  /// block n + ahead unless those through block n were.
+  LogicalResult emitKeptAhead(AcquireOp op, RoleState &st);
+  /// The block offset a pipe step works on: its `ahead`, or while
+  /// emitKeptAhead emits the kept instance, `kept_ahead`.
+  template <typename OpT> std::optional<uint64_t> aheadOf(OpT op) {
+    if (auto it = aheadNow.find(op.getOperation()); it != aheadNow.end())
+      return it->second;
+    return op.getAhead();
+  }
+  llvm::DenseMap<Operation *, uint64_t> aheadNow;
   LogicalResult emitLoop(KVLoopOp loop, RoleState &st);
   LogicalResult emitTurn(Operation *op, bool wait);
 

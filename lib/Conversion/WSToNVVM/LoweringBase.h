@@ -144,6 +144,10 @@ struct RoleState {
   // V on demand): the voters' skipped blocks (loop-carried).
   bool countVotes = false;
   Value voteSkips;
+  /// A load role whose K copies follow the decisions (`kept_ahead`): the
+  /// decisions on blocks n - 1, n - 2, ... (loop-carried; "skipped" before
+  /// block 0).
+  SmallVector<Value> skipHist;
   /// Paged KV (ws.kernel page_size): the page coordinates of a K/V copy,
   /// loaded from the block table before the load role waits for the stage
   /// (emitAcquire), so the table read overlaps the wait; keyed by the copy.

@@ -26,16 +26,16 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
   bool producer = isProducer(pipe, st);
   // Paged K/V: the block-table reads before the wait (KVCache.cpp).
   prefetchPageCoords(op, st);
-  Value exists = blockExists(st, pipe, op.getAhead());
+  Value exists = blockExists(st, pipe, aheadOf(op));
   // A consumer's look-ahead in the loop (block n+1, which is past the end
   // in the last iteration) needs no branch: past the end it waits for the
   // stage's previous phase, which has completed (or, on a fresh barrier,
   // passes at once). The branch cost a resolve stall every iteration.
   bool branchFree =
-      exists && !producer && st.inLoop && op.getAhead() && *op.getAhead() == 1;
+      exists && !producer && st.inLoop && aheadOf(op) && *aheadOf(op) == 1;
   if (exists && !branchFree)
     openIf(exists);
-  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
+  auto [stage, phase] = stagePhase(st, pipe, aheadOf(op));
   // The producer waits for the consumers to have emptied the stage in the
   // previous round (parity flipped: a fresh barrier passes at once).
   Value parity =
@@ -52,9 +52,9 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
 LogicalResult KernelLowering::emitRelease(ReleaseOp op, RoleState &st) {
   PipeOp pipe = pipeOf(op.getPipeAttr());
   OpBuilder::InsertionGuard guard(b);
-  if (Value exists = blockExists(st, pipe, op.getAhead()))
+  if (Value exists = blockExists(st, pipe, aheadOf(op)))
     openIf(exists);
-  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
+  auto [stage, phase] = stagePhase(st, pipe, aheadOf(op));
   (void)phase;
   if (target.releasesByCommit(st)) {
     // sm_100a's MMA thread: one arrival once its products are done.
@@ -108,14 +108,14 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   OpBuilder::InsertionGuard guard(b);
   // A copy one block ahead, or of block 0 before the loop, runs only when
   // that block exists (the acquire and release around it test the same).
-  if (Value exists = blockExists(st, pipe, op.getAhead()))
+  if (Value exists = blockExists(st, pipe, aheadOf(op)))
     openIf(exists);
   if (op.getOnDemand()) {
     if (!st.skip)
       return op.emitOpError() << "needs a ws.await_vote decision before it";
     openIf(notI1(st.skip));
   }
-  auto [stage, phase] = stagePhase(st, pipe, op.getAhead());
+  auto [stage, phase] = stagePhase(st, pipe, aheadOf(op));
   (void)phase;
   ArrayRef<int64_t> shape = dst.getShape();
   int64_t rows = shape[0], cols = shape[1];
@@ -148,7 +148,7 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     } else {
       if (!protocol.isPerBlock(pipe))
         return op.emitOpError() << "loads K/V on a pipe no kv_loop acquires";
-      seqCoord = mul(absBlock(blockOf(st, pipe, op.getAhead())), c32(blockN));
+      seqCoord = mul(absBlock(blockOf(st, pipe, aheadOf(op))), c32(blockN));
     }
     headCoord = kvHead;
     break;
@@ -164,7 +164,7 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
       return op.emitOpError() << "paged K/V copies need whole blocks of "
                                  "block_n rows without multicast";
     emitPagedKVCopies(op, st,
-                      op.getSink() ? c32(0) : blockOf(st, pipe, op.getAhead()),
+                      op.getSink() ? c32(0) : blockOf(st, pipe, aheadOf(op)),
                       tmap, headCoord, stageBase, mbar, rows, cols);
     return success();
   }

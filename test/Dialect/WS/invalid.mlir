@@ -1714,3 +1714,232 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
     }
   }
 }
+
+// -----
+
+// kept_ahead (the K copy depth follows the decisions): below `ahead`...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      // expected-error @below {{kept_ahead must be in [1, ahead) = [1, 2), got 2}}
+      ws.acquire @k_pipe {ahead = 2 : i64, kept_ahead = 2 : i64}
+      ws.tma_load k -> @k via @k_pipe {ahead = 2 : i64, kept_ahead = 2 : i64}
+      ws.release @k_pipe {ahead = 2 : i64, kept_ahead = 2 : i64}
+    }
+  }
+}
+
+// -----
+
+// ...kept_run only with kept_ahead...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      // expected-error @below {{kept_run needs kept_ahead}}
+      ws.acquire @k_pipe {ahead = 4 : i64, kept_run = 2 : i64}
+    }
+  }
+}
+
+// -----
+
+// ...and in [1, 8]...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      // expected-error @below {{kept_run must be in [1, 8], got 9}}
+      ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 9 : i64}
+    }
+  }
+}
+
+// -----
+
+// ...after the load role's ws.await_vote (the decisions it follows)...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{kept_ahead needs a preceding ws.await_vote in the same kv_loop}}
+      ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+      ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+      ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+      ws.await_vote
+    }
+  }
+}
+
+// -----
+
+// ...the same on the acquire, the copy and the release...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      // expected-error @below {{kept_ahead / kept_run must be the same on the acquire, the copy and the release of @k_pipe {ahead = 4}}}
+      ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
+      ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+      ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
+    }
+  }
+}
+
+// -----
+
+// ...which follow one another...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      // expected-error @below {{kept_ahead: the acquire must be followed by its copy and its release}}
+      ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+      ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+      ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64}
+    }
+  }
+}
+
+// -----
+
+// ...and not on_demand...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      ws.acquire @v_pipe {ahead = 2 : i64, kept_ahead = 1 : i64}
+      // expected-error @below {{kept_ahead copies are neither on_demand nor sink}}
+      ws.tma_load v -> @v via @v_pipe {ahead = 2 : i64, kept_ahead = 1 : i64, on_demand}
+      ws.release @v_pipe {ahead = 2 : i64, kept_ahead = 1 : i64}
+    }
+  }
+}
+
+// -----
+
+// ...and for a load role.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.role @l load warps [0, 4) {
+  }
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      // expected-error @below {{kept_ahead is for a load role's steps directly in its kv_loop}}
+      ws.acquire @k_pipe {ahead = 2 : i64, kept_ahead = 1 : i64}
+    }
+  }
+}

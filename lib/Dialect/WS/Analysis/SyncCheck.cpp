@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 
 using namespace mlir;
 using namespace blasst;
@@ -61,7 +62,55 @@ std::optional<std::string> Model::build() {
     int seg = 0;
     bool loopStatsSpeculate = false;
     std::optional<std::string> unsupported;
+    std::function<void(Operation *, bool)> addOne;
+    std::optional<int64_t> keptOverride;
+    auto isKeptAhead = [](Operation *op) {
+      if (auto a = dyn_cast<AcquireOp>(op))
+        return bool(a.getKeptAhead());
+      if (auto l = dyn_cast<TmaLoadOp>(op))
+        return bool(l.getKeptAhead());
+      if (auto r = dyn_cast<ReleaseOp>(op))
+        return bool(r.getKeptAhead());
+      return false;
+    };
     auto add = [&](Operation *op, bool inSkip) {
+      std::vector<Instr> &out = prog.seg[seg];
+      if (seg == 1 && isKeptAhead(op)) {
+        // kept_ahead: the acquire, copy and release run twice, as lowered
+        // (emitKeptAhead): block n + kept_ahead when the run before block
+        // n + kept_ahead - ahead was kept, block n + ahead unless the run
+        // through block n was. The copy and the release come with the
+        // acquire.
+        auto a = dyn_cast<AcquireOp>(op);
+        if (!a)
+          return;
+        auto load = cast<TmaLoadOp>(a->getNextNode());
+        auto rel = cast<ReleaseOp>(load->getNextNode());
+        int64_t ahead = int64_t(*a.getAhead());
+        int64_t kept = int64_t(*a.getKeptAhead());
+        int run = int(a.getKeptRun().value_or(1));
+        for (bool keptInstance : {true, false}) {
+          size_t before = out.size();
+          keptOverride =
+              keptInstance ? std::optional<int64_t>(kept) : std::nullopt;
+          for (Operation *o :
+               {a.getOperation(), load.getOperation(), rel.getOperation()})
+            addOne(o, inSkip);
+          keptOverride.reset();
+          for (size_t i = before; i < out.size(); ++i) {
+            out[i].keptFrom = keptInstance ? int(ahead - kept) : 0;
+            out[i].keptRun = run;
+            out[i].keptWhen = keptInstance;
+          }
+          prog.keptHistory =
+              std::max(prog.keptHistory, int(ahead - kept) + run - 1);
+          keptFirstBlock = std::max(keptFirstBlock, ahead + run - 1);
+        }
+        return;
+      }
+      addOne(op, inSkip);
+    };
+    addOne = [&](Operation *op, bool inSkip) {
       const StepInfo *info = protocol.step(op);
       if (!info)
         return;
@@ -71,6 +120,8 @@ std::optional<std::string> Model::build() {
         in.kind = k;
         in.op = op;
         in.block = info->block;
+        if (keptOverride)
+          in.block.ahead = *keptOverride;
         in.inSkip = inSkip;
         return in;
       };
@@ -269,7 +320,7 @@ std::optional<std::string> Model::build() {
       if (writes && firstWriter < 0)
         firstWriter = int(i);
     }
-    if (!readBeforeWrite && lastReader >= 0 && !p.skipHistory)
+    if (!readBeforeWrite && lastReader >= 0 && !p.skipHistory && !p.keptHistory)
       p.skipDeadFrom = lastReader + 1;
   }
   offMbar = int(roles.size()) * kRoleFields;
@@ -644,8 +695,12 @@ void Model::normalize(State &s, int r) const {
       role(s, r, RRun) = 0;
     } else if (seg == 1) {
       // A deferred P V's loop runs one more iteration (the last block's).
-      if (!blockExists(tile, ++role(s, r, RN) - p.lag))
+      if (!blockExists(tile, ++role(s, r, RN) - p.lag)) {
         seg = 2;
+        // The decision history lives only in the loop (set at its first
+        // ws.await_vote).
+        role(s, r, RHist) = 0;
+      }
     } else {
       if (++role(s, r, RTile) >= tiles) {
         seg = kDone;
@@ -877,7 +932,7 @@ void Model::completeEagerly(State &t, Label &l,
 SyncCheckResult Model::run(const SyncCheckOptions &options) {
   SyncCheckResult result;
   auto start = std::chrono::steady_clock::now();
-  maxTrip = maxDepth + options.extraBlocks;
+  maxTrip = std::max(maxDepth, keptFirstBlock) + options.extraBlocks;
   numTiles = persistent ? int(options.persistentTiles) : 1;
   {
     std::string b;

@@ -105,6 +105,11 @@ struct Instr {
   /// before the body's vote: 1; 0: the latest).
   int skipDepth = 0;
   int64_t speculate = 0;
+  /// A load role's step with `kept_ahead` (ws.tma_load): it runs only when
+  /// whether the decisions on blocks n - keptFrom .. n - keptFrom -
+  /// keptRun + 1 were all "kept" equals keptWhen (keptFrom < 0: always).
+  int keptFrom = -1, keptRun = 0;
+  bool keptWhen = false;
   /// A tma_load whose copy the search lands right after its issue (the
   /// pipe passed Model::eagerLandingFails: see there).
   bool eager = false;
@@ -134,6 +139,9 @@ struct RoleProg {
   /// Whether a skip region tests an earlier decision than the latest
   /// (RSkip1, RSkip2 are kept).
   bool skipHistory = false;
+  /// A load role with `kept_ahead` steps: how many decisions before the
+  /// latest its conditions read (RHist; 0: none).
+  int keptHistory = 0;
 };
 
 // Flat state layout.
@@ -151,6 +159,9 @@ enum RoleField {
   RRun,
   RWaitGen,
   RPrevKept,
+  /// keptHistory roles: the decisions before the latest (bit i: on block
+  /// n - 1 - i skipped; blocks before 0 count as skipped).
+  RHist,
   kRoleFields
 };
 enum MbarField { MCompleted, MPending, MTx, kMbarFields };
@@ -169,7 +180,8 @@ struct Label {
   const Instr *instr = nullptr;
   int64_t block = 0;
   int variant = 0; ///< vote: 1 = skip; 2: skipped region; 3: no such
-                   ///< block (not run); 4: past the end; 5: once per tile
+                   ///< block (not run); 4: past the end; 5: once per tile;
+                   ///< 6: a kept_ahead step whose condition does not hold
   int copyPipe = -1, copyStage = 0;
   /// Steps of the same role run with this one as one atomic step (see
   /// Model::stepRole): their own labels.
@@ -259,6 +271,10 @@ private:
   mutable std::optional<std::string> modelBound;
   bool persistent = false;
   int64_t maxDepth = 1;
+  /// kept_ahead steps: the first block copied kept_ahead ahead is ahead +
+  /// kept_run - 1 (the decisions before block 0 count as skipped); the
+  /// trip bound reaches past it by the same extra blocks as past the depth.
+  int64_t keptFirstBlock = 0;
   /// Per pipe, the depth the search gives it: its own, or 2 for a shallow
   /// token ring (planShallowRings).
   SmallVector<int64_t> modelDepth;

@@ -231,6 +231,21 @@ void Model::stepOnce(const State &s, int r,
   // warp issues nothing either; its queue entry only renames O (through the
   // block before = through this one) in issue order.
   static constexpr RoleField kDecision[] = {RSkip, RSkip1, RSkip2};
+  if (in.keptFrom >= 0) {
+    // kept_ahead: the decisions n - keptFrom .. n - keptFrom - keptRun + 1
+    // (0: RSkip, the latest; i > 0: bit i - 1 of RHist).
+    bool allKept = true;
+    for (int i = in.keptFrom; i < in.keptFrom + in.keptRun; ++i)
+      allKept &=
+          !(i == 0 ? role(s, r, RSkip) : (role(s, r, RHist) >> (i - 1)) & 1);
+    if (allKept != in.keptWhen) {
+      label.variant = 6;
+      label.block = blockOf(in, s, r).local;
+      advance(t, r);
+      out.push_back({std::move(t), label});
+      return;
+    }
+  }
   if (in.inSkip && role(s, r, kDecision[in.skipDepth])) {
     label.variant = 2;
     if (in.kind == Instr::Kind::MmaIssue && !in.skipEffects.empty()) {
@@ -475,6 +490,15 @@ void Model::stepOnce(const State &s, int r,
     int64_t n = role(s, r, RN);
     int64_t k = in.speculate;
     bool allSkip = false;
+    if (int h = prog.keptHistory;
+        h && (n == 0 || k == 0 || !role(s, r, RSub))) {
+      // The decisions before block n: shift in block n - 1's (blocks before
+      // 0 count as skipped).
+      int32_t mask = (1 << h) - 1;
+      role(t, r, RHist) =
+          n == 0 ? mask
+                 : ((role(s, r, RHist) << 1) | (role(s, r, RSkip) & 1)) & mask;
+    }
     if (n == 0) {
       role(t, r, RSkip) = 0;
       role(t, r, RKnown) = role(t, r, RKept) = 1;
@@ -624,6 +648,9 @@ std::string Model::describe(const Label &l) const {
     os << (l.variant == 1 ? " skip" : " keep");
   if (l.variant == 2)
     os << " [skipped block]";
+  if (l.variant == 6)
+    os << (l.instr->keptWhen ? " [not run: a block before it was skipped]"
+                             : " [not run: the blocks before it were kept]");
   return out;
 }
 

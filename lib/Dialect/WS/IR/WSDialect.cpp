@@ -612,13 +612,88 @@ static LogicalResult verifyPipeAhead(Operation *op,
   return success();
 }
 
+/// `kept_ahead = k, kept_run = r` (a load role's K copies whose depth
+/// follows the decisions): in a load role's kv_loop after its
+/// ws.await_vote, with 1 <= k < ahead and r >= 1, and the same on the
+/// acquire, the copy and the release of the pipe at that `ahead` (the
+/// lowering and the sync checker run the three under one condition).
+static LogicalResult verifyKeptAhead(Operation *op,
+                                     std::optional<uint64_t> ahead,
+                                     std::optional<uint64_t> keptAhead,
+                                     std::optional<uint64_t> keptRun,
+                                     FlatSymbolRefAttr pipeName) {
+  if (!keptAhead && !keptRun)
+    return success();
+  if (!keptAhead)
+    return op->emitOpError() << "kept_run needs kept_ahead";
+  int64_t a = ahead ? int64_t(*ahead) : 0, k = int64_t(*keptAhead);
+  int64_t r = keptRun ? int64_t(*keptRun) : 1;
+  if (k < 1 || k >= a)
+    return op->emitOpError()
+           << "kept_ahead must be in [1, ahead) = [1, " << a << "), got " << k;
+  if (r < 1 || r > 8)
+    return op->emitOpError() << "kept_run must be in [1, 8], got " << r;
+  auto role = op->getParentOfType<RoleOp>();
+  auto loop = dyn_cast<KVLoopOp>(op->getParentOp());
+  if (!loop || !role || role.getKind() != RoleKind::load)
+    return op->emitOpError()
+           << "kept_ahead is for a load role's steps directly in its kv_loop";
+  bool awaited = false;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
+    awaited |= isa<AwaitVoteOp>(prev);
+  if (!awaited)
+    return op->emitOpError() << "kept_ahead needs a preceding ws.await_vote "
+                                "in the same kv_loop (the decisions it "
+                                "follows)";
+  // The acquire, the copy and the release of this pipe at this `ahead`
+  // must agree.
+  for (Operation &other : loop.getBody().front()) {
+    std::optional<uint64_t> oa, ok, orun;
+    StringRef opipe;
+    if (auto x = dyn_cast<AcquireOp>(other))
+      oa = x.getAhead(), ok = x.getKeptAhead(), orun = x.getKeptRun(),
+      opipe = x.getPipe();
+    else if (auto x = dyn_cast<ReleaseOp>(other))
+      oa = x.getAhead(), ok = x.getKeptAhead(), orun = x.getKeptRun(),
+      opipe = x.getPipe();
+    else if (auto x = dyn_cast<TmaLoadOp>(other))
+      oa = x.getAhead(), ok = x.getKeptAhead(), orun = x.getKeptRun(),
+      opipe = x.getPipe();
+    else
+      continue;
+    if (opipe != pipeName.getValue() || oa != ahead)
+      continue;
+    if (ok != keptAhead || orun.value_or(1) != uint64_t(r))
+      return op->emitOpError()
+             << "kept_ahead / kept_run must be the same on the acquire, the "
+                "copy and the release of "
+             << pipeName << " {ahead = " << a << "}";
+  }
+  return success();
+}
+
 LogicalResult AcquireOp::verify() {
-  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())))
+  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())) ||
+      failed(verifyKeptAhead(*this, getAhead(), getKeptAhead(), getKeptRun(),
+                             getPipeAttr())))
     return failure();
+  if (getKeptAhead()) {
+    auto load = dyn_cast_or_null<TmaLoadOp>((*this)->getNextNode());
+    auto release =
+        load ? dyn_cast_or_null<ReleaseOp>(load->getNextNode()) : ReleaseOp();
+    if (!load || !release || load.getPipe() != getPipe() ||
+        release.getPipe() != getPipe() || load.getAhead() != getAhead() ||
+        release.getAhead() != getAhead())
+      return emitOpError() << "kept_ahead: the acquire must be followed by "
+                              "its copy and its release (one step, run "
+                              "twice under two conditions)";
+  }
   return verifyPipeParticipant(*this, getPipeAttr());
 }
 LogicalResult ReleaseOp::verify() {
-  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())))
+  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())) ||
+      failed(verifyKeptAhead(*this, getAhead(), getKeptAhead(), getKeptRun(),
+                             getPipeAttr())))
     return failure();
   return verifyPipeParticipant(*this, getPipeAttr());
 }
@@ -632,8 +707,12 @@ LogicalResult MmaWaitOp::verify() {
 }
 
 LogicalResult TmaLoadOp::verify() {
-  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())))
+  if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())) ||
+      failed(verifyKeptAhead(*this, getAhead(), getKeptAhead(), getKeptRun(),
+                             getPipeAttr())))
     return failure();
+  if (getKeptAhead() && (getOnDemand() || getSink()))
+    return emitOpError() << "kept_ahead copies are neither on_demand nor sink";
   if (getOnDemand()) {
     if (getTensor() != Tensor::v)
       return emitOpError() << "on_demand loads V only (K feeds the vote)";

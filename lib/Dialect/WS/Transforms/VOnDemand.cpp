@@ -182,10 +182,36 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     // the consumer releases K(n), which is what K(n + A) waits for, so an
     // unspeculated V(n) costs the K stream nothing; a speculated V(n) no
     // longer queues behind K(n + A)'s slot and leaves a block earlier.
-    if (vFirst == "true" || (vFirst == "auto" && kernel.getQGroup()))
+    bool first = vFirst == "true" || (vFirst == "auto" && kernel.getQGroup());
+    if (first)
       for (Operation *op : {await.getOperation(), v->acquire.getOperation(),
                             v->load.getOperation(), v->release.getOperation()})
         op->moveBefore(k->acquire);
+    // The K copy depth follows the decisions: kept_ahead while the last
+    // kept_run blocks were kept (see Passes.td).
+    int64_t kept = kKeptAhead;
+    if (kept < 0)
+      kept = kernel.getQGroup() && first && ahead > 2 && !speculate ? 2 : 0;
+    if (kept > 0) {
+      if (kept >= ahead || !first || speculate)
+        return kernel.emitOpError()
+               << "blasst-v-on-demand: k-kept-ahead = " << kept
+               << " needs K copied further ahead (k-ahead " << ahead
+               << "), V first (the K copies after the votes they follow) "
+                  "and no speculation (speculate-after "
+               << speculate << ")";
+      for (Operation *op : {k->acquire.getOperation(), k->load.getOperation(),
+                            k->release.getOperation()}) {
+        op->setAttr("kept_ahead", b.getI64IntegerAttr(kept));
+        op->setAttr("kept_run", b.getI64IntegerAttr(kKeptRun));
+      }
+      if (std::optional<DictionaryAttr> rec = kernel.getSchedule()) {
+        NamedAttrList attrs(*rec);
+        attrs.set("k_kept_ahead", b.getI64IntegerAttr(kept));
+        attrs.set("k_kept_run", b.getI64IntegerAttr(kKeptRun));
+        kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
+      }
+    }
   }
   if (deferPV == "true" || (deferPV == "auto" && kernel.getQGroup()))
     if (failed(deferPVOf(kernel, /*required=*/deferPV == "true")))
@@ -322,6 +348,13 @@ void VOnDemandPass::runOnOperation() {
                                   "be 0 (always wait for the votes) or more, "
                                   "or -1 (the kernel's default), got "
                                << int64_t(speculateAfter);
+    return signalPassFailure();
+  }
+  if (kKeptAhead < -1 || kKeptRun < 1 || kKeptRun > 8) {
+    getOperation().emitError()
+        << "blasst-v-on-demand: k-kept-ahead must be -1 (the kernel's "
+           "default), 0 (off) or more, and k-kept-run in [1, 8]; got "
+        << int64_t(kKeptAhead) << " and " << int64_t(kKeptRun);
     return signalPassFailure();
   }
   if (vFirst != "true" && vFirst != "false" && vFirst != "auto") {

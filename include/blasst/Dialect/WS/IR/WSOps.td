@@ -278,7 +278,14 @@ def WS_AcquireOp : WS_StepOp<"acquire"> {
     The producer waits for the stage to be empty; a consumer waits for it to
     be full.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead);
+  let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead,
+                       OptionalAttr<I64Attr>:$kept_ahead,
+                       OptionalAttr<I64Attr>:$kept_run);
+  let builders = [
+    OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$pipe, "::mlir::IntegerAttr":$ahead), [{
+      build($_builder, $_state, pipe, ahead, ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = "$pipe attr-dict";
   let hasVerifier = 1;
 }
@@ -289,7 +296,14 @@ def WS_ReleaseOp : WS_StepOp<"release"> {
     The producer marks the stage full (for TMA pipes: the arrive that sets
     the expected transaction bytes); a consumer marks it empty.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead);
+  let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead,
+                       OptionalAttr<I64Attr>:$kept_ahead,
+                       OptionalAttr<I64Attr>:$kept_run);
+  let builders = [
+    OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$pipe, "::mlir::IntegerAttr":$ahead), [{
+      build($_builder, $_state, pipe, ahead, ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = "$pipe attr-dict";
   let hasVerifier = 1;
 }
@@ -307,10 +321,33 @@ def WS_TmaLoadOp : WS_StepOp<"tma_load"> {
     `sink` (K, before the kv_loop, on a pipe no kv_loop uses): the sequence's
     KV block 0 whatever split the CTA walks, the attention sink a split's
     running max is seeded from (`ws.row_max {sink}`).
+
+    `kept_ahead = k, kept_run = r` (with `ahead = a`, k < a, on the
+    acquire, the copy and the release of a load role's kv_loop, after its
+    `ws.await_vote`; blasst-v-on-demand's `k-kept-ahead`): the copy depth
+    follows the decisions. Block n + a is copied in iteration n unless the r
+    decisions on blocks n - r + 1 .. n were all "kept"; then it is copied in
+    iteration n + a - k, k blocks ahead, under the same r decisions (the
+    blocks before block 0 count as skipped). So while blocks are kept the
+    ring streams k blocks ahead, like dense decode, and a V copy does not
+    queue behind K copies issued far ahead of it; after a skip it streams a
+    blocks ahead again. Every block is still copied exactly once, in an
+    iteration where its stage is free; the copies may leave out of block
+    order.
   }];
   let arguments = (ins WS_TensorEnum:$tensor, FlatSymbolRefAttr:$dst,
                        FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead,
-                       UnitAttr:$on_demand, UnitAttr:$sink);
+                       UnitAttr:$on_demand, UnitAttr:$sink,
+                       OptionalAttr<I64Attr>:$kept_ahead,
+                       OptionalAttr<I64Attr>:$kept_run);
+  let builders = [
+    OpBuilder<(ins "::blasst::ws::TensorAttr":$tensor, "::mlir::FlatSymbolRefAttr":$dst,
+                   "::mlir::FlatSymbolRefAttr":$pipe, "::mlir::IntegerAttr":$ahead,
+                   "::mlir::UnitAttr":$on_demand, "::mlir::UnitAttr":$sink), [{
+      build($_builder, $_state, tensor, dst, pipe, ahead, on_demand, sink,
+            ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = "$tensor `->` $dst `via` $pipe attr-dict";
   let hasVerifier = 1;
 }
