@@ -561,10 +561,10 @@ TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
       "not supported on sm_90a"));
   AttentionSpec decode = sampleSpec();
   decode.phase = Phase::Decode;
-  decode.numQHeads = 24; // 3 q heads per kv head
+  decode.numQHeads = 65 * 8; // 65 q heads per kv head: no token fits a tile
   EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
                                               sampleInfo(), decode, &kernel),
-                        "q_heads / kv_heads = 3 is not supported with phase "
+                        "q_heads / kv_heads = 65 is not supported with phase "
                         "= decode"));
   KernelInfo blackwell = sampleInfo();
   blackwell.target = "sm_100a";

@@ -1529,12 +1529,12 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
     int64_t seqQ, seqKV, qHeads, kvHeads, splits;
     bool causal;
   };
-  const Case cases[] = {{1, 700, 8, 2, 1, false}, {3, 700, 8, 2, 3, true},
-                        {8, 513, 32, 8, 4, true}, {2, 300, 32, 1, 4, false},
-                        {8, 300, 64, 1, 2, true}, {4, 640, 4, 4, 5, false},
-                        // G not dividing the tile: floor(64 / G) tokens, the
-                        // last 64 mod G rows padding (G = 3, 7, 6, 21).
-                        {5, 700, 9, 3, 3, true}, {8, 513, 28, 4, 2, true},
+  // The last four: G not dividing the tile (G = 3, 7, 6, 21), floor(64 / G)
+  // tokens per tile, the last 64 mod G rows padding.
+  const Case cases[] = {{1, 700, 8, 2, 1, false},  {3, 700, 8, 2, 3, true},
+                        {8, 513, 32, 8, 4, true},  {2, 300, 32, 1, 4, false},
+                        {8, 300, 64, 1, 2, true},  {4, 640, 4, 4, 5, false},
+                        {5, 700, 9, 3, 3, true},   {8, 513, 28, 4, 2, true},
                         {4, 640, 12, 2, 4, false}, {8, 300, 21, 1, 2, true}};
   // Without and with the sink seed (each split's running max starts from
   // block 0's row maxima).

@@ -122,10 +122,9 @@ void LoweringBase::zeroQPaddingRows(int64_t threads) {
     // Chunk idx: panel (of all stages' panels) idx / chunksPerPanel.
     Value panel = divu(idx, c32(chunksPerPanel));
     Value chunk = remu(idx, c32(chunksPerPanel));
-    Value offset =
-        add(add(c32(offsetOf(q) + packed * kSwizzleBytes),
-                mul(panel, c32(rows * kSwizzleBytes))),
-            mul(chunk, c32(16)));
+    Value offset = add(add(c32(offsetOf(q) + packed * kSwizzleBytes),
+                           mul(panel, c32(rows * kSwizzleBytes))),
+                       mul(chunk, c32(16)));
     auto v4 = VectorType::get({4}, i32);
     Value zero = LLVM::ZeroOp::create(b, loc, v4);
     LLVM::StoreOp::create(b, loc, zero, smemPtr(offset), /*alignment=*/16);
