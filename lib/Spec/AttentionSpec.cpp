@@ -839,12 +839,13 @@ std::string blasst::checkSupported(const AttentionSpec &spec, Target target) {
     if (target != Target::SM90a)
       return std::string("phase = decode is not implemented on ") +
              targetName + " yet (the decode schedule is sm_90a's)";
+    // Any ratio G up to 64: a tile holds floor(64 / G) tokens of the G q
+    // heads; when G does not divide 64 the last 64 mod G rows are padding.
     int g = spec.gqaRatio();
-    if (g > 64 || (g & (g - 1)) != 0)
+    if (g > 64)
       return "q_heads / kv_heads = " + std::to_string(g) +
              " is not supported with phase = decode: the q heads of a kv "
-             "head are packed into one 64-row tile, so the ratio must be a "
-             "power of two up to 64";
+             "head are packed into one 64-row tile, so at most 64 of them";
   }
   return "";
 }

@@ -458,8 +458,7 @@ def _check_phase(phase, cache, Sq):
 def _auto_decode(spec, Sq, Skv, index):
     """phase=None: the decode kernels for 1..8 new tokens per sequence
     against a longer K/V, where the compiler builds them for the device's
-    target (head_dim 64/128, q_heads / kv_heads a power of two up to 64,
-    sm_90a);
+    target (head_dim 64/128, q_heads / kv_heads up to 64, sm_90a);
     else the prefill kernels."""
     if not (1 <= Sq <= _MAX_DECODE_SEQ_Q and Skv > Sq):
         return False
@@ -726,8 +725,8 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
 
     Decode: phase None picks the decode kernels (split KV) for 1..8 new
     tokens per sequence (Sq) against a longer K/V where they are built for
-    the shapes (head_dim 64/128, q_heads / kv_heads a power of two up to
-    64, sm_90a),
+    the shapes (head_dim 64/128, q_heads / kv_heads up to 64,
+    sm_90a),
     else prefill; "prefill" / "decode" choose. A KV cache (decode only):
     kv_lengths, int32 [B] on q's device, each sequence's KV length (0
     allowed; at most seq_kv, not checked: it is on the GPU); block_table,

@@ -107,11 +107,14 @@ blasst.attention(q, k, k, causal=True, phase="prefill")
 pp = plan_of(q, k, k, causal=True, phase="prefill")
 assert not pp.decode and "decode" not in pp.kernel.spec and pp.ws is None
 for qs, ks in (((2, 16, 8, 128), (2, 4096, 2, 128)),   # Sq > 8
-               ((2, 4, 8, 128), (2, 4, 2, 128)),        # K/V not longer
-               ((1, 1, 12, 128), (1, 512, 4, 128))):    # 3 q per kv head
+               ((2, 4, 8, 128), (2, 4, 2, 128))):       # K/V not longer
     qq, kk = bf16(*qs), bf16(*ks)
     blasst.attention(qq, kk, kk)
     assert not plan_of(qq, kk, kk).decode, (qs, ks)
+# 3 q per kv head (not a power of two): decode, 21 tokens per tile.
+qq, kk = bf16(1, 1, 12, 128), bf16(1, 512, 4, 128)
+blasst.attention(qq, kk, kk)
+assert plan_of(qq, kk, kk).decode
 expect(ValueError, "1 to 8 new tokens",
        lambda: blasst.attention(bf16(1, 9, 8, 128), k[:1], k[:1],
                                 phase="decode"))
@@ -334,8 +337,8 @@ expect(ValueError, "kv_lengths and block_table are decode arguments",
 expect(ValueError, "1 to 8 new tokens",
        lambda: blasst.attention(bf16(2, 9, 8, 128), k, k, kv_lengths=lens,
                                 sparsity=sp))
-expect(blasst.BlasstError, "q_heads / kv_heads = 3",
-       lambda: blasst.attention(bf16(2, 1, 6, 128), pool, pool,
+expect(blasst.BlasstError, "q_heads / kv_heads = 65",
+       lambda: blasst.attention(bf16(2, 1, 130, 128), pool, pool,
                                 block_table=table, sparsity=sp,
                                 kv_lengths=lens))
 expect(ValueError, "does not fit the block table",

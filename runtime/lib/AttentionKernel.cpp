@@ -231,10 +231,13 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (info.kvSplits && !info.splitKV)
     return Status::error("kv_splits = " + std::to_string(info.kvSplits) +
                          " needs split_kv = 1");
-  if (info.qGroup && info.blockM % info.qGroup)
+  // A tile holds floor(block_m / q_group) tokens of the q_group q heads
+  // (the rows past q_group x that are padding): at least one token.
+  if (info.qGroup > info.blockM)
     return Status::error("q_group = " + std::to_string(info.qGroup) +
-                         " does not divide block_m = " +
-                         std::to_string(info.blockM));
+                         " exceeds block_m = " + std::to_string(info.blockM) +
+                         " (a tile holds floor(block_m / q_group) tokens of "
+                         "the q_group q heads)");
   if (info.qGroup && (info.persistent || info.clusterM > 1))
     return Status::error("q_group cannot be combined with persistent or "
                          "cluster_m");
@@ -965,8 +968,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.grid = Dim3(unsigned((args.seqQ + blockM - 1) / blockM),
                      unsigned(args.numQHeads), unsigned(args.batch));
   if (kernelInfo.qGroup) {
-    // Decode: the q_group q heads of a KV head by block_m / q_group tokens
-    // per tile; grid (query tiles x splits, kv heads, batch).
+    // Decode: the q_group q heads of a KV head by floor(block_m / q_group)
+    // tokens per tile; grid (query tiles x splits, kv heads, batch).
     uint32_t g = uint32_t(kernelInfo.qGroup), tokens = blockM / g;
     if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q,
                                    args.batch, args.seqQ, args.numQHeads,

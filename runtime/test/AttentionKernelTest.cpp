@@ -561,10 +561,10 @@ TEST(AttentionKernelTest, LoadRefusesASpecTheCompilerDoesNotBuild) {
       "not supported on sm_90a"));
   AttentionSpec decode = sampleSpec();
   decode.phase = Phase::Decode;
-  decode.numQHeads = 24; // 3 q heads per kv head
+  decode.numQHeads = 65 * 8; // 65 q heads per kv head: no token fits a tile
   EXPECT_TRUE(failsWith(AttentionKernel::load(none, image, sizeof(image),
                                               sampleInfo(), decode, &kernel),
-                        "q_heads / kv_heads = 3 is not supported with phase "
+                        "q_heads / kv_heads = 65 is not supported with phase "
                         "= decode"));
   KernelInfo blackwell = sampleInfo();
   blackwell.target = "sm_100a";
@@ -859,6 +859,75 @@ TEST_F(FakeDriverTest, DecodeGridSplitsAndWorkspace) {
   EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
                                               prefill, spec, &kernel),
                         "does not match the spec (phase = decode"));
+}
+
+// Decode with a head ratio that does not divide the 64-row tile (24 q / 8
+// kv heads: G = 3, 21 tokens per tile, rows 63..63 padding; 21 q / 1 kv
+// head: G = 21, 3 tokens per tile): Q's box is {64, G, floor(64 / G)}, the
+// tiles per (batch, kv head) are ceil(seq_q / floor(64 / G)), and they size
+// the grid and the workspace; q_group > block_m is refused.
+TEST_F(FakeDriverTest, DecodeGroupNotDividingTheTile) {
+  auto box = [](const CUtensorMap &m, int i) {
+    uint32_t b = 0;
+    std::memcpy(&b, reinterpret_cast<const char *>(&m) + 64 + 4 * i, 4);
+    return b;
+  };
+  KernelInfo info = sampleInfo();
+  info.blockM = 64;
+  info.threads = 256;
+  info.qGroup = 3;
+  info.splitKV = 1;
+  AttentionSpec spec = sampleSpec();
+  spec.phase = Phase::Decode;
+  spec.numQHeads = 24;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2
+  a.numQHeads = 24;
+  a.setContiguousStrides();
+  a.seqQ = 8;
+  a.seqKV = 5000; // 40 blocks of 128 keys
+  // 16 tiles (2 x 8 kv heads, 8 tokens fit one 21-token tile): 8 splits.
+  EXPECT_EQ(kernel.kvSplitsFor(a), 8);
+  size_t bytes = size_t(16 * 8) * 64 * 129 * 4 + 16 * 4;
+  EXPECT_EQ(kernel.workspaceBytes(a), bytes);
+  a.workspace = 0x50000000;
+  a.workspaceBytes = bytes;
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(8,8,2)");
+  EXPECT_EQ(box(prepared.tmQ, 0), 64u);
+  EXPECT_EQ(box(prepared.tmQ, 1), 3u) << "the q_group q heads";
+  EXPECT_EQ(box(prepared.tmQ, 2), 21u) << "floor(64 / 3) tokens";
+  EXPECT_EQ(box(prepared.tmQ, 3), 1u);
+
+  // G = 21: 3 tokens per tile, seq_q 4 takes 2 tiles per (batch, kv head).
+  info.qGroup = 21;
+  spec.numQHeads = 21;
+  spec.numKVHeads = 1;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  a.numQHeads = 21;
+  a.numKVHeads = 1;
+  a.setContiguousStrides();
+  a.seqQ = 4;
+  a.kvSplits = 5;
+  bytes = size_t(4 * 5) * 64 * 129 * 4 + 4 * 4; // 2 batches x 2 tiles
+  EXPECT_EQ(kernel.workspaceBytes(a), bytes);
+  a.workspaceBytes = bytes;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(10,1,2)");
+  EXPECT_EQ(box(prepared.tmQ, 1), 21u);
+  EXPECT_EQ(box(prepared.tmQ, 2), 3u) << "floor(64 / 21) tokens";
+
+  // More q heads per kv head than the tile has rows: no token fits.
+  info.qGroup = 65;
+  spec.numQHeads = 65;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              info, spec, &kernel),
+                        "q_group = 65"));
 }
 
 /// One cuTensorMapEncodeTiled call as the fake driver recorded it.

@@ -5,6 +5,11 @@
 # seq_q (1-8) and the KV split count are launch values: one kernel per spec.
 # With BLASST=1 (default) also the BLASST decode kernels (bdec_*,
 # bench_bdec_*) for run-decode-blasst.sh.
+# With GQA=1 (default) also the head ratios that are not a power of two
+# (dec_gqa_*, bdec_gqa_*, kvgqa_*: 9/3, 28/4, 12/2, 40/8 x head_dim 64/128 x
+# causal, 12/1 and 24/1 at 128 (several tiles per kv head), paged and
+# per-sequence 28/4) for run-decode.sh / run-decode-blasst.sh with
+# ONLY=gqa; ONLY=gqa here builds just those (about a minute).
 # Usage: test/gpu/build-decode-kernels.sh [BUILD] [OUT]   (OUT default:
 # .device/decode, with a copy of blasst-bench in OUT/bin for the device)
 set -euo pipefail
@@ -19,6 +24,7 @@ mk() { # name spec...
   grep -q "0 bytes spill stores, 0 bytes spill loads" "$OUT/$name.ptxas.log" ||
     { echo "spills or no ptxas report: $OUT/$name.ptxas.log"; exit 1; }
 }
+if [[ ${ONLY:-} != gqa ]]; then
 for hd in 64 128 256; do
   for heads in "16 16" "32 8" "16 4" "8 1" "32 1"; do
     read -r qh kvh <<<"$heads"
@@ -50,6 +56,39 @@ if [[ ${BLASST:-1} == 1 ]]; then
   # The same BLASST kernel without the sink seed (each split from -inf).
   BLASST_COMPILE_FLAGS="--sink-seed=false" mk bench_bdec_noseed_hd128_q32kv8 \
     "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+fi
+fi # ONLY != gqa
+# Head ratios that are not a power of two: G = 3, 7, 6, 5 (floor(64 / G)
+# tokens per tile, the last 64 mod G rows padding), and G = 12, 24 where
+# seq_q 8 takes 2 and 4 tiles per kv head.
+if [[ ${GQA:-1} == 1 || ${ONLY:-} == gqa ]]; then
+  G="dtype=bf16 lse=true phase=decode"
+  S="sparsity=blasst:ln_lambda=-8 stats=true"
+  gqa_heads() { # hd -> the head pairs at that head_dim
+    echo "9_3 28_4 12_2 40_8"; [[ $1 == 128 ]] && echo "12_1 24_1"; return 0; }
+  for hd in 64 128; do
+    for h in $(gqa_heads "$hd"); do
+      qh=${h%_*} kvh=${h#*_}
+      for causal in false true; do
+        mk "dec_gqa_hd${hd}_q${qh}kv${kvh}_c${causal}" \
+          "$G head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal"
+        if [[ ${BLASST:-1} == 1 ]]; then
+          mk "bdec_gqa_hd${hd}_q${qh}kv${kvh}_c${causal}" \
+            "$G head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal $S"
+        fi
+      done
+    done
+  done
+  # The KV caches: per-sequence lengths, contiguous and 16-token pages.
+  for kv in "ps:kv_lengths=per_sequence" \
+            "pg16:kv_lengths=per_sequence kv_cache=paged:page=16"; do
+    mk "kvgqa_${kv%%:*}_hd128_q28kv4_ctrue" \
+      "$G head_dim=128 q_heads=28 kv_heads=4 causal=true ${kv#*:}"
+    if [[ ${BLASST:-1} == 1 ]]; then
+      mk "bkvgqa_${kv%%:*}_hd128_q28kv4_ctrue" \
+        "$G head_dim=128 q_heads=28 kv_heads=4 causal=true ${kv#*:} $S"
+    fi
+  done
 fi
 cp "$BUILD/bin/blasst-bench" "$OUT/bin/"
 ls "$OUT"/*.cubin | wc -l

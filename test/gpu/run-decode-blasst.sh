@@ -21,7 +21,11 @@
 # the benchmark alone); SHAPES: "batch seq_kv:dials,..." (default below: dials that
 # give ~0 / ~70 / ~87.5% skipped in the CPU model at each shape; batch 1
 # needs higher dials: its 16 splits each keep their leading cold blocks
-# until a hot block raises the split's fresh running max).
+# until a hot block raises the split's fresh running max). GQA=1 adds the
+# head ratios that are not a power of two (bdec_gqa_*, bkvgqa_*: 9/3, 28/4,
+# 12/2, 40/8 x head_dim 64/128, 12/1 and 24/1 at 128, seq_q 1/2/4/8 at
+# several skip levels, forced splits, per-sequence and paged lengths,
+# racecheck/memcheck/synccheck); ONLY=gqa runs just those.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-blasst-out}}"; mkdir -p "$OUT"
@@ -35,6 +39,7 @@ run() { local name="$1"; shift; runs=$((runs + 1))
     echo "!! $name exited $rc"; grep -E "FAIL|error|launch:" "$OUT/$name.log" | head -n 8
     fails=$((fails + 1))
   fi; }
+if [[ ${ONLY:-} == gqa ]]; then CHECKS=0 SANITIZER=0 BENCH=0 GQA=1; fi
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== BLASST decode vs the CPU skipping model (every element, stats) ==="
   for hd in ${HDS:-64 128 256}; do
@@ -93,6 +98,58 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
     rc=$?; echo "$tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_$tool.log")"
     [[ $rc -eq 0 ]] || fails=$((fails + 1))
   done
+fi
+if [[ ${GQA:-0} == 1 ]]; then
+  # G q heads by floor(64 / G) tokens per tile, the last 64 mod G rows
+  # padding (they abstain from the vote and are not counted): every element
+  # and the statistics against the CPU skipping model; one shape and skip
+  # level per seq_q, each with both causal kernels.
+  echo "=== BLASST decode, head ratios that are not a power of two ==="
+  g0=$runs; gf=$fails
+  for hd in 64 128; do
+    heads="9_3 28_4 12_2 40_8"; [[ $hd == 128 ]] && heads="$heads 12_1 24_1"
+    for h in $heads; do
+      k="bdec_gqa_hd${hd}_q${h%_*}kv${h#*_}"
+      ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
+      for c in "1 1 1000 --dial 0.5" "2 8 517 --dial 0.9" \
+               "4 3 3001 --log2-threshold -1" "8 4 2000 --log2-threshold -3"; do
+        read -r sq batch skv skip <<<"$c"
+        run "gqa_${k}_sq${sq}_b${batch}_kv${skv}" "${ks[@]}" --batch "$batch" \
+          --seq-q "$sq" --seq-kv "$skv" $skip --stats --seed $((RANDOM + 1)) \
+          --warmup 0 --iters 1 --repeat-launches 2
+      done
+    done
+  done
+  # Forced split counts (each split's first block kept) and more tokens
+  # than a tile holds (24/1: 2 tokens per tile, 4 tiles at seq_q 8).
+  for k in bdec_gqa_hd128_q9kv3 bdec_gqa_hd64_q28kv4 bdec_gqa_hd128_q24kv1; do
+    for splits in 1 3 7; do
+      run "gqa_split_${k}_s$splits" --kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue" \
+        --batch 2 --seq-q 8 --seq-kv 3001 --kv-splits "$splits" --dial 0.8 --stats \
+        --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
+    done
+  done
+  # The KV caches: per-sequence lengths (mixed with 0 and 1), contiguous and
+  # 16-token pages (the on-demand V copies through the table).
+  for kv in ps pg16; do
+    for sq in 1 8; do
+      run "gqa_kv${kv}_sq$sq" --kernel "$K/bkvgqa_${kv}_hd128_q28kv4_ctrue" \
+        --batch 6 --kv-lengths 63,257,2049,1,0,3001 --seq-q "$sq" --dial 0.7 \
+        --stats --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
+    done
+  done
+  if [[ ${SANITIZER:-1} == 1 || ${ONLY:-} == gqa ]] &&
+     command -v compute-sanitizer >/dev/null; then
+    for tool in racecheck memcheck synccheck; do
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
+        --kernel "$K/bdec_gqa_hd128_q9kv3_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
+        --kv-splits 3 --dial 0.7 --stats --warmup 0 --iters 1 \
+        >"$OUT/sanitizer_gqa_$tool.log" 2>&1
+      rc=$?; echo "$tool (G = 3) exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_gqa_$tool.log")"
+      [[ $rc -eq 0 ]] || fails=$((fails + 1))
+    done
+  fi
+  echo "gqa: $((runs - g0)) runs, $((fails - gf)) failed"
 fi
 if [[ ${BENCH:-1} == 1 ]]; then
   echo "=== benchmark: dense vs BLASST decode, bf16 hd128 32/8 heads, seq_q 1 ==="

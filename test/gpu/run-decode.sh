@@ -12,7 +12,12 @@
 # build-decode-kernels.sh; its bin/blasst-bench is used). Env: CHECKS=0 (no
 # reference checks), SANITIZER=0 (no racecheck/memcheck), BENCH=0 (no
 # benchmark): each part alone should fit a 10-minute device command; HDS="64"
-# / HDS="128" / HDS="256" runs a third of the check matrix.
+# / HDS="128" / HDS="256" runs a third of the check matrix. GQA=1 adds the
+# head ratios that are not a power of two (dec_gqa_*, kvgqa_*: 9/3, 28/4,
+# 12/2, 40/8 x head_dim 64/128, 12/1 and 24/1 at 128, seq_q 1/2/4/8, forced
+# splits, per-sequence and paged lengths, racecheck/memcheck; a few
+# minutes); ONLY=gqa runs just those (kernels from build-decode-kernels.sh,
+# whose default GQA=1 builds them; ONLY=gqa there builds only them).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-out}}"; mkdir -p "$OUT"
@@ -26,6 +31,7 @@ run() { local name="$1"; shift; runs=$((runs + 1))
     echo "!! $name exited $rc"; grep -E "FAIL|error|launch:" "$OUT/$name.log" | head -n 8
     fails=$((fails + 1))
   fi; }
+if [[ ${ONLY:-} == gqa ]]; then CHECKS=0 SANITIZER=0 BENCH=0 GQA=1; fi
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== decode vs the CPU reference (every element) ==="
   for hd in ${HDS:-64 128 256}; do
@@ -81,6 +87,58 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
       [[ $rc -eq 0 ]] || fails=$((fails + 1))
     done
   done
+fi
+if [[ ${GQA:-0} == 1 ]]; then
+  # G q heads by floor(64 / G) tokens per tile, the last 64 mod G rows
+  # padding: every element against the CPU reference; one shape per seq_q
+  # (batch 1 and 8, KV lengths off the block), each with both causal kernels.
+  echo "=== decode, head ratios that are not a power of two ==="
+  g0=$runs; gf=$fails
+  for hd in 64 128; do
+    heads="9_3 28_4 12_2 40_8"; [[ $hd == 128 ]] && heads="$heads 12_1 24_1"
+    for h in $heads; do
+      k="dec_gqa_hd${hd}_q${h%_*}kv${h#*_}"
+      ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
+      for sqs in "1 1 1000" "2 8 517" "4 3 3001" "8 4 2000"; do
+        read -r sq batch skv <<<"$sqs"
+        run "gqa_${k}_sq${sq}_b${batch}_kv${skv}" "${ks[@]}" --batch "$batch" \
+          --seq-q "$sq" --seq-kv "$skv" --seed $((RANDOM + 1)) --warmup 0 \
+          --iters 1 --repeat-launches 2
+      done
+    done
+  done
+  # Forced split counts (1: no workspace, O written directly; 3, 7: split
+  # boundaries inside the sequence) and more tokens than a tile holds.
+  for k in dec_gqa_hd128_q9kv3 dec_gqa_hd64_q28kv4 dec_gqa_hd128_q24kv1; do
+    for splits in 1 3 7; do
+      run "gqa_split_${k}_s$splits" --kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue" \
+        --batch 2 --seq-q 8 --seq-kv 3001 --kv-splits "$splits" \
+        --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
+    done
+  done
+  # seq_q > seq_kv with the causal mask (rows that see no key).
+  run gqa_nokey --kernel "$K/dec_gqa_hd128_q28kv4_ctrue" --batch 2 --seq-q 8 \
+    --seq-kv 3 --warmup 0 --iters 1
+  # The KV caches: per-sequence lengths (mixed with 0 and 1), contiguous and
+  # 16-token pages.
+  for kv in ps pg16; do
+    for sq in 1 8; do
+      run "gqa_kv${kv}_sq$sq" --kernel "$K/kvgqa_${kv}_hd128_q28kv4_ctrue" \
+        --batch 6 --kv-lengths 63,257,2049,1,0,3001 --seq-q "$sq" \
+        --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
+    done
+  done
+  if [[ ${SANITIZER:-1} == 1 || ${ONLY:-} == gqa ]] &&
+     command -v compute-sanitizer >/dev/null; then
+    for tool in racecheck memcheck; do
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
+        --kernel "$K/dec_gqa_hd128_q9kv3_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
+        --kv-splits 3 --warmup 0 --iters 1 >"$OUT/sanitizer_gqa_$tool.log" 2>&1
+      rc=$?; echo "$tool (G = 3) exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_gqa_$tool.log")"
+      [[ $rc -eq 0 ]] || fails=$((fails + 1))
+    done
+  fi
+  echo "gqa: $((runs - g0)) runs, $((fails - gf)) failed"
 fi
 if [[ ${BENCH:-1} == 1 ]]; then
   echo "=== benchmark: bf16 hd128 32/8 heads, seq_q 1: K+V bandwidth ==="

@@ -1519,8 +1519,9 @@ TEST(ConditionalRescale, FinalNormalisationIsExact) {
 }
 
 // Decode (SkipConfig::qGroup): the model against a brute-force walk written
-// from the rules: a tile of 64 rows holds 64 / G tokens of the G q heads of
-// one KV head and votes as one (tokens >= seqQ abstain); each of the
+// from the rules: a tile of 64 rows holds floor(64 / G) tokens of the G q
+// heads of one KV head and votes as one (tokens >= seqQ and the padding rows
+// past G x floor(64 / G) abstain); each of the
 // kvSplits runs of the tile's blocks starts with a fresh running max (its
 // first block kept); every q head of the tile counts the tile's blocks.
 TEST(SkipModel, DecodeMatchesBruteForce) {
@@ -1528,9 +1529,13 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
     int64_t seqQ, seqKV, qHeads, kvHeads, splits;
     bool causal;
   };
-  const Case cases[] = {{1, 700, 8, 2, 1, false}, {3, 700, 8, 2, 3, true},
-                        {8, 513, 32, 8, 4, true}, {2, 300, 32, 1, 4, false},
-                        {8, 300, 64, 1, 2, true}, {4, 640, 4, 4, 5, false}};
+  // The last four: G not dividing the tile (G = 3, 7, 6, 21), floor(64 / G)
+  // tokens per tile, the last 64 mod G rows padding.
+  const Case cases[] = {{1, 700, 8, 2, 1, false},  {3, 700, 8, 2, 3, true},
+                        {8, 513, 32, 8, 4, true},  {2, 300, 32, 1, 4, false},
+                        {8, 300, 64, 1, 2, true},  {4, 640, 4, 4, 5, false},
+                        {5, 700, 9, 3, 3, true},   {8, 513, 28, 4, 2, true},
+                        {4, 640, 12, 2, 4, false}, {8, 300, 21, 1, 2, true}};
   // Without and with the sink seed (each split's running max starts from
   // block 0's row maxima).
   for (bool seed : {false, true})

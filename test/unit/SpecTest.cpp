@@ -734,9 +734,15 @@ TEST(SpecSupport, DtypesAndPhases) {
   d.headDim = d.headDimV = 256;
   EXPECT_EQ(checkSupported(d, Target::SM90a), "");
   d = s;
-  d.numQHeads = 24; // 3 per kv head
+  d.numQHeads = 24; // 3 per kv head: 21 tokens per tile, 1 padding row
+  EXPECT_EQ(checkSupported(d, Target::SM90a), "");
+  d.numQHeads = 56; // 7 per kv head
+  EXPECT_EQ(checkSupported(d, Target::SM90a), "");
+  d.numQHeads = 65 * 8;
   EXPECT_CONTAINS(checkSupported(d, Target::SM90a),
-                  "q_heads / kv_heads = 3 is not supported with phase = decode");
+                  "q_heads / kv_heads = 65 is not supported with phase = "
+                  "decode: the q heads of a kv head are packed into one "
+                  "64-row tile, so at most 64 of them");
   d.numQHeads = 128;
   d.numKVHeads = 1;
   EXPECT_CONTAINS(checkSupported(d, Target::SM90a),

@@ -1067,7 +1067,9 @@ void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
     r.emptyGroups = toString(skipCfg->emptyGroup);
     std::string groups =
         skipCfg->qGroup
-            ? "per tile (" + std::to_string(skipCfg->blockM) +
+            ? "per tile (" +
+                  std::to_string(skipCfg->qGroup *
+                                 (skipCfg->blockM / skipCfg->qGroup)) +
                   " packed rows: " + std::to_string(skipCfg->qGroup) +
                   " q heads x " +
                   std::to_string(skipCfg->blockM / skipCfg->qGroup) +

@@ -92,10 +92,11 @@ struct SkipConfig {
   };
   EmptyGroup emptyGroup = EmptyGroup::Skip;
   /// Decode (the .meta's q_group > 0): a tile of blockM rows holds
-  /// blockM / qGroup tokens of the qGroup q heads of one KV head (row r:
-  /// token r / qGroup, head r % qGroup), and all of its rows vote together
-  /// (groupRows is ignored). Rows of tokens >= seqQ (TMA's zero fill)
-  /// abstain and are not counted.
+  /// floor(blockM / qGroup) tokens of the qGroup q heads of one KV head
+  /// (row r: token r / qGroup, head r % qGroup; when qGroup does not divide
+  /// blockM the last rows are padding), and all of its rows vote together
+  /// (groupRows is ignored). Rows of tokens >= seqQ (TMA's zero fill) and
+  /// padding rows abstain and are not counted.
   int64_t qGroup = 0;
   /// Decode: the launch's KV splits. Tile t walks
   /// decodeTileKVBlocks(t) blocks, cut into kvSplits runs of

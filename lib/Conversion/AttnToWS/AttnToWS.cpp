@@ -263,7 +263,12 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
     kb.buffer("qr", MemorySpace::regs, half, d, kb.et, 1);
   StringRef allConsumers[] = {"consumer0", "consumer1"};
   ArrayRef<StringRef> consumers(allConsumers, numConsumers);
-  kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, o.blockM * d * bytes);
+  // Decode packs G q heads by floor(block_m / G) tokens: when G does not
+  // divide block_m the copy lands only those rows (the rest is padding).
+  int64_t qRows = o.blockM;
+  if (spec.phase == Phase::Decode)
+    qRows = spec.gqaRatio() * (o.blockM / spec.gqaRatio());
+  kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, qRows * d * bytes);
   kb.pipe("k_pipe", o.stages, "producer", consumers, {"k"},
           o.blockN * d * bytes);
   kb.pipe("v_pipe", o.stages, "producer", consumers, {"v"},

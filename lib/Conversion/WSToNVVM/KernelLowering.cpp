@@ -228,6 +228,8 @@ void KernelLowering::emitPrologue() {
       b, loc, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   b.setInsertionPointAfter(init);
+  // Decode with padding rows: zeroed before the barrier below.
+  zeroQPaddingRows(kernel.getNumWarps() * 32);
   // A pair's barriers are initialised before either CTA arrives on the
   // other's or multicasts into it.
   if (kernel.getKvMulticast())

@@ -98,6 +98,42 @@ LoweringBase::LoweringBase(KernelEnv &env)
       pageSize(env.pageSize), tableRow(env.tableRow),
       lastTableEntry(env.lastTableEntry) {}
 
+void LoweringBase::zeroQPaddingRows(int64_t threads) {
+  if (!hasPaddingRows())
+    return;
+  BufferOp q;
+  kernel.walk([&](TmaLoadOp load) {
+    if (load.getTensor() == Tensor::q)
+      q = bufferOf(load.getDstAttr());
+  });
+  if (!q)
+    return;
+  // Each 64-column panel is rows x 128 B; the 128 B swizzle permutes 16 B
+  // chunks inside a row, so a padding row is the same 128 B either way.
+  int64_t rows = q.getShape()[0], panels = q.getShape()[1] / kPanelElems;
+  int64_t packed = qGroup * tokensPerTile;
+  int64_t chunksPerPanel = (rows - packed) * (kSwizzleBytes / 16);
+  int64_t total = panels * chunksPerPanel * int64_t(q.getStages());
+  auto loop = scf::ForOp::create(b, loc, tid, c32(total), c32(threads));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value idx = loop.getInductionVar();
+    // Chunk idx: panel (of all stages' panels) idx / chunksPerPanel.
+    Value panel = divu(idx, c32(chunksPerPanel));
+    Value chunk = remu(idx, c32(chunksPerPanel));
+    Value offset = add(add(c32(offsetOf(q) + packed * kSwizzleBytes),
+                           mul(panel, c32(rows * kSwizzleBytes))),
+                       mul(chunk, c32(16)));
+    auto v4 = VectorType::get({4}, i32);
+    Value zero = LLVM::ZeroOp::create(b, loc, v4);
+    LLVM::StoreOp::create(b, loc, zero, smemPtr(offset), /*alignment=*/16);
+  }
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+}
+
 Value LoweringBase::hasRows(int64_t rowBegin) {
   if (qGroup)
     return cmp(arith::CmpIPredicate::slt, tokenOfRow(c32(rowBegin)),

@@ -192,7 +192,8 @@ struct KernelEnv {
   /// kv_multicast: the CTA's rank in its pair (0 or 1) and the partner's.
   Value ctaRank, partnerRank;
   /// Decode (ws.kernel q_group): q heads per KV head packed into the tile
-  /// (0 otherwise), and the query tokens per tile (block_m / q_group).
+  /// (0 otherwise), and the query tokens per tile (floor(block_m /
+  /// q_group); rows q_group x tokensPerTile on are padding).
   int64_t qGroup = 0, tokensPerTile = 0;
   /// split_kv: query tiles per (batch, KV head), the split count and this
   /// CTA's split (from grid x), the first KV block of the split and its
@@ -316,9 +317,27 @@ protected:
   }
   /// Decode (q_group): the query token and the q head of tile row `row`
   /// (token-major packing: row = token_in_tile * q_group + head_in_group).
+  /// When q_group does not divide block_m, rows q_group x tokensPerTile on
+  /// are padding: their token is kPaddingToken, past any seq_q, so they
+  /// abstain from the vote and are never stored (their q head must not
+  /// address memory). Power-of-two groups keep the plain formula.
+  static constexpr int64_t kPaddingToken = int64_t(1) << 30;
   Value tokenOfRow(Value row) {
-    return add(mul(mBlock, c32(tokensPerTile)), divu(row, c32(qGroup)));
+    Value token = add(mul(mBlock, c32(tokensPerTile)), divu(row, c32(qGroup)));
+    if (!hasPaddingRows())
+      return token;
+    return select(isPackedRow(row), token, c32(kPaddingToken));
   }
+  /// Decode: whether q_group leaves padding rows at the end of the tile.
+  bool hasPaddingRows() const { return qGroup && blockM % qGroup != 0; }
+  /// Decode: whether tile row `row` holds a (token, q head) pair.
+  Value isPackedRow(Value row) {
+    return cmp(arith::CmpIPredicate::ult, row, c32(qGroup * tokensPerTile));
+  }
+  /// Decode with padding rows: every thread of the CTA zeroes the Q tile's
+  /// padding rows (TMA never writes them), then fences them for the async
+  /// proxy; the prologue's barrier orders them before the first wgmma.
+  void zeroQPaddingRows(int64_t threads);
   Value qHeadOfRow(Value row) {
     return add(mul(kvHead, c32(qGroup)), remu(row, c32(qGroup)));
   }

@@ -35,6 +35,9 @@
 // LLVM: llvm.nvvm.barrier.cta.red.or.aligned.count
 // LLVM: nvvm.memory.barrier <gpu>
 // LLVM: scf.for
+// A power-of-two group has no padding rows: nothing zeroed, no padding token.
+// LLVM-NOT: vector<4xi32>, !llvm.ptr<3>
+// LLVM-NOT: 1073741824
 
 // SPLITS: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv schedule {{{.*}}kv_splits = 4 : i64
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>, %lse: memref<?x32x?xf32>) {
@@ -51,5 +54,32 @@ func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memr
 // LLVM-SAME: blasst.q_group = 16
 func.func @mqa(%q: memref<?x?x16x64xbf16>, %k: memref<?x?x1x64xbf16>, %v: memref<?x?x1x64xbf16>, %o: memref<?x?x16x64xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 64, head_dim_v = 64, q_heads = 16, kv_heads = 1, phase = decode>) : memref<?x?x16x64xbf16>, memref<?x?x1x64xbf16>, memref<?x?x1x64xbf16>, memref<?x?x16x64xbf16>
+  return
+}
+
+// -----
+
+// A head ratio that is not a power of two (9 q / 3 kv heads: G = 3): 21
+// tokens per tile in rows 0..62, row 63 padding. The Q copy lands 63 rows
+// (tx_bytes 63 x 256); every thread zeroes the padding row of both panels
+// (16 chunks of 16 bytes from byte 63 x 128) and fences it for the async
+// proxy before the prologue's barrier; rows >= 63 get the token 2^30 (past
+// any seq_q: no vote, no store, no merge).
+// CHECK-LABEL: ws.kernel @g3_kernel {{.*}} q_group = 3 split_kv
+// CHECK: ws.buffer @q smem [64, 128] bf16 stages 1
+// CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16128
+// LLVM-LABEL: llvm.func @g3_kernel(
+// LLVM-SAME: blasst.q_group = 3
+// LLVM: scf.for %{{.*}} = %{{.*}} to %c16_i32 step %c256_i32
+// LLVM: arith.constant 8064 : i32
+// LLVM: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// LLVM: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// LLVM-NEXT: nvvm.barrier0
+// LLVM: arith.constant 16128 : i32
+// LLVM: nvvm.mbarrier.arrive.expect_tx
+// LLVM: %[[PACKED:.*]] = arith.cmpi ult, %{{.*}}, %c63_i32{{.*}} : i32
+// LLVM: arith.select %[[PACKED]], %{{.*}}, %c1073741824_i32{{.*}} : i32
+func.func @g3(%q: memref<?x?x9x128xbf16>, %k: memref<?x?x3x128xbf16>, %v: memref<?x?x3x128xbf16>, %o: memref<?x?x9x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 9, kv_heads = 3, causal = true, phase = decode>) : memref<?x?x9x128xbf16>, memref<?x?x3x128xbf16>, memref<?x?x3x128xbf16>, memref<?x?x9x128xbf16>
   return
 }

@@ -1387,9 +1387,27 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 
 // -----
 
-// expected-error @below {{'ws.kernel' op q_group = 3 must divide block_m = 64 and be at most 64}}
-ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 3, kv_heads = 1, phase = decode> q_group = 3 split_kv {
+// A q_group larger than the tile has no row for each head of a token.
+// expected-error @below {{'ws.kernel' op q_group = 65 must be in [1, min(64, block_m = 64)] (a TMA box of q_group heads by floor(block_m / q_group) tokens)}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 65, kv_heads = 1, phase = decode> q_group = 65 split_kv {
   ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// q_group = 3 packs 3 x 21 = 63 rows: the Q copy lands 63 of the 64 rows,
+// and the Q pipe's tx_bytes must say so (64 rows would never complete).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, q_heads = 3, kv_heads = 1, phase = decode> q_group = 3 split_kv {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  // expected-error @below {{'ws.pipe' op tx_bytes is 8192 but one stage of its buffers is 8192 bytes, of which TMA lands 8064 (the q_group's packed rows)}}
+  ws.pipe @q_pipe depth 1 producer @p consumers [@c] buffers [@q] tx_bytes 8192
+  ws.role @p load warps [0, 4) {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+  }
+  ws.role @c compute warps [4, 8) {
   }
 }
 

@@ -7,7 +7,8 @@
 # 256 (GQA 32/8, MQA 8/1, causal, bf16/f16). Then the
 # KV caches (bf16): per-sequence lengths (GQA 32/8, MQA 32/1 x head_dim
 # 64/128 x causal) and paged caches of 16/64/256-token pages (x head_dim
-# 64/128 x {GQA 32/8 causal, MHA 16/16}), lengths per sequence.
+# 64/128 x {GQA 32/8 causal, MHA 16/16}), lengths per sequence. Then head
+# ratios that are not a power of two (9/3, 40/8, 12/2, 28/4; one paged).
 # Usage: ptxas-decode-matrix.sh BLASST_COMPILE OUTDIR [extra flags...]
 set -euo pipefail
 compile="$1"; out="$2"; shift 2; extra=("$@"); mkdir -p "$out"
@@ -63,4 +64,22 @@ for dtype in bf16 f16; do
       "dtype=$dtype head_dim=256 q_heads=$qh kv_heads=$kvh causal=true lse=true phase=decode"
   done
 done
+# Head ratios that are not a power of two (G = 3, 5, 6, 7: floor(64 / G)
+# tokens per tile, padding rows): x head_dim 64/128 x causal, bf16; head_dim
+# 256 (G = 3) and a paged cache (G = 7, 16-token pages).
+for hd in 64 128; do
+  for heads in "9 3" "40 8" "12 2" "28 4"; do
+    read -r qh kvh <<<"$heads"
+    for causal in false true; do
+      build "decode_gqa_hd${hd}_q${qh}kv${kvh}_causal${causal}" \
+        "dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode"
+    done
+  done
+done
+build "decode_gqa_hd256_q9kv3_causal" \
+  "dtype=bf16 head_dim=256 q_heads=9 kv_heads=3 causal=true lse=true phase=decode"
+if [[ ${KV:-1} == 1 ]]; then
+  build "decode_gqa_kv_paged16_hd128_q28kv4_causal" \
+    "dtype=bf16 head_dim=128 q_heads=28 kv_heads=4 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=16"
+fi
 echo "assembled $n sm_90a decode kernels, no spills"

@@ -11,7 +11,9 @@
 //   float partLse[T][S][block_m]          (log2 domain: m + log2 l, -inf)
 //   int32 counter[T]                      (zero before the first launch; the
 //                                          merging CTA resets it to zero)
-// tile = (batch * kv_heads + kv_head) * query tiles + query tile.
+// tile = (batch * kv_heads + kv_head) * query tiles + query tile. When
+// q_group does not divide block_m the tile's padding rows (tokenOfRow) are
+// neither written to the workspace nor merged nor stored.
 //
 //===----------------------------------------------------------------------===//
 #include "SM90Lowering.h"
@@ -125,6 +127,10 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   Value mySlot = add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
   for (int i = 0; i < 2; ++i) {
     Value row = add(rowInTile, c32(8 * i));
+    // Padding rows (q_group not dividing block_m) have no partial.
+    OpBuilder::InsertionGuard rowGuard(b);
+    if (hasPaddingRows())
+      openIf(isPackedRow(row));
     Value rowBase =
         add64(mul64(add64(mul64(mySlot, c64(blockM)), ext64(row)), c64(n)),
               ext64(col0));

@@ -158,7 +158,7 @@ std::optional<std::string> Model::build() {
         in.onDemand = load.getOnDemand();
         auto dst = cast<BufferOp>(
             SymbolTable::lookupSymbolIn(kernel, load.getDstAttr().getAttr()));
-        in.bytes = dst.getStageBytes();
+        in.bytes = dst.getLandedBytes(); // a decode Q tile: its packed rows
         effectsOf(op, role, in);
         out.push_back(in);
         return;

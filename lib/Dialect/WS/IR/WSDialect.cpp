@@ -147,11 +147,13 @@ LogicalResult KernelOp::verifyRegions() {
     int64_t g = int64_t(*group);
     if (getTarget() != Target::sm_90a)
       return emitOpError() << "q_group is implemented for sm_90a only";
-    if (g < 1 || blockM % g || g > 64)
+    // G need not divide block_m: rows G x floor(block_m / G) on are
+    // padding (no token).
+    if (g < 1 || g > blockM || g > 64)
       return emitOpError() << "q_group = " << g
-                           << " must divide block_m = " << blockM
-                           << " and be at most 64 (a TMA box of q_group heads "
-                              "by block_m / q_group tokens)";
+                           << " must be in [1, min(64, block_m = " << blockM
+                           << ")] (a TMA box of q_group heads by "
+                              "floor(block_m / q_group) tokens)";
     if (g != getSpec().toSpec().gqaRatio())
       return emitOpError() << "q_group = " << g
                            << " but the spec has q_heads / kv_heads = "
@@ -321,6 +323,24 @@ int64_t BufferOp::getStageBytes() {
   return elems * bitWidth(getElementType()) / 8;
 }
 
+int64_t BufferOp::getLandedBytes() {
+  int64_t bytes = getStageBytes();
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  std::optional<uint64_t> group = kernel ? kernel.getQGroup() : std::nullopt;
+  if (!group || *group < 1 || getShape().size() != 2 || getShape()[0] < 1 ||
+      getShape()[0] % int64_t(*group) == 0)
+    return bytes;
+  bool isQ = false;
+  kernel.walk([&](TmaLoadOp load) {
+    isQ |= load.getTensor() == Tensor::q &&
+           load.getDstAttr().getValue() == getSymName();
+  });
+  if (!isQ)
+    return bytes;
+  int64_t rows = getShape()[0], g = int64_t(*group);
+  return bytes / rows * (g * (rows / g));
+}
+
 int64_t BufferOp::getTensorMemoryColumns() {
   // A tmem tile has one row per lane; each column is 32 bits wide.
   ArrayRef<int64_t> shape = getShape();
@@ -413,7 +433,7 @@ LogicalResult PipeOp::verify() {
     if (!seen.insert(ref).second)
       return emitOpError() << "consumer " << ref << " is listed twice";
   }
-  int64_t stageBytes = 0;
+  int64_t stageBytes = 0, landedBytes = 0;
   llvm::SmallDenseSet<Attribute> seenBuffers;
   for (Attribute a : getBuffers()) {
     auto ref = dyn_cast<FlatSymbolRefAttr>(a);
@@ -429,6 +449,7 @@ LogicalResult PipeOp::verify() {
                            << " stages but the pipe has depth "
                            << int64_t(getDepth());
     stageBytes += buffer.getStageBytes();
+    landedBytes += buffer.getLandedBytes();
   }
   if (std::optional<int64_t> tx = getTxBytes()) {
     for (Attribute a : getBuffers())
@@ -437,10 +458,16 @@ LogicalResult PipeOp::verify() {
         return emitOpError() << "a TMA pipe (tx_bytes) may only guard smem "
                                 "buffers; "
                              << a << " is not in smem";
-    if (int64_t(*tx) != stageBytes)
-      return emitOpError() << "tx_bytes is " << *tx
-                           << " but one stage of its buffers is " << stageBytes
-                           << " bytes";
+    if (int64_t(*tx) != landedBytes) {
+      InFlightDiagnostic diag = emitOpError()
+                                << "tx_bytes is " << *tx
+                                << " but one stage of its buffers is "
+                                << stageBytes << " bytes";
+      if (landedBytes != stageBytes)
+        diag << ", of which TMA lands " << landedBytes
+             << " (the q_group's packed rows)";
+      return diag;
+    }
     if (*tx >= (1u << 20))
       return emitOpError() << "tx_bytes " << *tx
                            << " exceeds the mbarrier transaction count limit "

@@ -69,9 +69,10 @@
 //   (head_dim_v, kv_heads).
 //
 // Decode kernels (.meta q_group = G, split_kv = 1): a CTA computes the
-// block_m / G new tokens (seqQ <= 8) of the G q heads of one KV head, packed
-// token-major in its rows; Q's box is {64, G, block_m / G, 1}. Grid
-// (ceil(seqQ / (block_m / G)) x splits, kv_heads, batch). Causal masking is
+// T = floor(block_m / G) new tokens (seqQ <= 8) of the G q heads of one KV
+// head, packed token-major in its rows (rows G x T on are padding when G
+// does not divide block_m); Q's box is {64, G, T, 1}. Grid
+// (ceil(seqQ / T) x splits, kv_heads, batch). Causal masking is
 // bottom-right as below (token i sees keys j <= i + seqKV - seqQ).
 //
 // Kernels with q_tiles = T > 1 (sm_100a: 2 tiles of 128 rows) load their

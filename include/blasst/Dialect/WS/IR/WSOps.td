@@ -103,7 +103,11 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     KV head, packed token-major (row r is token `block * block_m / G + r / G`
     of q head `kv_head * G + r % G`), so each K/V block is read once for all
     of them. grid y is the KV head; Q is copied with a box of G heads by
-    `block_m / G` tokens.
+    `block_m / G` tokens (rounded down). When G does not divide block_m
+    (e.g. 3, 5, 6, 7), the last `block_m mod G` rows are padding: the copy
+    lands G x floor(block_m / G) rows (the Q pipe's `tx_bytes`), the kernel
+    zeroes the others, and they count as tokens past seq_q (no vote, no
+    store).
 
     With `split_kv` (decode), the KV blocks of a tile are split across CTAs
     (grid x = query tiles x splits, the split count chosen at launch): each
@@ -182,6 +186,10 @@ def WS_BufferOp : WS_Op<"buffer", [Symbol, HasParent<"KernelOp">]> {
   let extraClassDeclaration = [{
     /// Bytes of one stage.
     int64_t getStageBytes();
+    /// Bytes a TMA copy lands in one stage: the stage, except the Q tile of
+    /// a q_group kernel where G does not divide its rows (G x floor(rows /
+    /// G) rows land, the rest is padding).
+    int64_t getLandedBytes();
     /// Tensor memory columns (32-bit) of all stages.
     int64_t getTensorMemoryColumns();
   }];
@@ -194,7 +202,8 @@ def WS_PipeOp : WS_Op<"pipe", [Symbol, HasParent<"KernelOp">]> {
     empty barrier (consumers → producer). `buffers` are the buffers whose
     stages the ring guards: their stage count must equal `depth`. A TMA pipe
     gives `tx_bytes`, the bytes one stage's copies deliver, which must equal
-    one stage of its buffers.
+    one stage of its buffers (for the Q tile of a `q_group` kernel, the rows
+    the copy lands: G x floor(block_m / G)).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$depth,
                        FlatSymbolRefAttr:$producer,

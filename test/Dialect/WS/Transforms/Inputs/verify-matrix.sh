@@ -6,7 +6,9 @@
 # Usage: verify-matrix.sh BLASST_COMPILE OUTDIR TARGET [flags...]
 # With DECODE=1 the decode schedule (phase = decode, head_dim 64/128, MHA
 # 16/16, GQA 32/8, MQA 32/1); SPEC_EXTRA adds spec lines to every kernel
-# (e.g. the decode KV caches: "kv_lengths=per_sequence kv_cache=paged:page=16").
+# (e.g. the decode KV caches: "kv_lengths=per_sequence kv_cache=paged:page=16");
+# HEADS replaces the head pairs ("q kv" pairs separated by commas, e.g.
+# HEADS="9 3,28 4" for ratios that are not a power of two).
 set -euo pipefail
 compile="$1"; out="$2"; target="$3"; shift 3; extra=("$@")
 mkdir -p "$out"
@@ -16,6 +18,7 @@ headset=("16 16" "16 4" "8 1"); phase=prefill
 if [[ ${DECODE:-0} == 1 ]]; then
   hds="64 128"; headset=("16 16" "32 8" "32 1"); phase=decode
 fi
+if [[ -n ${HEADS:-} ]]; then IFS=, read -r -a headset <<<"$HEADS"; fi
 for dtype in bf16 f16; do
   for hd in $hds; do
     for heads in "${headset[@]}"; do
