@@ -253,7 +253,7 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
       if (std::optional<uint64_t> p = kernel.getPageSize())
         os << ", paged: " << *p << "-token pages, block table parameters 16 "
            << "and 17, "
-           << (int64_t(*p) >= kernel.getBlockN()
+           << (int64_t(*p) >= int64_t(kernel.getBlockN())
                    ? std::string("one page per KV block")
                    : std::to_string(kernel.getBlockN() / int64_t(*p)) +
                          " pages (copies) per KV block");
