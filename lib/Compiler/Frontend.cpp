@@ -365,13 +365,20 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
          << " (copied before the votes)";
     // How far the load role streams K ahead of the V copies (decode: the
     // K ring's depth).
-    int64_t kAhead = 0;
+    int64_t kAhead = 0, kKept = 0, kRun = 0;
     kernel.walk([&](ws::TmaLoadOp l) {
-      if (l.getTensor() == ws::Tensor::k && l->getParentOfType<ws::KVLoopOp>())
+      if (l.getTensor() == ws::Tensor::k &&
+          l->getParentOfType<ws::KVLoopOp>()) {
         kAhead = std::max<int64_t>(kAhead, l.getAhead().value_or(0));
+        kKept = int64_t(l.getKeptAhead().value_or(0));
+        kRun = int64_t(l.getKeptRun().value_or(1));
+      }
     });
     if (onDemand && kAhead > 1)
       os << "; K copied " << kAhead << " blocks ahead";
+    if (onDemand && kKept)
+      os << " (" << kKept << " while the last " << kRun << " block"
+         << (kRun == 1 ? " was" : "s were") << " kept)";
     if (onDemand && kernel.getPageSize())
       os << "; a kept block's V pages are looked up in the block table at "
             "the copy";

@@ -119,6 +119,40 @@ def perplexity(model, windows, device):
     return math.exp(nll / count), nll / count
 
 
+def decode_perplexity(model, windows, device, n, sparse):
+    """--decode N: each window's first len - N tokens are one dense prefill
+    (blasst's prefill kernel, or SDPA), then its last N tokens are decoded
+    one at a time with the KV cache (blasst's decode kernels: one new token
+    against the cache), with `sparse` (blasst.hf.configure's arguments, or
+    None: dense) during the decode steps only. Perplexity over the N decoded
+    tokens (each predicted from the logits of the step before), and the
+    decode steps' skip statistics {layer: (visited, skipped)}."""
+    import torch
+    import blasst.hf
+    nll, count, totals = 0.0, 0, {}
+    with torch.no_grad():
+        for ids in windows:
+            ids = ids.to(device)[None]
+            P = ids.shape[1] - n
+            blasst.hf.configure(a=None)
+            out = model(ids[:, :P], use_cache=True)
+            cache, logits = out.past_key_values, out.logits[:, -1]
+            if sparse is not None:
+                blasst.hf.configure(collect_stats=True, **sparse)
+            for t in range(P, ids.shape[1]):
+                lp = torch.log_softmax(logits.float(), dim=-1)
+                nll -= float(lp[0, ids[0, t]])
+                count += 1
+                if t + 1 < ids.shape[1]:
+                    out = model(ids[:, t:t + 1], past_key_values=cache,
+                                use_cache=True)
+                    cache, logits = out.past_key_values, out.logits[:, -1]
+            for layer, (v, sk) in blasst.hf.skip_stats().items():
+                tv, ts = totals.get(layer, (0, 0))
+                totals[layer] = (tv + v, ts + sk)
+    return math.exp(nll / count), nll / count, totals
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--gguf", default=None)
@@ -135,7 +169,14 @@ def main():
     p.add_argument("--no-sdpa", action="store_true")
     p.add_argument("--out", default=None)
     p.add_argument("--cpu-check", action="store_true")
+    p.add_argument("--decode", type=int, default=0,
+                   help="score only the last N tokens of each window, "
+                   "decoded one at a time with the KV cache (blasst's decode "
+                   "kernels; BLASST only during the decode steps; no "
+                   "calibration)")
     args = p.parse_args()
+    if args.decode:
+        args.no_calibrate = True
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
@@ -178,7 +219,8 @@ def main():
         else "cpu (--cpu-check: SDPA stand-in)",
         gguf=f, text_files=len(files), text_chars=len(text),
         text_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        text_tokens=ids.numel(), window=args.window, windows=n_windows)
+        text_tokens=ids.numel(), window=args.window, windows=n_windows,
+        decode=args.decode)
     print(" ".join("%s=%s" % kv for kv in info.items()), flush=True)
 
     def load(impl):
@@ -191,8 +233,13 @@ def main():
     def record(name, model, a_desc):
         blasst.hf.reset_stats()
         t = time.time()
-        ppl, mean_nll = perplexity(model, windows, device)
-        stats = blasst.hf.skip_stats()
+        if args.decode:
+            sparse = None if a_desc is None else dict(a=a_desc)
+            ppl, mean_nll, stats = decode_perplexity(
+                model, windows, device, args.decode, sparse)
+        else:
+            ppl, mean_nll = perplexity(model, windows, device)
+            stats = blasst.hf.skip_stats()
         visited = sum(v for v, _ in stats.values())
         skipped = sum(s for _, s in stats.values())
         row = dict(config=name, a=a_desc, perplexity=ppl, mean_nll=mean_nll,

@@ -29,6 +29,10 @@ aot() { "$PY" -m blasst.aot build -q -o "$OUT/a/kernels" "$@"; }
 base="dtype=bf16 head_dim=64 q_heads=9 kv_heads=3 causal=true lse=false"
 aot --grid "$base"
 aot --grid "$base sparsity=blasst:a=1 stats=true|false"
+# --decode: one new token against the KV cache (no mask: causal=false).
+dec="dtype=bf16 head_dim=64 q_heads=9 kv_heads=3 causal=false lse=false phase=decode"
+aot --grid "$dec"
+aot --grid "$dec sparsity=blasst:a=1 stats=true|false"
 # python/benchmarks/host_overhead.py's three kernels.
 aot --spec "dtype=bf16 head_dim=64 q_heads=8 kv_heads=8 causal=false"
 aot --grid "dtype=bf16 head_dim=128 q_heads=8 kv_heads=8 causal=true sparsity=blasst:a=1 stats=true|false"
