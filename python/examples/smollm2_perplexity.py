@@ -33,6 +33,11 @@ summed over the windows) is printed as a table, and everything goes to
     python3 python/examples/smollm2_perplexity.py [--gguf FILE] \\
         [--window 4096] [--windows 8] [--a 16,64,256] [--out DIR]
 
+--decode N scores only the last N tokens of each window: the rest is one
+dense prefill, then the N tokens are decoded one at a time with the KV cache
+(blasst's decode kernels, SmolLM2's 9 / 3 heads packed 3 per KV head), with
+BLASST (--a) in the decode steps only; the skip rates are the decode steps'.
+
 --cpu-check runs the same on the CPU with blasst.attention replaced by an
 SDPA stand-in (skip statistics zero): it checks the loading and the wiring,
 not blasst (use small --window / --windows).
