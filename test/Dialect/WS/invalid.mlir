@@ -1766,6 +1766,35 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 
 // -----
 
+// ...with ahead...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @k smem [64, 64] bf16 stages 4
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @k_pipe depth 4 producer @l consumers [@c] buffers [@k] tx_bytes 8192
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @c compute warps [4, 8) {
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+    }
+  }
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      // expected-error @below {{kept_ahead needs ahead (the copy's depth after a skipped block)}}
+      ws.acquire @k_pipe {kept_ahead = 2 : i64}
+    }
+  }
+}
+
+// -----
+
 // ...kept_run only with kept_ahead...
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
   ws.buffer @k smem [64, 64] bf16 stages 4

@@ -653,7 +653,10 @@ static LogicalResult verifyKeptAhead(Operation *op,
     return success();
   if (!keptAhead)
     return op->emitOpError() << "kept_run needs kept_ahead";
-  int64_t a = ahead ? int64_t(*ahead) : 0, k = int64_t(*keptAhead);
+  if (!ahead)
+    return op->emitOpError() << "kept_ahead needs ahead (the copy's depth "
+                                "after a skipped block)";
+  int64_t a = int64_t(*ahead), k = int64_t(*keptAhead);
   int64_t r = keptRun ? int64_t(*keptRun) : 1;
   if (k < 1 || k >= a)
     return op->emitOpError()
