@@ -433,9 +433,9 @@ LogicalResult KernelLowering::emitKeptAhead(AcquireOp op, RoleState &st) {
   int64_t ahead = int64_t(*op.getAhead()), kept = int64_t(*op.getKeptAhead());
   int64_t run = int64_t(op.getKeptRun().value_or(1));
   int64_t back = ahead - kept;
-  if (size_t(back + run - 1) > st.skipHist.size())
+  if (size_t(op.getKeptHistory()) > st.skipHist.size())
     return op.emitOpError()
-           << "kept_ahead needs " << back + run - 1
+           << "kept_ahead needs " << op.getKeptHistory()
            << " decisions of history, the loop carries " << st.skipHist.size();
   // Whether the `run` decisions ending `from` blocks before block n were all
   // "kept" (from = 0: through block n's own, st.skip).
@@ -597,10 +597,7 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   // the decisions on the blocks before n that its conditions read.
   int64_t histDepth = 0;
   loop.walk([&](AcquireOp a) {
-    if (a.getKeptAhead())
-      histDepth = std::max(histDepth,
-                           int64_t(*a.getAhead()) - int64_t(*a.getKeptAhead()) +
-                               int64_t(a.getKeptRun().value_or(1)) - 1);
+    histDepth = std::max(histDepth, a.getKeptHistory());
   });
   st.skipHist.assign(histDepth, Value());
   for (Value &v : st.skipHist) {

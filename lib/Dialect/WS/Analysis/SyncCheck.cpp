@@ -103,7 +103,7 @@ std::optional<std::string> Model::build() {
             out[i].keptWhen = keptInstance;
           }
           prog.keptHistory =
-              std::max(prog.keptHistory, int(ahead - kept) + run - 1);
+              std::max(prog.keptHistory, int(a.getKeptHistory()));
           keptFirstBlock = std::max(keptFirstBlock, ahead + run - 1);
         }
         return;

@@ -108,6 +108,16 @@ int64_t KernelOp::getWarpgroupRegisters(int64_t wg) {
   return 0;
 }
 
+void KernelOp::recordSchedule(ArrayRef<NamedAttribute> entries) {
+  std::optional<DictionaryAttr> record = getSchedule();
+  if (!record)
+    return;
+  NamedAttrList attrs(*record);
+  for (const NamedAttribute &e : entries)
+    attrs.set(e.getName(), e.getValue());
+  setScheduleAttr(attrs.getDictionary(getContext()));
+}
+
 LogicalResult KernelOp::verifyRegions() {
   int64_t blockM = getBlockM(), blockN = getBlockN();
   if (blockM <= 0 || blockN <= 0 || blockM % 64 || blockN % 16)
@@ -677,23 +687,17 @@ static LogicalResult verifyKeptAhead(Operation *op,
                                 "follows)";
   // The acquire, the copy and the release of this pipe at this `ahead`
   // must agree.
+  auto attr = [](Operation &o, StringRef name) {
+    auto a = o.getAttrOfType<IntegerAttr>(name);
+    return a ? std::optional<uint64_t>(a.getInt()) : std::nullopt;
+  };
   for (Operation &other : loop.getBody().front()) {
-    std::optional<uint64_t> oa, ok, orun;
-    StringRef opipe;
-    if (auto x = dyn_cast<AcquireOp>(other))
-      oa = x.getAhead(), ok = x.getKeptAhead(), orun = x.getKeptRun(),
-      opipe = x.getPipe();
-    else if (auto x = dyn_cast<ReleaseOp>(other))
-      oa = x.getAhead(), ok = x.getKeptAhead(), orun = x.getKeptRun(),
-      opipe = x.getPipe();
-    else if (auto x = dyn_cast<TmaLoadOp>(other))
-      oa = x.getAhead(), ok = x.getKeptAhead(), orun = x.getKeptRun(),
-      opipe = x.getPipe();
-    else
+    if (!isa<AcquireOp, ReleaseOp, TmaLoadOp>(other) ||
+        other.getAttrOfType<FlatSymbolRefAttr>("pipe") != pipeName ||
+        attr(other, "ahead") != ahead)
       continue;
-    if (opipe != pipeName.getValue() || oa != ahead)
-      continue;
-    if (ok != keptAhead || orun.value_or(1) != uint64_t(r))
+    if (attr(other, "kept_ahead") != keptAhead ||
+        attr(other, "kept_run").value_or(1) != uint64_t(r))
       return op->emitOpError()
              << "kept_ahead / kept_run must be the same on the acquire, the "
                 "copy and the release of "

@@ -222,14 +222,11 @@ void CrossStagePPass::rewrite(KernelOp kernel, Tile (&tiles)[2], RoleOp mma) {
   }
 
   // The schedule record says what ran.
-  if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
-    NamedAttrList attrs(*record);
-    attrs.set("cross_stage_p", b.getBoolAttr(true));
-    attrs.set("cross_stage_p_depth", b.getI64IntegerAttr(ring));
-    attrs.set("cross_stage_p_hold_a", b.getI64IntegerAttr(holdA));
-    attrs.set("cross_stage_p_hold_b", b.getI64IntegerAttr(holdB));
-    kernel.setScheduleAttr(attrs.getDictionary(ctx));
-  }
+  kernel.recordSchedule(
+      {b.getNamedAttr("cross_stage_p", b.getBoolAttr(true)),
+       b.getNamedAttr("cross_stage_p_depth", b.getI64IntegerAttr(ring)),
+       b.getNamedAttr("cross_stage_p_hold_a", b.getI64IntegerAttr(holdA)),
+       b.getNamedAttr("cross_stage_p_hold_b", b.getI64IntegerAttr(holdB))});
 }
 
 void CrossStagePPass::runOnOperation() {
@@ -257,12 +254,10 @@ void CrossStagePPass::runOnOperation() {
                              << reason;
         return signalPassFailure();
       }
-      if (std::optional<DictionaryAttr> record = kernel.getSchedule();
-          record && kernel.getTarget() == ws::Target::sm_100a) {
-        NamedAttrList attrs(*record);
-        attrs.set("cross_stage_p", BoolAttr::get(kernel.getContext(), false));
-        kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
-      }
+      if (kernel.getTarget() == ws::Target::sm_100a)
+        kernel.recordSchedule(NamedAttribute(
+            StringAttr::get(kernel.getContext(), "cross_stage_p"),
+            BoolAttr::get(kernel.getContext(), false)));
       continue;
     }
     rewrite(kernel, tiles, mma);

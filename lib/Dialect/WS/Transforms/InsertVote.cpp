@@ -326,10 +326,9 @@ void InsertVotePass::runOnOperation() {
       return signalPassFailure();
     // The record says what was done (written where it was there or seeded).
     if (std::optional<DictionaryAttr> record = kernel.getSchedule();
-        record && (seed || record->get("sink_seed"))) {
-      NamedAttrList attrs(*record);
-      attrs.set("sink_seed", BoolAttr::get(kernel.getContext(), seed));
-      kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
-    }
+        record && (seed || record->get("sink_seed")))
+      kernel.recordSchedule(NamedAttribute(
+          StringAttr::get(kernel.getContext(), "sink_seed"),
+          BoolAttr::get(kernel.getContext(), seed)));
   }
 }

@@ -171,11 +171,8 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     }
     if (speculate > 0)
       await.setSpeculateAfter(uint64_t(speculate));
-    if (record) {
-      NamedAttrList attrs(*record);
-      attrs.set("v_speculate_after", b.getI64IntegerAttr(speculate));
-      kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
-    }
+    kernel.recordSchedule(b.getNamedAttr("v_speculate_after",
+                                         b.getI64IntegerAttr(speculate)));
     v->load.setOnDemand(true);
     // V first: the copy of V(n) (or its wait for the votes on n) comes
     // before the copy of K(n + A). The votes on n are published right after
@@ -205,12 +202,9 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
         op->setAttr("kept_ahead", b.getI64IntegerAttr(kept));
         op->setAttr("kept_run", b.getI64IntegerAttr(kKeptRun));
       }
-      if (std::optional<DictionaryAttr> rec = kernel.getSchedule()) {
-        NamedAttrList attrs(*rec);
-        attrs.set("k_kept_ahead", b.getI64IntegerAttr(kept));
-        attrs.set("k_kept_run", b.getI64IntegerAttr(kKeptRun));
-        kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
-      }
+      kernel.recordSchedule(
+          {b.getNamedAttr("k_kept_ahead", b.getI64IntegerAttr(kept)),
+           b.getNamedAttr("k_kept_run", b.getI64IntegerAttr(kKeptRun))});
     }
   }
   if (deferPV == "true" || (deferPV == "auto" && kernel.getQGroup()))
@@ -317,11 +311,7 @@ LogicalResult VOnDemandPass::deferPVOf(KernelOp kernel, bool required) {
     c->moveBefore(corrBody, corrBody->end());
     c.setAheadAttr(b.getI64IntegerAttr(0));
   }
-  if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
-    NamedAttrList attrs(*record);
-    attrs.set("defer_pv", b.getBoolAttr(true));
-    kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
-  }
+  kernel.recordSchedule(b.getNamedAttr("defer_pv", b.getBoolAttr(true)));
   return success();
 }
 

@@ -157,6 +157,9 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     int64_t getTensorMemoryColumns();
     /// The register budget of warpgroup `wg`, or 0 when no role sets one.
     int64_t getWarpgroupRegisters(int64_t wg);
+    /// Sets `entries` in the schedule record (what a pass did), when the
+    /// kernel has a record.
+    void recordSchedule(::llvm::ArrayRef<::mlir::NamedAttribute> entries);
   }];
 }
 
@@ -295,6 +298,16 @@ def WS_AcquireOp : WS_StepOp<"acquire"> {
       build($_builder, $_state, pipe, ahead, ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
     }]>
   ];
+  let extraClassDeclaration = [{
+    /// With kept_ahead: how many decisions before block n's the conditions
+    /// read (ahead - kept_ahead + kept_run - 1; ws.tma_load); 0 without.
+    int64_t getKeptHistory() {
+      if (!getKeptAhead() || !getAhead())
+        return 0;
+      return int64_t(*getAhead()) - int64_t(*getKeptAhead()) +
+             int64_t(getKeptRun().value_or(1)) - 1;
+    }
+  }];
   let assemblyFormat = "$pipe attr-dict";
   let hasVerifier = 1;
 }
