@@ -186,8 +186,15 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   openIf(isLast);
   // Acquire: the other splits' partials, written before their counts.
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-  // The merge: each thread takes column pairs of the tile's rows in turn;
-  // O = sum_s 2^(lse_s - max) O_s / sum_s 2^(lse_s - max).
+  // The merge: each thread takes column pairs of the tile's rows in turn
+  // (rows without a token are left out);
+  // O = sum_s 2^(lse_s - m) O_s / sum_s 2^(lse_s - m), m = max_s lse_s, in
+  // one online pass over the splits in chunks of kMergeChunk: a chunk's
+  // loads are independent of one another and of the running values, so a
+  // thread waits for one memory latency per chunk (the merging CTA runs
+  // after every other split has finished: its latency is the launch's).
+  // Indices past S are clamped to S - 1 and weigh 0.
+  constexpr int64_t kMergeChunk = 8;
   Value tileSlot = mul64(ext64(tile), ext64(numSplits));
   Value pairs = c32(blockM * n / 2);
   auto loop = scf::ForOp::create(b, loc, t, pairs, c32(roleThreads));
@@ -197,64 +204,77 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
     Value idx = loop.getInductionVar();
     Value row = divu(idx, c32(n / 2));
     Value col = mul(remu(idx, c32(n / 2)), c32(2));
-    Value token = tokenOfRow(row);
-    openIf(cmp(arith::CmpIPredicate::slt, token, param(kSeqQ)));
-    auto lseAt = [&](Value s) {
-      Value slot = add64(tileSlot, ext64(s));
-      Value ptr = LLVM::GEPOp::create(
-          b, loc, ptrGen, f32, ws,
-          ValueRange{add64(lseBase, add64(mul64(slot, c64(blockM)),
-                                          ext64(row)))});
-      return LLVM::LoadOp::create(b, loc, f32, ptr, /*alignment=*/4)
-          .getResult();
+    openIf(cmp(arith::CmpIPredicate::slt, tokenOfRow(row), param(kSeqQ)));
+    // Split s's LSE at lseRow + s x block_m, its column pair at oRow + s x
+    // block_m x n (floats).
+    Value rowSlot = add64(mul64(tileSlot, c64(blockM)), ext64(row));
+    Value lseRow = add64(lseBase, rowSlot);
+    Value oRow = add64(mul64(rowSlot, c64(n)), ext64(col));
+    Value lastSplit = sub(numSplits, c32(1));
+    Value zeroPair = LLVM::ZeroOp::create(b, loc, pairTy);
+    auto splat = [&](Value x) {
+      Value v = LLVM::UndefOp::create(b, loc, pairTy);
+      for (int k = 0; k < 2; ++k)
+        v = LLVM::InsertElementOp::create(b, loc, v, x, c32(k));
+      return v;
     };
-    auto maxLoop = scf::ForOp::create(b, loc, c32(0), numSplits, c32(1),
-                                      ValueRange{cf(-INFINITY)});
+    auto chunks = scf::ForOp::create(b, loc, c32(0), numSplits,
+                                     c32(kMergeChunk),
+                                     ValueRange{cf(-INFINITY), cf(0.0f), zeroPair});
     {
       OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(maxLoop.getBody());
-      scf::YieldOp::create(
-          b, loc,
-          ValueRange{fmax(maxLoop.getRegionIterArgs()[0],
-                          lseAt(maxLoop.getInductionVar()))});
+      b.setInsertionPointToStart(chunks.getBody());
+      Value s0 = chunks.getInductionVar();
+      Value m = chunks.getRegionIterArgs()[0];
+      SmallVector<Value> lse, part;
+      for (int64_t k = 0; k < kMergeChunk; ++k) {
+        Value s = add(s0, c32(k));
+        Value inRange = cmp(arith::CmpIPredicate::slt, s, numSplits);
+        Value sc = ext64(select(inRange, s, lastSplit));
+        Value lsePtr = LLVM::GEPOp::create(
+            b, loc, ptrGen, f32, ws,
+            ValueRange{add64(lseRow, mul64(sc, c64(blockM)))});
+        Value oPtr = LLVM::GEPOp::create(
+            b, loc, ptrGen, f32, ws,
+            ValueRange{add64(oRow, mul64(sc, c64(blockM * n)))});
+        lse.push_back(select(
+            inRange,
+            LLVM::LoadOp::create(b, loc, f32, lsePtr, /*alignment=*/4)
+                .getResult(),
+            cf(-INFINITY)));
+        part.push_back(
+            LLVM::LoadOp::create(b, loc, pairTy, oPtr, /*alignment=*/8));
+      }
+      Value mNew = m;
+      for (Value x : lse)
+        mNew = fmax(mNew, x);
+      // m stays -inf while every split so far was empty: weights 0.
+      Value mSafe = select(arith::CmpFOp::create(b, loc,
+                                                 arith::CmpFPredicate::OEQ,
+                                                 mNew, cf(-INFINITY)),
+                           cf(0.0f), mNew);
+      Value scale = exp2(fsub(m, mSafe));
+      Value sum = fmul(chunks.getRegionIterArgs()[1], scale);
+      Value acc = arith::MulFOp::create(b, loc, chunks.getRegionIterArgs()[2],
+                                        splat(scale));
+      for (int64_t k = 0; k < kMergeChunk; ++k) {
+        Value wgt = exp2(fsub(lse[k], mSafe));
+        sum = fadd(sum, wgt);
+        acc = arith::AddFOp::create(
+            b, loc, acc, arith::MulFOp::create(b, loc, splat(wgt), part[k]));
+      }
+      scf::YieldOp::create(b, loc, ValueRange{mNew, sum, acc});
     }
-    Value mx = maxLoop.getResult(0);
+    Value mx = chunks.getResult(0);
     // Every split empty (a row that sees no key): O = 0, LSE = -inf.
     Value none =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx,
                               cf(-INFINITY));
-    Value mxSafe = select(none, cf(0.0f), mx);
-    Value zeroPair = LLVM::ZeroOp::create(b, loc, pairTy);
-    auto sumLoop = scf::ForOp::create(b, loc, c32(0), numSplits, c32(1),
-                                      ValueRange{cf(0.0f), zeroPair});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(sumLoop.getBody());
-      Value s = sumLoop.getInductionVar();
-      Value wgt = exp2(fsub(lseAt(s), mxSafe));
-      Value slot = add64(tileSlot, ext64(s));
-      Value ptr = LLVM::GEPOp::create(
-          b, loc, ptrGen, f32, ws,
-          ValueRange{add64(mul64(add64(mul64(slot, c64(blockM)), ext64(row)),
-                                 c64(n)),
-                           ext64(col))});
-      Value part = LLVM::LoadOp::create(b, loc, pairTy, ptr, /*alignment=*/8);
-      Value wv = LLVM::UndefOp::create(b, loc, pairTy);
-      for (int k = 0; k < 2; ++k)
-        wv = LLVM::InsertElementOp::create(b, loc, wv, wgt, c32(k));
-      Value acc = arith::AddFOp::create(
-          b, loc, sumLoop.getRegionIterArgs()[1],
-          arith::MulFOp::create(b, loc, wv, part));
-      scf::YieldOp::create(
-          b, loc, ValueRange{fadd(sumLoop.getRegionIterArgs()[0], wgt), acc});
-    }
-    Value sum = sumLoop.getResult(0);
+    Value sum = chunks.getResult(1);
     Value inverse = select(none, cf(0.0f),
                            arith::DivFOp::create(b, loc, cf(1.0f), sum));
-    Value iv = LLVM::UndefOp::create(b, loc, pairTy);
-    for (int k = 0; k < 2; ++k)
-      iv = LLVM::InsertElementOp::create(b, loc, iv, inverse, c32(k));
-    Value out = arith::MulFOp::create(b, loc, sumLoop.getResult(1), iv);
+    Value out = arith::MulFOp::create(b, loc, chunks.getResult(2),
+                                      splat(inverse));
     storeDecodeRow(row, {{col, out}}, Value());
     if (op.getLse()) {
       OpBuilder::InsertionGuard inner(b);
