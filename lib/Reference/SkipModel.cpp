@@ -710,17 +710,24 @@ void blasst::ref::generateDialInputs(
   I.cold.assign(size_t(s.batch * s.kvHeads * I.kvBlocks), 0);
   const uint64_t key = mix(seed, 0xD1A1ull);
   for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t kh = 0; kh < s.kvHeads; ++kh)
+    for (int64_t kh = 0; kh < s.kvHeads; ++kh) {
+      const double phase =
+          unit(mix(mix(mix(key, 1 + uint64_t(b)), uint64_t(kh)), 0xE7E7ull));
+      int64_t eligible = 0;
       for (int64_t n = 0; n < I.kvBlocks; ++n) {
         if (n * config.blockN < config.sinkKeys)
           continue; // holds sink keys: never cold
         ++I.eligibleBlocks;
         uint64_t hsh = mix(mix(mix(key, 1 + uint64_t(b)), uint64_t(kh)),
                            uint64_t(n) * 3 + 1);
-        bool cold = unit(hsh) < config.coldFraction;
+        const double F = config.coldFraction, e = double(eligible++);
+        bool cold = config.even ? std::floor((e + 1) * F + phase) >
+                                      std::floor(e * F + phase)
+                                : unit(hsh) < F;
         I.cold[size_t((b * s.kvHeads + kh) * I.kvBlocks + n)] = cold;
         I.coldBlocks += cold;
       }
+    }
   // Random signs per (b, kv head, dim): u = sign * h_0 / sqrt(P), window
   // directions w_m = sign * h_(m+1) / sqrt(P), all orthonormal.
   std::vector<double> sign(size_t(s.batch * s.kvHeads * P));

@@ -1346,6 +1346,30 @@ TEST(Dial, ColdFraction) {
   }
 }
 
+// --dial-even: every run of k eligible blocks of a (batch, kv head) holds
+// k F rounded down or up cold blocks.
+TEST(Dial, EvenSpacing) {
+  Shape s = makeShape(2, 1, 8192, 4, 4, 64, 64, false, 0.125);
+  for (double F : {0.0, 0.3, 0.7, 1.0}) {
+    DialConfig dc;
+    dc.coldFraction = F;
+    dc.blockN = 64;
+    dc.even = true;
+    DialInfo info;
+    makeDialInputs(s, DType::BF16, dc, 5, 0, &info);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t kh = 0; kh < 4; ++kh)
+        for (int64_t k : {int64_t(10), int64_t(16), int64_t(127)})
+          for (int64_t first = 1; first + k <= 128; first += 13) {
+            int64_t cold = 0;
+            for (int64_t n = first; n < first + k; ++n)
+              cold += info.isCold(b, kh, n);
+            EXPECT_GE(double(cold), std::floor(double(k) * F)) << F;
+            EXPECT_LE(double(cold), std::ceil(double(k) * F)) << F;
+          }
+  }
+}
+
 // H = 12 with |q|, |k| <= 8 at the supported head dims, and the inputs do
 // not depend on the thread count.
 TEST(Dial, MagnitudesAndDeterminism) {

@@ -104,6 +104,9 @@ inputs:
                        warm ones near it (V still from --dist). For sparse
                        kernels the default threshold becomes ln_lambda =
                        -H*ln2 = -8.3 (T = -12 log2 units), see README.md
+  --dial-even          the dial's cold blocks evenly spaced (each run of k
+                       blocks of a kv head holds k F +- 1) instead of drawn
+                       independently: every KV split gets the same share
 checking:
   --check full|rows:K|none   compare every O element (default), K evenly
                        spaced query rows of every batch entry and head, or
@@ -183,6 +186,7 @@ struct Options {
   std::optional<SparsityPolicy> sparsity; // --sparsity (threshold override)
   bool requireStats = false;              // --stats
   std::optional<double> dial;
+  bool dialEven = false;
   double borderlineEps = 1e-2;
   // The kernels do not count groups without a row < seq_q (the lowering's
   // emitStatsFlush and emitVoteStatsFlush, lib/Conversion/WSToNVVM/Votes.cpp).
@@ -393,6 +397,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         else
           o->dial = x;
       }
+    } else if (arg == "--dial-even") {
+      o->dialEven = true;
     } else if (arg == "--borderline-eps") {
       if ((err = need(&v)).empty()) {
         char *end = nullptr;
@@ -428,6 +434,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
   if (o->log2Threshold && o->sparsity)
     return "give --sparsity or --log2-threshold, not both (both set the "
            "threshold, parameter 12)";
+  if (o->dialEven && !o->dial)
+    return "--dial-even spaces the dial's cold blocks: give --dial F too";
   return "";
 }
 
@@ -985,14 +993,14 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
   const Shape &s = r.shape;
   const DType dtype = r.dtype;
   char key[512];
-  std::snprintf(key, sizeof key,
-                "%" PRId64 "x%" PRId64 "x%" PRId64 " h%" PRId64 "/%" PRId64
-                " d%" PRId64 "/%" PRId64 " c%d s%a t%d seed %" PRIu64
-                " %s dial %a n%d",
-                s.batch, s.seqQ, s.seqKV, s.qHeads, s.kvHeads, s.headDim,
-                s.headDimV, int(s.causal), s.scale, int(dtype),
-                uint64_t(opt.seed), toString(opt.dist),
-                opt.dial ? *opt.dial : -1.0, opt.dial ? info.blockN : 0);
+  std::snprintf(
+      key, sizeof key,
+      "%" PRId64 "x%" PRId64 "x%" PRId64 " h%" PRId64 "/%" PRId64 " d%" PRId64
+      "/%" PRId64 " c%d s%a t%d seed %" PRIu64 " %s dial %a%s n%d",
+      s.batch, s.seqQ, s.seqKV, s.qHeads, s.kvHeads, s.headDim, s.headDimV,
+      int(s.causal), s.scale, int(dtype), uint64_t(opt.seed),
+      toString(opt.dist), opt.dial ? *opt.dial : -1.0,
+      opt.dialEven ? " even" : "", opt.dial ? info.blockN : 0);
   std::shared_ptr<const HostInputs> in = lastInputs;
   if (!in || in->key != key) {
     lastInputs.reset(); // Free the previous set before making the next.
@@ -1002,6 +1010,7 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
       DialConfig dc;
       dc.coldFraction = *opt.dial;
       dc.blockN = info.blockN;
+      dc.even = opt.dialEven;
       generateDialInputs(s, dtype, dc, opt.seed, l.q,
                          size_t(s.batch * l.q.batch), fresh->qBits, fresh->q,
                          l.k, size_t(s.batch * l.k.batch), fresh->kBits,

@@ -247,6 +247,10 @@ struct DialConfig {
   int64_t sinkKeys = 64; ///< keys [0, sinkKeys) are hot for every query
   int64_t window = 64;   ///< local window bin width (keys)
   double maxEntry = 6;   ///< H is lowered if signal entries would exceed it
+  /// Cold blocks evenly spaced (every run of k eligible blocks of one
+  /// (batch, kv head) holds k F +- 1 cold ones, from a random phase) instead
+  /// of independent draws: every KV split then gets the same share.
+  bool even = false;
 };
 
 struct DialInfo {
