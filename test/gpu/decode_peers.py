@@ -2,9 +2,10 @@
 PyTorch SDPA with its cuDNN and FlashAttention-2 backends (GQA through
 enable_gqa where the backend takes it, else K/V expanded outside the timing)
 and a device copy of the same K+V bytes (the bandwidth bound). bf16,
-head_dim 128, 32 q / 8 kv heads, one new token. Prints one JSON per line:
-ms (median) and TB/s of K+V bytes.
-usage: python3 test/gpu/decode_peers.py [batch:seq_kv ...]"""
+head_dim 128, 32 q / 8 kv heads (or --heads QH/KVH --head-dim D), one new
+token. Prints one JSON per line: ms (median) and TB/s of K+V bytes.
+usage: python3 test/gpu/decode_peers.py [--heads QH/KVH] [--head-dim D]
+                                        [batch:seq_kv ...]"""
 import json
 import os
 import sys
@@ -21,14 +22,28 @@ QH, KVH, D = 32, 8, 128
 
 
 def main():
-    shapes = [tuple(int(x) for x in s.split(":")) for s in sys.argv[1:]] or \
+    global QH, KVH, D
+    args = sys.argv[1:]
+    while args and args[0] in ("--heads", "--head-dim"):
+        if len(args) < 2:
+            sys.exit("decode_peers.py: %s needs a value" % args[0])
+        if args[0] == "--heads":
+            QH, KVH = (int(x) for x in args[1].split("/"))
+        else:
+            D = int(args[1])
+        args = args[2:]
+    if QH % KVH:
+        sys.exit("decode_peers.py: --heads %d/%d: q heads must be a multiple "
+                 "of kv heads" % (QH, KVH))
+    shapes = [tuple(int(x) for x in s.split(":")) for s in args] or \
         [(8, 32768), (8, 131072), (1, 131072)]
     for batch, skv in shapes:
         q = torch.randn(batch, QH, 1, D, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(batch, KVH, skv, D, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         kv_bytes = 2 * k.numel() * k.element_size()
-        row = {"batch": batch, "seq_kv": skv, "kv_bytes": kv_bytes}
+        row = {"batch": batch, "seq_kv": skv, "heads": "%d/%d" % (QH, KVH),
+               "head_dim": D, "kv_bytes": kv_bytes}
         dst = torch.empty_like(k)
 
         def copy():
@@ -49,7 +64,7 @@ def main():
                                 q, kk, vv, enable_gqa=gqa)
                         ms = time_ms(f, warmup=10, iters=50)
                     key = name + ("_gqa" if gqa else "_expanded")
-                    # Expanded K/V reads 4x the bytes; TB/s counts the
+                    # Expanded K/V reads QH / KVH times the bytes; TB/s counts the
                     # GQA bytes (what a decode kernel must read) anyway.
                     row[key + "_ms"] = ms
                     row[key + "_tb_s"] = kv_bytes / ms / 1e9
