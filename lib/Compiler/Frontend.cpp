@@ -151,9 +151,14 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
     return module.emitError()
            << "the sink seed (--sink-seed) seeds the running max BLASST's "
               "votes compare with; this compile inserts no vote";
+  if (opts.voteFirstBlock == true && !insertVote)
+    return module.emitError()
+           << "the vote on each KV split's first block (--vote-first-block) "
+              "is a BLASST vote; this compile inserts no vote";
   if (insertVote) {
     ws::BLASSTInsertVoteOptions iOpts;
     iOpts.sinkSeed = printScheduleKnob(opts.sinkSeed);
+    iOpts.voteFirstBlock = printScheduleKnob(opts.voteFirstBlock);
     pm.addPass(ws::createBLASSTInsertVote(iOpts));
   }
   // V on demand: by default wherever it applies (BLASST on the sm_90a
@@ -338,7 +343,7 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
   int64_t voters = 0;
   bool stats = false, onDemand = false;
   kernel.walk([&](ws::VoteOp v) {
-    ++voters;
+    voters += !v.votesFirstBlock(); // (a role's vote on block 0: the same role)
     stats |= v.getStats();
   });
   kernel.walk([&](ws::TmaLoadOp l) { onDemand |= l.getOnDemand(); });
@@ -387,6 +392,11 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     if (sinkSeed)
       os << "; each KV split votes against the running max of KV block 0's "
             "scores (the sink seed)";
+    bool firstVote = false;
+    kernel.walk([&](ws::VoteOp v) { firstVote |= v.votesFirstBlock(); });
+    if (sinkSeed)
+      os << (firstVote ? ", its first block too"
+                       : "; each split's first block is kept unvoted");
     os << "\n";
     // The threshold the kernel applies, and where the cap takes over.
     const SparsityPolicy &sp = spec.sparsity;

@@ -217,7 +217,12 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
           for (int64_t r = 0; r < vr; ++r)
             mrun[size_t(r)] = mblk[size_t(r * nB)];
         for (int64_t n = begin; n < begin + count; ++n) {
-          bool skip = n != begin, nearBelow = false, keepersNear = true,
+          // Voted on: every block but a split's first, which is voted on
+          // too with the seed (vote-first-block) except the sequence's
+          // block 0, the seed itself (m_blk - m_run = 0, never below T;
+          // the kernel computes both maxima alike: exactly kept).
+          bool voted = n != begin || (c.voteFirstBlock && c.sinkSeed && n > 0);
+          bool skip = voted, nearBelow = false, keepersNear = true,
                anyVisible = false;
           if (skip)
             for (int64_t r = 0; r < vr; ++r) {
@@ -234,7 +239,7 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
               }
             }
           else
-            keepersNear = false; // the split's first block: no vote
+            keepersNear = false; // not voted on: kept
           bool border = skip ? nearBelow : keepersNear;
           taskMasked[task] += skip && !anyVisible;
           if (!skip)
@@ -832,7 +837,9 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
   std::vector<int64_t> prefix(size_t(dial.kvBlocks + 1));
   if (c.qGroup > 0) {
     // Decode: each tile walks its blocks once for all its q heads; the
-    // first block of each split is kept whatever it is (not skippable).
+    // first block of each split is kept whatever it is (not skippable),
+    // unless it is voted on (voteFirstBlock: all but the sequence's block
+    // 0).
     const int64_t tiles = decodeTiles(s, c);
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t kh = 0; kh < s.kvHeads; ++kh)
@@ -844,7 +851,9 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
           for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
             auto [begin, count] =
                 decodeSplitBlocks(nB, std::max<int64_t>(c.kvSplits, 1), sp);
-            for (int64_t n = begin + 1; n < begin + count; ++n)
+            const bool first = c.voteFirstBlock && c.sinkSeed;
+            for (int64_t n = first ? std::max<int64_t>(begin, 1) : begin + 1;
+                 n < begin + count; ++n)
               cold += dial.isCold(b, kh, n);
           }
         }

@@ -310,6 +310,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
           kernelFunc->getAttr("blasst.page_size")))
     k.pageSize = int(n.getInt());
   k.sinkSeed = kernelFunc->hasAttr("blasst.sink_seed");
+  k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
   return k;
 }
 

@@ -117,6 +117,9 @@ const IntKey kIntKeys[] = {
     {"sink_seed", &KernelInfo::sinkSeed, 0, 1,
      "BLASST decode: 1 when each split's running max starts from the scores "
      "of the sequence's KV block 0; optional, default 0"},
+    {"vote_first_block", &KernelInfo::voteFirstBlock, 0, 1,
+     "BLASST decode with sink_seed: 1 when each split's first block is "
+     "voted on (it may be skipped) instead of kept; optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -124,7 +127,7 @@ const char *const kKnownKeys[] = {
     "block_n",     "threads",   "smem_bytes",     "compiler_version",
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
-    "per_seq_kv",  "page_size", "sink_seed"};
+    "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -253,6 +256,9 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          " needs split_kv = 1 (a decode kernel)");
   if (info.sinkSeed && !info.splitKV)
     return Status::error("sink_seed needs split_kv = 1 (a decode kernel)");
+  if (info.voteFirstBlock && !info.sinkSeed)
+    return Status::error("vote_first_block needs sink_seed = 1 (the running "
+                         "max a split's first block is voted against)");
   if (info.pageSize &&
       (info.pageSize < kMinKVPage || (info.pageSize & (info.pageSize - 1)) ||
        (info.pageSize % info.blockN && info.blockN % info.pageSize)))
@@ -287,7 +293,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::oTensorMap || info.oTensorMap) &&
         (k.field != &KernelInfo::perSeqKV || info.perSeqKV) &&
         (k.field != &KernelInfo::pageSize || info.pageSize) &&
-        (k.field != &KernelInfo::sinkSeed || info.sinkSeed))
+        (k.field != &KernelInfo::sinkSeed || info.sinkSeed) &&
+        (k.field != &KernelInfo::voteFirstBlock || info.voteFirstBlock))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";

@@ -189,6 +189,18 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   EXPECT_NE(text.find("sink_seed = 1\n"), std::string::npos) << text;
   ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
   EXPECT_EQ(parsed.sinkSeed, 1);
+  // vote_first_block: likewise, and needs sink_seed.
+  EXPECT_EQ(text.find("vote_first_block"), std::string::npos) << text;
+  seeded.voteFirstBlock = 1;
+  text = formatKernelInfo(seeded);
+  EXPECT_NE(text.find("vote_first_block = 1\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_EQ(parsed.voteFirstBlock, 1);
+  seeded.sinkSeed = 0;
+  EXPECT_TRUE(failsWith(validateKernelInfo(seeded),
+                        "vote_first_block needs sink_seed = 1"));
+  seeded.sinkSeed = 1;
+  seeded.voteFirstBlock = 0;
   seeded.splitKV = 0;
   EXPECT_TRUE(failsWith(validateKernelInfo(seeded),
                         "sink_seed needs split_kv = 1 (a decode kernel)"));

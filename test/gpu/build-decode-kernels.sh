@@ -56,6 +56,14 @@ if [[ ${BLASST:-1} == 1 ]]; then
   # The same BLASST kernel without the sink seed (each split from -inf).
   BLASST_COMPILE_FLAGS="--sink-seed=false" mk bench_bdec_noseed_hd128_q32kv8 \
     "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+  # ... and with the seed but each split's first block kept unvoted (the
+  # default votes on it: vote_first_block), checked and timed against it.
+  BLASST_COMPILE_FLAGS="--vote-first-block=false" mk bench_bdec_nofirst_hd128_q32kv8 \
+    "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+  for causal in false true; do
+    BLASST_COMPILE_FLAGS="--vote-first-block=false" mk "bdec_nofirst_hd128_q32kv8_c${causal}" \
+      "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=$causal lse=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+  done
 fi
 fi # ONLY != gqa
 # Head ratios that are not a power of two: G = 3, 7, 6, 5 (floor(64 / G)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # BLASST decode on the H200 (kernels from build-decode-kernels.sh, BLASST=1).
 # CHECKS: every element of O and LSE against the CPU skipping model (the
-# vote over the tile's packed rows, each KV split with a fresh running max
-# and its first block kept) and the statistics [B, Hq, 2] exactly (visited
+# vote over the tile's packed rows, each KV split's running max seeded from
+# KV block 0 and its first block voted on against it: .meta sink_seed and
+# vote_first_block tell the model; bdec_nofirst_* keep it unvoted) and the
+# statistics [B, Hq, 2] exactly (visited
 # equal, skipped within the model's borderline decisions), over seq_q
 # 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128 x causal, the sparsity dial at
 # 0.5 / 0.9 and fixed thresholds on random inputs (several skip levels),
@@ -61,9 +63,10 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     done
   done
   echo "matrix: $runs runs, $fails failed"
-  # Split boundaries: each split's first block is kept and its running max
-  # starts fresh; the model takes the launch's split count.
-  for k in bdec_hd128_q32kv8 bdec_hd64_q32kv1 bdec_hd128_q16kv16; do
+  # Split boundaries: each split's first block is voted on against the
+  # sink seed (bdec_nofirst_*: kept); the model takes the launch's split
+  # count.
+  for k in bdec_hd128_q32kv8 bdec_hd64_q32kv1 bdec_hd128_q16kv16 bdec_nofirst_hd128_q32kv8; do
     [[ ${SPLITS:-1} == 1 ]] || break
     ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
     for sq in 1 8; do

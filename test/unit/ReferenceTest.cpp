@@ -1561,14 +1561,17 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
                         {5, 700, 9, 3, 3, true},   {8, 513, 28, 4, 2, true},
                         {4, 640, 12, 2, 4, false}, {8, 300, 21, 1, 2, true}};
   // Without and with the sink seed (each split's running max starts from
-  // block 0's row maxima).
-  for (bool seed : {false, true})
+  // block 0's row maxima), and with it each split's first block voted on
+  // too (voteFirst).
+  for (auto [seed, voteFirst] :
+       {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}})
     for (const Case &c : cases) {
       SCOPED_TRACE("seqQ " + std::to_string(c.seqQ) + " seqKV " +
                    std::to_string(c.seqKV) + " heads " +
                    std::to_string(c.qHeads) + "/" + std::to_string(c.kvHeads) +
                    " splits " + std::to_string(c.splits) +
-                   (c.causal ? " causal" : "") + (seed ? " sink seed" : ""));
+                   (c.causal ? " causal" : "") + (seed ? " sink seed" : "") +
+                   (voteFirst ? " vote first block" : ""));
       Shape s = makeShape(2, c.seqQ, c.seqKV, c.qHeads, c.kvHeads, 64, 64,
                           c.causal, 0.125);
       DialConfig dc;
@@ -1585,6 +1588,7 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
       cfg.qGroup = G;
       cfg.kvSplits = c.splits;
       cfg.sinkSeed = seed;
+      cfg.voteFirstBlock = voteFirst;
       cfg.log2Threshold = info.defaultLog2Threshold();
       std::vector<int64_t> all = allRows(s);
       SkipModel model, model3;
@@ -1643,7 +1647,8 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
               if (seed && nB > 0)
                 run = sink;
               for (int64_t n = b0; n < b1; ++n) {
-                bool skip = n != b0;
+                // (The sequence's block 0 is voted against itself: kept.)
+                bool skip = n != b0 || voteFirst;
                 std::vector<long double> mb(size_t(64));
                 for (int64_t i = t * tokens;
                      i < std::min((t + 1) * tokens, c.seqQ); ++i)
@@ -1729,7 +1734,8 @@ TEST(SkipModel, DecodeMatchesBruteForce) {
 }
 
 // Decode split boundaries: with one split per block nothing is ever voted
-// on (every block starts a split), so nothing is skipped.
+// on (every block starts a split), so nothing is skipped, unless each
+// split's first block is voted on against the sink seed.
 TEST(SkipModel, DecodeOneBlockPerSplitKeepsAll) {
   Shape s = makeShape(1, 2, 256, 8, 2, 64, 64, false, 0.125);
   DialConfig dc;
@@ -1751,6 +1757,23 @@ TEST(SkipModel, DecodeOneBlockPerSplitKeepsAll) {
   EXPECT_EQ(eight.totalSkipped, 0);
   EXPECT_EQ(one.totalVisited, eight.totalVisited);
   EXPECT_EQ(one.totalVisited, 8 * 8); // 8 blocks x 8 q heads
+  // With the sink seed and the vote on each split's first block, the
+  // splits' blocks are voted on against the sink: one block per split
+  // skips too, but never the sequence's block 0 (the sink itself).
+  cfg.sinkSeed = cfg.voteFirstBlock = true;
+  SkipModel voted;
+  skipModelOf(in, allRows(s), cfg, 2, &voted);
+  EXPECT_GT(voted.totalSkipped, 0);
+  EXPECT_EQ(voted.totalVisited, 8 * 8);
+  for (int64_t h = 0; h < s.qHeads; ++h)
+    EXPECT_EQ(voted.decisions[voted.decisionIndex(s.qHeads, 0, h, 0, 0, 0)],
+              kKept);
+  // The walked cold fraction counts the split's first blocks then.
+  cfg.sinkSeed = cfg.voteFirstBlock = false;
+  double unvoted = dialWalkedColdFraction(s, cfg, info);
+  cfg.sinkSeed = cfg.voteFirstBlock = true;
+  EXPECT_EQ(unvoted, 0.0);
+  EXPECT_GT(dialWalkedColdFraction(s, cfg, info), 0.0);
 }
 
 // Decode with per-sequence KV lengths (SkipConfig::kvLengths): batch entry

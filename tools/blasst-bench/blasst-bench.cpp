@@ -979,6 +979,9 @@ SkipConfig skipConfigFor(const KernelInfo &info, const Options &opt) {
   // Decode: the tile's packed rows vote together; the split count is the
   // launch's (set once the launch is prepared).
   c.qGroup = info.qGroup;
+  // Decode: the sink seed and the vote on each split's first block.
+  c.sinkSeed = info.sinkSeed != 0;
+  c.voteFirstBlock = info.voteFirstBlock != 0;
   return c;
 }
 
@@ -1082,7 +1085,10 @@ void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
                   " packed rows: " + std::to_string(skipCfg->qGroup) +
                   " q heads x " +
                   std::to_string(skipCfg->blockM / skipCfg->qGroup) +
-                  " tokens; each KV split's first block kept)"
+                  " tokens; each KV split's first block " +
+                  (skipCfg->voteFirstBlock && skipCfg->sinkSeed
+                       ? "voted on against the sink seed)"
+                       : "kept)")
             : "with " + std::to_string(skipCfg->groupRows) + "-row groups";
     std::printf("  BLASST: %s, parameter 12 = %.6g (%s), T = %.6g log2 units "
                 "(lambda = 2^T = %.3g, ln_lambda %.4g); skipping modeled "
@@ -1734,15 +1740,15 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   if (!prepareLaunch(opt, ctx, kernel, *in, layout, r, &run))
     return false;
   if (skipCfg.qGroup > 0) {
-    // Decode: each split starts a fresh running max (its first block is
-    // kept), so the model takes the launch's split count.
+    // Decode: each split starts a fresh running max (or the sink's; its
+    // first block is kept unless voted on: vote_first_block), so the model
+    // takes the launch's split count.
     skipCfg.kvSplits = r.kvSplits;
-    skipCfg.sinkSeed = kernel.info().sinkSeed != 0;
     setPerSequenceSkipping(opt, kernel.spec(), r, &skipCfg);
     if (r.dial) {
       r.dialWalkedCold = dialWalkedColdFraction(r.shape, skipCfg, in->dial);
       std::printf("  dial (decode, %d KV split%s): %.3f of the tiles' blocks "
-                  "are cold and not a split's first\n",
+                  "are cold and voted on\n",
                   r.kvSplits, r.kvSplits == 1 ? "" : "s", r.dialWalkedCold);
     }
   }

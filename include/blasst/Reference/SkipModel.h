@@ -105,8 +105,14 @@ struct SkipConfig {
   int64_t kvSplits = 1;
   /// Decode: each split's running max starts from the row maxima of the
   /// sequence's block 0 (the kernel's sink seed, .meta sink_seed) instead of
-  /// -inf; its first block is still kept (not voted on).
+  /// -inf; its first block is still kept (not voted on) unless
+  /// voteFirstBlock.
   bool sinkSeed = false;
+  /// Decode with sinkSeed: each split's first block is voted on like the
+  /// others, against the seed (the kernel's vote-first-block, .meta
+  /// vote_first_block). The sequence's block 0 (split 0's first) is the
+  /// sink itself: its difference is 0, never below T (at most 0): kept.
+  bool voteFirstBlock = false;
   /// Decode with kv_lengths = per_sequence: batch entry b sees the first
   /// kvLengths[b] keys (0 .. shape.seqKV; 0: no block, O = 0, LSE = -inf),
   /// and its blocks, causal diagonal (bottom-right at its own length) and

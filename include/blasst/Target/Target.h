@@ -62,6 +62,8 @@ struct LoweredKernel {
   bool perSeqKV = false; ///< Decode: per-sequence KV lengths (parameter 15).
   int pageSize = 0;      ///< Decode: paged K/V page size (0: contiguous).
   bool sinkSeed = false; ///< BLASST decode: running max seeded from block 0.
+  bool voteFirstBlock = false; ///< BLASST decode: each split's first block
+                               ///< voted on (vote-first-block).
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -109,6 +109,11 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // sequence from block 0: left unset (their records and keys unchanged).
   if (!o.sinkSeed.has_value() && decode && hopper && !spec.sparsity.isDense())
     o.sinkSeed = true;
+  // With the sink seed each split's first block is voted on like the others
+  // (blasst-insert-vote's vote-first-block); where the seed is off, so is
+  // it (asked for there, the pass says why not).
+  if (!o.voteFirstBlock.has_value() && o.sinkSeed.has_value())
+    o.voteFirstBlock = *o.sinkSeed;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S

@@ -191,6 +191,15 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
           })
           .wasInterrupted())
     func->setAttr("blasst.sink_seed", b.getUnitAttr());
+  // So does the vote on each split's first block.
+  if (layout.votesFirstBlock ||
+      kernel
+          .walk([](VoteOp v) {
+            return v.votesFirstBlock() ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+          })
+          .wasInterrupted())
+    func->setAttr("blasst.vote_first_block", b.getUnitAttr());
   if (kernel.getPerSeqKv())
     func->setAttr("blasst.per_seq_kv", b.getUnitAttr());
   if (pageSize)
@@ -538,15 +547,16 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   // protocol's LoopCarried says which): S of block n when the loop's Q Kᵀ
   // runs one block ahead; the correction factors and P in registers when
   // block 0's softmax is the prologue; the skip decision when P V of block
-  // n was decided in the previous iteration (block 0 is never skipped: the
-  // running max is still -inf when it is voted on).
+  // n was decided in the previous iteration (block 0 is kept, unless the
+  // prologue voted on it: vote-first-block, with the sink seed's running
+  // max).
   LoopCarried carried = protocol.carried(loop);
   bool carryS = carried.scores;
   bool carryCorr = carried.correction;
   bool carrySkip = carried.skip;
-  if (carrySkip) {
-    // Block 0 (the prologue's softmax) is never skipped; the loop's votes
-    // count blocks 1.. (and not the block past the end).
+  if (carrySkip && !st.skip) {
+    // Block 0 (the prologue's softmax, not voted on) is kept; the loop's
+    // votes count blocks 1.. (and not the block past the end).
     st.skip = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   }
   size_t numP = compute ? st.pRegs.size() : 0;
@@ -568,9 +578,12 @@ LogicalResult KernelLowering::emitLoop(KVLoopOp loop, RoleState &st) {
   }
   bool carryVote = carried.voteState;
   if (carryVote) {
-    // Before block 0 (whose await yields its own state): any values.
-    st.voteKnown = st.voteKept =
-        arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    // Before block 0 (whose await yields its own state): any values; with
+    // block 0 voted on, "block -1 known and skipped", so block 0 waits for
+    // its votes (a run of 0 kept blocks).
+    st.voteKnown = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    st.voteKept = arith::ConstantOp::create(
+        b, loc, b.getBoolAttr(!layout.votesFirstBlock));
     st.keptRun = c32(0);
   }
   SmallVector<Value> init;

@@ -29,6 +29,7 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
           .wasInterrupted()) {
     for (auto role : kernel.getBody().getOps<RoleOp>())
       role.walk([&](VoteOp v) {
+        layout.votesFirstBlock |= v.getPublish() && v.votesFirstBlock();
         if (v.getPublish() &&
             layout.voterIndex
                 .try_emplace(role.getSymName(), layout.voterIndex.size())

@@ -84,6 +84,10 @@ struct SmemLayout {
   /// CTA row of each.
   llvm::StringMap<int64_t> voterIndex;
   SmallVector<int64_t> voterRowBegin;
+  /// The voters vote on block 0 before their kv_loop (vote-first-block):
+  /// block n's votes are phase n / 2 of barrier n % 2 (without: block 0 is
+  /// kept unvoted and block n's votes are phase (n - 1) / 2).
+  bool votesFirstBlock = false;
   int64_t totalBytes = 0;
 };
 

@@ -41,22 +41,27 @@ LogicalResult KernelLowering::emitVote(VoteOp op, RoleState &st) {
     // masked out, "skipped" and not counted. Every role visits each of the
     // tile's blocks once: the visited count is the block count
     // (emitStatsFlush), one loop-carried register fewer.
+    // The prologue's vote on block 0 (vote-first-block) counts only where
+    // the split has a block.
+    Value real = st.inLoop ? st.scoresReal
+                           : cmp(arith::CmpIPredicate::sgt, st.numBlocks,
+                                 c32(0));
     Value skipCounted =
-        st.scoresReal ? arith::AndIOp::create(b, loc, st.skip, st.scoresReal)
-                      : st.skip;
+        real ? arith::AndIOp::create(b, loc, st.skip, real) : st.skip;
     st.skipped =
         add(st.skipped, arith::ExtUIOp::create(b, loc, i32, skipCounted));
   }
   if (op.getPublish()) {
     // The load role copies V of the voted block (n + 1: the vote follows
-    // row_max {ahead = 1}, the verifier checks) only if a voter keeps it:
-    // one thread writes the role's decision and arrives on the vote
-    // barrier (release: the flag is visible to the waiter). No vote on the
-    // block past the end: the load role waits for none.
-    if (!st.inLoop)
+    // row_max {ahead = 1}, the verifier checks; before the loop: block 0)
+    // only if a voter keeps it: one thread writes the role's decision and
+    // arrives on the vote barrier (release: the flag is visible to the
+    // waiter). No vote on the block past the end: the load role waits for
+    // none.
+    if (!st.inLoop && !op.votesFirstBlock())
       return op.emitOpError() << "publishes outside the kv_loop";
     OpBuilder::InsertionGuard guard(b);
-    Value block = add(st.kvBlock, c32(1));
+    Value block = st.inLoop ? add(st.kvBlock, c32(1)) : c32(0);
     openIf(arith::AndIOp::create(
         b, loc, cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)),
         cmp(arith::CmpIPredicate::slt, block, st.numBlocks)));
@@ -103,13 +108,16 @@ LogicalResult KernelLowering::emitLoadVote(LoadVoteOp op, RoleState &st) {
 std::pair<Value, Value> KernelLowering::readVotes(Value block, RoleState &st) {
   // Votes on blocks of one parity go to one barrier, whose phase k
   // completes with the votes on its k-th block: block n is phase
-  // (n - 1) / 2 of barrier n % 2. The load role reads every block's votes
-  // once and in order, before it copies the V of the block after it, and
-  // the voters vote on block n + 2 only after that copy: each barrier is
-  // within one phase of the wait, and the decision slot of n is intact.
+  // (n - 1) / 2 of barrier n % 2 (n / 2 when block 0 is voted on too,
+  // vote-first-block). The load role reads every block's votes once and
+  // in order, before it copies the V of the block after it, and the voters
+  // vote on block n + 2 only after that copy: each barrier is within one
+  // phase of the wait, and the decision slot of n is intact.
   Value parity = arith::AndIOp::create(b, loc, block, c32(1));
   Value phase = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, sub(block, c32(1)), c32(1)),
+      b, loc,
+      arith::ShRUIOp::create(
+          b, loc, layout.votesFirstBlock ? block : sub(block, c32(1)), c32(1)),
       c32(1));
   NVVM::MBarrierTryWaitParityOp::create(b, loc, voteBarrier(parity), phase,
                                         c32(kWaitTicks));
@@ -162,13 +170,21 @@ void KernelLowering::addStats(Value visited, Value skipped) {
 LogicalResult KernelLowering::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
   if (!st.inLoop || layout.voteBarrier < 0)
     return op.emitOpError() << "needs a kv_loop and published votes";
-  // Block n >= 1 was voted on once per voter. Block 0 is kept. Each region
-  // also yields how many voters skipped the blocks whose votes it read.
-  Value voted = cmp(arith::CmpIPredicate::sgt, st.kvBlock, c32(0));
+  // Block n >= 1 was voted on once per voter. Block 0 is kept, unless the
+  // voters voted on it before their loop (vote-first-block: then it is read
+  // like any block). Each region also yields how many voters skipped the
+  // blocks whose votes it read.
+  bool first = layout.votesFirstBlock;
   Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
   Value no = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  Value voted =
+      first ? yes : cmp(arith::CmpIPredicate::sgt, st.kvBlock, c32(0));
   Value counted;
-  if (!st.speculateAfter) {
+  if (!st.speculateAfter && first) {
+    auto [skipped, count] = readVotes(st.kvBlock, st);
+    st.skip = skipped;
+    counted = count;
+  } else if (!st.speculateAfter) {
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1, i32}, voted,
                                   /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
@@ -183,7 +199,9 @@ LogicalResult KernelLowering::emitAwaitVote(AwaitVoteOp op, RoleState &st) {
     // speculate_after = K: after K kept blocks in a row, block n counts as
     // kept without its votes, which are read at block n + 1 (to know
     // whether n was kept). Yields (skip, known, kept, run) for block n.
-    // Block 0 starts a run of K - 1: block 1 follows K kept blocks.
+    // Block 0 starts a run of K - 1: block 1 follows K kept blocks. With
+    // block 0 voted on, the loop starts as after a skipped block (known,
+    // not kept: emitLoop), so block 0 waits for its votes.
     int64_t k = st.speculateAfter;
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{i1, i1, i1, i32, i32},
                                   voted, /*withElseRegion=*/true);

@@ -1990,3 +1990,166 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
     }
   }
 }
+
+// -----
+
+// The vote on block 0 before the kv_loop (vote-first-block) compares with
+// the running max the sink seed defined ...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.row_max @s
+    // expected-error @below {{votes on block 0 before the kv_loop, but no ws.row_max {sink} seeds the running max it compares with}}
+    ws.vote @s
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// ... after block 0's own row maxima, not the sink's ...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.row_max @s {sink}
+    // expected-error @below {{votes on block 0 before block 0's row maxima (a ws.row_max after the sink's)}}
+    ws.vote @s
+    ws.row_max @s
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// ... in a role whose kv_loop votes on the blocks after it ...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.row_max @s {sink}
+    ws.row_max @s
+    // expected-error @below {{votes on block 0 but the role's kv_loop votes on no block}}
+    ws.vote @s
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+    }
+  }
+}
+
+// -----
+
+// ... and like them (published when they are).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c] buffers [@v] tx_bytes 8192
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      ws.await_vote
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe {on_demand}
+      ws.release @v_pipe
+    }
+  }
+  ws.role @c compute warps [4, 8) {
+    ws.row_max @s {sink}
+    ws.row_max @s
+    // expected-error @below {{votes on block 0 with publish / stats unlike the kv_loop's vote}}
+    ws.vote @s
+    ws.kv_loop {
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+    }
+  }
+}
+
+// -----
+
+// unless_skipped before the kv_loop: block 0's steps, after the vote on
+// block 0 ...
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.row_max @s
+    // expected-error @below {{outside a ws.kv_loop needs a preceding ws.vote on block 0 and the role's kv_loop after it}}
+    ws.unless_skipped {
+      ws.softmax_update @s
+    }
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// ... under that vote's decision (no ahead, no fuse_next).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.role @c compute warps [0, 4) {
+    ws.row_max @s {sink}
+    ws.row_max @s
+    ws.vote @s
+    // expected-error @below {{before the kv_loop takes neither ahead nor fuse_next}}
+    ws.unless_skipped attributes {ahead = -1 : i64} {
+      ws.softmax_update @s
+    }
+    ws.kv_loop {
+      ws.row_max @s {ahead = 1}
+      ws.vote @s
+    }
+  }
+}
+
+// -----
+
+// V on demand: the load role reads block 0's votes from every voter or
+// from none.
+ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.buffer @v smem [64, 64] bf16 stages 2
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 64] f32 stages 1
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.pipe @v_pipe depth 2 producer @l consumers [@c0, @c1] buffers [@v] tx_bytes 8192
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{role 'c1' does not vote on block 0 unlike the voters before it}}
+      ws.await_vote
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe {on_demand}
+      ws.release @v_pipe
+    }
+  }
+  ws.role @c0 compute warps [4, 8) rows [0, 64) {
+    ws.row_max @s {sink}
+    ws.row_max @s
+    ws.vote @s {publish}
+    ws.kv_loop {
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+    }
+  }
+  ws.role @c1 compute warps [8, 12) rows [64, 128) {
+    ws.kv_loop {
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o
+      ws.release @v_pipe
+      ws.row_max @s {ahead = 1}
+      ws.vote @s {publish}
+    }
+  }
+}

@@ -32,12 +32,17 @@ std::optional<std::string> Model::build() {
     numConsumersMax =
         std::max<int>(numConsumersMax, int(p.getConsumers().size()));
   }
-  // Voters publish to the load role: one slot and one arrival each.
-  for (RoleOp role : kernel.getBody().getOps<RoleOp>())
+  // Voters publish to the load role: one slot and one arrival each (per
+  // block: a role's vote on block 0 before its loop and the loop's votes
+  // on the blocks after it share its slots).
+  for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {
+    bool publishes = false;
     role.walk([&](VoteOp v) {
-      if (v.getPublish())
-        ++numVoters;
+      publishes |= v.getPublish();
+      firstBlockVote |= v.getPublish() && v.votesFirstBlock();
     });
+    numVoters += publishes;
+  }
 
   int voter = 0;
   blackwell = kernel.getTarget() == ws::Target::sm_100a;
@@ -188,9 +193,11 @@ std::optional<std::string> Model::build() {
       if (auto vote = dyn_cast<VoteOp>(op)) {
         Instr in = base(Instr::Kind::Vote);
         in.publish = vote.getPublish();
+        prog.votesFirst |= vote.votesFirstBlock();
         if (in.publish) {
-          prog.voter = voter++;
-          if (!vote.decidesNextBlock())
+          if (prog.voter < 0)
+            prog.voter = voter++;
+          if (!vote.decidesNextBlock() && !vote.votesFirstBlock())
             unsupported = "a published vote that does not decide block n + 1";
         }
         out.push_back(in);
@@ -250,7 +257,11 @@ std::optional<std::string> Model::build() {
         }
         continue;
       }
-      top.walk<WalkOrder::PreOrder>([&](Operation *op) { add(op, false); });
+      // (Before the loop, a skip region holds block 0's steps under the
+      // role's vote on block 0.)
+      top.walk<WalkOrder::PreOrder>([&](Operation *op) {
+        add(op, op->getParentOfType<UnlessSkippedOp>() != nullptr);
+      });
     }
     if (unsupported)
       return *unsupported;
@@ -686,10 +697,12 @@ void Model::normalize(State &s, int r) const {
     if (seg == 0) {
       seg = blockExists(tile, 0) ? 1 : 2;
       role(s, r, RN) = 0;
-      // The loop starts with block 0 kept (loop-carried skip = false) and
-      // a load role's vote state as the lowering initialises it. Before
-      // block 0 there is no block: "skipped" (a deferred P V's decision).
-      role(s, r, RSkip) = 0;
+      // The loop starts with block 0 kept (loop-carried skip = false), or
+      // with the prologue's vote on it (vote-first-block), and a load
+      // role's vote state as the lowering initialises it. Before block 0
+      // there is no block: "skipped" (a deferred P V's decision).
+      if (!p.votesFirst)
+        role(s, r, RSkip) = 0;
       role(s, r, RSkip1) = role(s, r, RSkip2) = p.skipHistory ? 1 : 0;
       role(s, r, RKnown) = role(s, r, RKept) = 1;
       role(s, r, RRun) = 0;

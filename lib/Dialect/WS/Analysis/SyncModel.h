@@ -142,6 +142,9 @@ struct RoleProg {
   /// A load role with `kept_ahead` steps: how many decisions before the
   /// latest its conditions read (RHist; 0: none).
   int keptHistory = 0;
+  /// The role votes on block 0 before its kv_loop (vote-first-block): the
+  /// loop starts with that decision instead of "kept".
+  bool votesFirst = false;
 };
 
 // Flat state layout.
@@ -267,6 +270,14 @@ private:
   int mmaRole = -1;
   /// sm_100a: block 0 is never skipped (its P V overwrites O).
   bool blackwell = false;
+  /// The voters publish a vote on block 0 (vote-first-block): block n's
+  /// votes are phase n / 2 of the vote barrier n % 2 ((n - 1) / 2 without),
+  /// and the load role reads block 0's votes like any block's.
+  bool firstBlockVote = false;
+  /// The vote barrier phase of block `n`'s votes.
+  int64_t votePhase(int64_t n) const {
+    return firstBlockVote ? n / 2 : (n - 1) / 2;
+  }
   /// Set when a bound of the model itself is exceeded.
   mutable std::optional<std::string> modelBound;
   bool persistent = false;

@@ -92,7 +92,7 @@ bool Model::arrive(State &t, const Instr &in, const Blk &b, bool noBytes,
 bool Model::readVotes(State &s, int64_t block, Operation *op, std::string &why,
                       bool &allSkip) {
   int parity = int(block % 2);
-  if (!waitOn(s, voteBase + parity, (block - 1) / 2 + 1, op, why))
+  if (!waitOn(s, voteBase + parity, votePhase(block) + 1, op, why))
     return false;
   allSkip = true;
   for (int v = 0; v < numVoters; ++v) {
@@ -441,7 +441,8 @@ void Model::stepOnce(const State &s, int r,
   case Instr::Kind::Vote: {
     int64_t tile = role(s, r, RTile);
     auto beforeEnd = [&](int64_t k) { return k < 0 || blockExists(tile, k); };
-    int64_t local = role(s, r, RN) + 1;
+    // The loop's vote decides block n + 1; the prologue's block 0.
+    int64_t local = role(s, r, RSeg) == 0 ? 0 : role(s, r, RN) + 1;
     // The decision on the block past the end is not published; it matters
     // only where skip regions hold modelled steps.
     bool branch = prog.branchVotes &&
@@ -470,11 +471,11 @@ void Model::stepOnce(const State &s, int r,
         sl = int32_t(local * 2 + skip);
         int m = voteBase + parity;
         int32_t *bar = mbar(u, m);
-        if (bar[MCompleted] != (local - 1) / 2)
+        if (bar[MCompleted] != votePhase(local))
           return fail(llvm::Twine("the vote on block ") + llvm::Twine(local) +
                       " arrives in phase " + llvm::Twine(bar[MCompleted]) +
                       " of " + mbarName(m) + ", not " +
-                      llvm::Twine((local - 1) / 2));
+                      llvm::Twine(votePhase(local)));
         bar[MPending] -= 1;
         completeIfDone(u, m);
       }
@@ -499,7 +500,7 @@ void Model::stepOnce(const State &s, int r,
           n == 0 ? mask
                  : ((role(s, r, RHist) << 1) | (role(s, r, RSkip) & 1)) & mask;
     }
-    if (n == 0) {
+    if (n == 0 && !firstBlockVote) {
       role(t, r, RSkip) = 0;
       role(t, r, RKnown) = role(t, r, RKept) = 1;
       role(t, r, RRun) = int32_t(std::max<int64_t>(k - 1, 0));
@@ -516,9 +517,10 @@ void Model::stepOnce(const State &s, int r,
       return;
     }
     if (role(s, r, RSub) == 0) {
-      // Whether block n - 1 was kept: known, or read from its votes now.
-      bool prevKept = role(s, r, RKept);
-      if (!role(s, r, RKnown)) {
+      // Whether block n - 1 was kept: known, or read from its votes now
+      // (block -1 before a voted block 0: none, a run of 0).
+      bool prevKept = n > 0 && role(s, r, RKept);
+      if (n > 0 && !role(s, r, RKnown)) {
         if (!readVotes(t, n - 1, in.op, why, allSkip))
           return;
         prevKept = !allSkip;

@@ -1025,8 +1025,10 @@ LogicalResult EpilogueOp::verify() {
 LogicalResult VoteOp::verify() {
   if (failed(verifyScores(*this, getScoresAttr())))
     return failure();
-  if (!(*this)->getParentOfType<KVLoopOp>())
-    return emitOpError() << "must be inside a ws.kv_loop";
+  bool first = votesFirstBlock();
+  if (!first && !(*this)->getParentOfType<KVLoopOp>())
+    return emitOpError() << "must be inside a ws.kv_loop, or before it (the "
+                            "vote on block 0)";
   // The vote reads the block's row maxima.
   bool sawRowMax = false;
   for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
@@ -1054,7 +1056,48 @@ LogicalResult VoteOp::verify() {
   if (getPublish() && !await)
     return emitOpError() << "publishes its decision but no load role has a "
                             "ws.await_vote";
+  if (first) {
+    // Block 0 is voted on against a running max the sink seed defined
+    // (with -inf every row's difference would be +inf or NaN: kept), and
+    // like the loop's blocks: the load role reads every block's votes.
+    bool seeded = false;
+    RowMaxOp latest;
+    for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+      if (auto rm = dyn_cast<RowMaxOp>(op)) {
+        seeded |= rm.getSink();
+        if (!latest)
+          latest = rm;
+      }
+    if (latest && latest.getSink())
+      return emitOpError() << "votes on block 0 before block 0's row maxima "
+                              "(a ws.row_max after the sink's)";
+    if (!seeded)
+      return emitOpError() << "votes on block 0 before the kv_loop, but no "
+                              "ws.row_max {sink} seeds the running max it "
+                              "compares with";
+    VoteOp loopVote;
+    for (Operation *op = (*this)->getNextNode(); op; op = op->getNextNode())
+      if (auto loop = dyn_cast<KVLoopOp>(op))
+        loop.walk([&](VoteOp v) { loopVote = v; });
+    if (!loopVote)
+      return emitOpError() << "votes on block 0 but the role's kv_loop "
+                              "votes on no block";
+    if (loopVote.getPublish() != getPublish() ||
+        loopVote.getStats() != getStats())
+      return emitOpError() << "votes on block 0 with publish / stats unlike "
+                              "the kv_loop's vote (the load role and the "
+                              "counters take every block's decision alike)";
+  }
   return success();
+}
+
+bool VoteOp::votesFirstBlock() {
+  if (!isa<RoleOp>((*this)->getParentOp()))
+    return false;
+  for (Operation *op = (*this)->getNextNode(); op; op = op->getNextNode())
+    if (isa<KVLoopOp>(op))
+      return true;
+  return false;
 }
 
 /// A vote word: smem [1, 1] i32, one stage.
@@ -1135,13 +1178,17 @@ LogicalResult AwaitVoteOp::verify() {
                             "kv_multicast (the vote barrier follows one "
                             "tile's KV blocks in one CTA)";
   int64_t voters = 0;
+  bool firstVoters = false;
   for (auto role : kernel.getBody().getOps<RoleOp>()) {
     bool pv = false;
     role.walk([&](MmaOp m) { pv |= m.getKind() == MmaKind::pv; });
     if (!pv)
       continue;
-    VoteOp vote;
-    role.walk([&](VoteOp v) { vote = v; });
+    VoteOp vote; // the kv_loop's
+    role.walk([&](VoteOp v) {
+      if (!v.votesFirstBlock())
+        vote = v;
+    });
     if (!vote || !vote.getPublish())
       return emitOpError() << "role '" << role.getSymName()
                            << "' multiplies by V but publishes no vote";
@@ -1151,6 +1198,18 @@ LogicalResult AwaitVoteOp::verify() {
                               "the overlap schedule's vote on block n + 1 "
                               "(after ws.row_max {ahead = 1})";
     ++voters;
+    // The vote barriers count every voter's vote on each block: on block 0
+    // too, or on no voter's.
+    bool first = false;
+    role.walk([&](VoteOp v) { first |= v.votesFirstBlock(); });
+    if (voters == 1)
+      firstVoters = first;
+    else if (first != firstVoters)
+      return emitOpError() << "role '" << role.getSymName() << "' "
+                           << (first ? "votes" : "does not vote")
+                           << " on block 0 unlike the voters before it "
+                              "(the load role reads block 0's votes from "
+                              "every voter or from none)";
   }
   if (!voters)
     return emitOpError() << "has no voter";
@@ -1161,6 +1220,34 @@ LogicalResult UnlessSkippedOp::verify() {
   // The decision is the latest vote: earlier in this block, or, for a
   // region before the loop's vote, the previous iteration's (the overlap
   // schedule votes on block n+1 after its row_max {ahead = 1}).
+  auto checkBody = [&]() -> LogicalResult {
+    for (Operation &op : getBody().front())
+      if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp,
+              TurnWaitOp, TurnPassOp, StoreVoteOp, LoadVoteOp>(op))
+        return op.emitOpError()
+               << "cannot be skipped: pipe traffic and votes must run on "
+                  "both paths";
+    return success();
+  };
+  if (isa<RoleOp>((*this)->getParentOp())) {
+    // Before the kv_loop: block 0's steps, under the vote on block 0.
+    if (getAhead() || getFuseNext())
+      return emitOpError() << "before the kv_loop takes neither ahead nor "
+                              "fuse_next (block 0's steps, decided by the "
+                              "vote on block 0)";
+    bool voted = false;
+    for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())
+      if (auto v = dyn_cast<VoteOp>(op))
+        voted |= v.votesFirstBlock();
+    bool loopAfter = false;
+    for (Operation *op = (*this)->getNextNode(); op; op = op->getNextNode())
+      loopAfter |= isa<KVLoopOp>(op);
+    if (!voted || !loopAfter)
+      return emitOpError() << "outside a ws.kv_loop needs a preceding "
+                              "ws.vote on block 0 and the role's kv_loop "
+                              "after it";
+    return checkBody();
+  }
   auto loop = cast<KVLoopOp>((*this)->getParentOp());
   bool loaded = false;
   for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode())

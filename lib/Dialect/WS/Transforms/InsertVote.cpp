@@ -35,6 +35,7 @@ struct InsertVotePass
   LogicalResult rewriteLoop(KVLoopOp loop, const AttentionSpec &spec);
   LogicalResult shareVotes(KernelOp kernel);
   LogicalResult seedFromSink(KernelOp kernel);
+  LogicalResult voteOnFirstBlock(KernelOp kernel, const AttentionSpec &spec);
 };
 } // namespace
 
@@ -284,11 +285,75 @@ LogicalResult InsertVotePass::seedFromSink(KernelOp kernel) {
   return success();
 }
 
+/// The vote on each split's first block (option `vote-first-block`): the
+/// sink seed defined the running max before the prologue's block, so that
+/// block is voted on like the loop's: ws.vote after the prologue's row_max,
+/// the skippable steps after it (softmax_update, exp2_store_p) in
+/// ws.unless_skipped. Its P·V and correction (in the loop, deferred or not)
+/// read the decision the loop carries in; with V on demand the load role
+/// reads its votes like any block's.
+LogicalResult InsertVotePass::voteOnFirstBlock(KernelOp kernel,
+                                               const AttentionSpec &spec) {
+  auto fail = [&](const Twine &why) {
+    return kernel.emitOpError() << "blasst-insert-vote: vote-first-block "
+                                << why;
+  };
+  for (auto role : kernel.getBody().getOps<RoleOp>()) {
+    if (role.getKind() != RoleKind::compute)
+      continue;
+    SmallVector<Operation *> prologue = prologueOf(role);
+    if (llvm::any_of(prologue, [](Operation *op) { return isa<VoteOp>(op); }))
+      return success(); // Already voted: the pass is idempotent.
+    // The prologue's block-0 row_max, after the sink's.
+    bool seeded = false;
+    RowMaxOp rowMax;
+    for (Operation *op : prologue)
+      if (auto rm = dyn_cast<RowMaxOp>(op)) {
+        if (rm.getSink())
+          seeded = true;
+        else if (seeded)
+          rowMax = rm;
+      }
+    if (!seeded)
+      continue;
+    if (!rowMax)
+      return fail("expects the compute role's prologue to compute block 0's "
+                  "row maxima (ws.row_max after the sink's)");
+    OpBuilder b(kernel.getContext());
+    b.setInsertionPointAfter(rowMax);
+    VoteOp::create(b, rowMax.getLoc(), rowMax.getScoresAttr(),
+                   spec.stats ? b.getUnitAttr() : UnitAttr());
+    SmallVector<Operation *> run;
+    for (Operation *op = rowMax->getNextNode()->getNextNode();
+         op && isSkippable(op); op = op->getNextNode())
+      run.push_back(op);
+    if (run.empty())
+      return fail("expects block 0's softmax right after its vote");
+    b.setInsertionPoint(run.front());
+    auto region = UnlessSkippedOp::create(b, run.front()->getLoc(),
+                                          UnitAttr(), IntegerAttr());
+    Block *inner = &region.getBody().emplaceBlock();
+    for (Operation *op : run)
+      op->moveBefore(inner, inner->end());
+    return success();
+  }
+  return fail("needs the sink seed (sink-seed): without it each split's "
+              "running max is -inf at its first block, which a vote would "
+              "always keep");
+}
+
 void InsertVotePass::runOnOperation() {
   if (sinkSeed != "true" && sinkSeed != "false" && sinkSeed != "auto") {
     getOperation().emitError()
         << "blasst-insert-vote: sink-seed must be true, false or auto, got '"
         << sinkSeed << "'";
+    return signalPassFailure();
+  }
+  if (voteFirstBlock != "true" && voteFirstBlock != "false" &&
+      voteFirstBlock != "auto") {
+    getOperation().emitError() << "blasst-insert-vote: vote-first-block must "
+                                  "be true, false or auto, got '"
+                               << voteFirstBlock << "'";
     return signalPassFailure();
   }
   for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
@@ -298,6 +363,12 @@ void InsertVotePass::runOnOperation() {
         kernel.emitOpError() << "blasst-insert-vote: sink-seed seeds the "
                                 "running max BLASST's votes compare with; "
                                 "the kernel has no sparsity policy";
+        return signalPassFailure();
+      }
+      if (voteFirstBlock == "true") {
+        kernel.emitOpError() << "blasst-insert-vote: vote-first-block votes "
+                                "on each KV split's first block; the kernel "
+                                "has no sparsity policy";
         return signalPassFailure();
       }
       continue;
@@ -330,5 +401,29 @@ void InsertVotePass::runOnOperation() {
       kernel.recordSchedule(NamedAttribute(
           StringAttr::get(kernel.getContext(), "sink_seed"),
           BoolAttr::get(kernel.getContext(), seed)));
+    // The first block's vote: asked for (true), or auto: where the record
+    // says so (convert-attn-to-ws resolved the knob) and the running max
+    // is seeded, else wherever it is seeded. Already voted: kept.
+    bool seeded = SymbolTable::lookupSymbolIn(kernel, "sink") != nullptr;
+    bool voteFirst = voteFirstBlock == "true";
+    if (voteFirstBlock == "auto") {
+      BoolAttr recorded;
+      if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+        recorded = record->getAs<BoolAttr>("vote_first_block");
+      voteFirst = seeded && (!recorded || recorded.getValue());
+    }
+    voteFirst |= kernel
+                     .walk([](VoteOp v) {
+                       return v.votesFirstBlock() ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+                     })
+                     .wasInterrupted();
+    if (voteFirst && failed(voteOnFirstBlock(kernel, spec)))
+      return signalPassFailure();
+    if (std::optional<DictionaryAttr> record = kernel.getSchedule();
+        record && (voteFirst || record->get("vote_first_block")))
+      kernel.recordSchedule(NamedAttribute(
+          StringAttr::get(kernel.getContext(), "vote_first_block"),
+          BoolAttr::get(kernel.getContext(), voteFirst)));
   }
 }

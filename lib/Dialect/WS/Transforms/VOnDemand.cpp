@@ -75,12 +75,12 @@ static FailureOr<LoadSteps> findLoad(Block &body, Tensor tensor,
 }
 
 /// Whether `kernel` votes at all, and whether every vote decides on block
-/// n + 1 (the overlap schedule).
+/// n + 1 (the overlap schedule; a prologue's vote on block 0 aside).
 static std::pair<bool, bool> voteShape(KernelOp kernel) {
   bool voted = false, next = true;
   kernel.walk([&](VoteOp vote) {
     voted = true;
-    next &= vote.decidesNextBlock();
+    next &= vote.decidesNextBlock() || vote.votesFirstBlock();
   });
   return {voted, next};
 }

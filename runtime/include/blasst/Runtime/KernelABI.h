@@ -149,6 +149,10 @@ struct KernelInfo {
   /// scores of the sequence's KV block 0 (the sink seed), which changes
   /// the blocks a split keeps; 0: a fresh -inf per split.
   int sinkSeed = 0;
+  /// Decode (BLASST, with sinkSeed): 1 when each split's first block is
+  /// voted on against the seeded running max (it may be skipped); 0: the
+  /// first block of every split is kept.
+  int voteFirstBlock = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

@@ -598,6 +598,12 @@ def WS_VoteOp : WS_StepOp<"vote"> {
     The threshold comes from the kernel's `log2Threshold` argument (per the
     spec's policy: fixed ln(lambda), or log2(a) - log2(L_kv) computed in the
     kernel), so it can change between launches without recompiling.
+
+    Before the kv_loop (BLASST decode, `blasst-insert-vote` option
+    `vote-first-block`): the vote on block 0, after the prologue's
+    `ws.row_max`, in a compute role whose running max the sink seed
+    (`ws.row_max {sink}`) defined; block 0's skippable steps after it are
+    in `ws.unless_skipped` as the loop's are.
   }];
   let arguments = (ins FlatSymbolRefAttr:$scores, UnitAttr:$stats,
                        UnitAttr:$publish);
@@ -605,8 +611,11 @@ def WS_VoteOp : WS_StepOp<"vote"> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether it decides on block n + 1: it follows a `ws.row_max {ahead =
-    /// 1}` (the overlap schedule, where block 0 is never voted on).
+    /// 1}` (the overlap schedule; block 0 is voted on, if at all, before
+    /// the kv_loop).
     bool decidesNextBlock();
+    /// Whether it is the prologue's vote on block 0 (before the kv_loop).
+    bool votesFirstBlock();
   }];
 }
 
@@ -615,8 +624,9 @@ def WS_AwaitVoteOp : WS_StepOp<"await_vote"> {
   let description = [{
     In a load role's kv_loop: waits until every compute role whose
     `ws.vote` has `publish` decided on the block, which is skipped when all
-    of them skipped it. Block 0 is never voted on (the overlap schedule votes
-    on block n+1), so it is kept. The decision drives the `on_demand` copies
+    of them skipped it. Block 0 is kept unless the voters vote on it before
+    their kv_loop (a `ws.vote` there: BLASST decode's `vote-first-block`);
+    the loop's votes decide blocks n + 1. The decision drives the `on_demand` copies
     that follow (BLASST without the V loads of skipped blocks): the voters
     write their decisions to shared memory and arrive on one of two
     mbarriers (by block parity) per block.
@@ -670,7 +680,8 @@ def WS_LoadVoteOp : WS_StepOp<"load_vote"> {
 }
 
 def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
-    HasParent<"KVLoopOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
+    ParentOneOf<["KVLoopOp", "RoleOp"]>, NoTerminator, SingleBlock,
+    NoRegionArguments]> {
   let summary = "Steps that run only for blocks the vote kept";
   let description = [{
     Holds the skippable steps (softmax_update, exp2_store_p, exp2, pack_p,
@@ -695,6 +706,10 @@ def WS_UnlessSkippedOp : WS_Op<"unless_skipped", [
     runs block n - 1's P·V under `ahead = -1` and block n's correction under
     `ahead = 0` while the vote of the iteration decides block n + 1; the
     decision on the block before block 0 is "skipped" (there is none).
+
+    Directly in a role (before its kv_loop): block 0's steps, decided by
+    the role's vote on block 0 before it (`vote-first-block`); no `ahead`
+    or `fuse_next` there.
   }];
   let arguments = (ins UnitAttr:$fuse_next, OptionalAttr<I64Attr>:$ahead);
   let regions = (region SizedRegion<1>:$body);

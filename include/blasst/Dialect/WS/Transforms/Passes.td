@@ -35,12 +35,25 @@ def BLASSTInsertVote : Pass<"blasst-insert-vote", "mlir::ModuleOp"> {
     compute role multiplies it before its prologue's block and takes its row
     maxima as the running max (`ws.row_max {sink}`); O and the row sums are
     untouched, so the result is the same softmax with fewer kept blocks.
+
+    With the sink seed the running max is defined at each split's first
+    block, so that block is voted on like the others (option
+    `vote-first-block`): `ws.vote` after the prologue's `ws.row_max`, and
+    block 0's `softmax_update` and `exp2_store_p` in a `ws.unless_skipped`
+    before the kv_loop (its P·V, correction and, with V on demand, its V
+    copy follow the same decision). Without it the first block of every
+    split is kept.
   }];
   let options = [
     Option<"sinkSeed", "sink-seed", "std::string", /*default=*/"\"auto\"",
            "true: seed each split's running max from KV block 0 (an error "
            "where the kernel is not a split-KV decode kernel); false: a "
-           "fresh -inf; auto: seeded for split-KV decode kernels">
+           "fresh -inf; auto: seeded for split-KV decode kernels">,
+    Option<"voteFirstBlock", "vote-first-block", "std::string",
+           /*default=*/"\"auto\"",
+           "true: vote on each KV split's first block (needs the sink seed: "
+           "an error without it); false: keep it; auto: what the schedule "
+           "record says, else wherever the sink seed is">
   ];
   let dependentDialects = ["::blasst::ws::WSDialect"];
 }
