@@ -305,6 +305,17 @@ TEST(JIT, CacheKeys) {
     kv.sparsity = {SparsityKind::ScaleFactor, 64};
     distinct(jit::cacheKey(kv, kSM90), "BLASST decode (a=) with a KV cache");
   }
+  // BLASST decode: the vote on each split's first block is on with the sink
+  // seed (asking for it is the same kernel); off is another kernel.
+  AttentionSpec bdecode = decode;
+  bdecode.sparsity = {SparsityKind::LnLambda, -8.0};
+  std::string bdecodeKey = jit::cacheKey(bdecode, kSM90);
+  distinct(bdecodeKey, "BLASST decode");
+  ScheduleOptions first;
+  first.voteFirstBlock = true;
+  EXPECT_EQ(jit::cacheKey(bdecode, kSM90, first), bdecodeKey);
+  first.voteFirstBlock = false;
+  distinct(jit::cacheKey(bdecode, kSM90, first), "vote-first-block=false");
 
   // V on demand: on by default for BLASST on the sm_90a overlap schedule
   // (asking for it is the same kernel), off is another kernel; dense specs

@@ -191,14 +191,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
           })
           .wasInterrupted())
     func->setAttr("blasst.sink_seed", b.getUnitAttr());
-  // So does the vote on each split's first block.
-  if (layout.votesFirstBlock ||
-      kernel
-          .walk([](VoteOp v) {
-            return v.votesFirstBlock() ? WalkResult::interrupt()
-                                       : WalkResult::advance();
-          })
-          .wasInterrupted())
+  // So does the vote on each split's first block (published or not).
+  bool votesFirst = false;
+  kernel.walk([&](VoteOp v) { votesFirst |= v.votesFirstBlock(); });
+  if (votesFirst)
     func->setAttr("blasst.vote_first_block", b.getUnitAttr());
   if (kernel.getPerSeqKv())
     func->setAttr("blasst.per_seq_kv", b.getUnitAttr());

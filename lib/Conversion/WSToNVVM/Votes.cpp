@@ -43,9 +43,9 @@ LogicalResult KernelLowering::emitVote(VoteOp op, RoleState &st) {
     // (emitStatsFlush), one loop-carried register fewer.
     // The prologue's vote on block 0 (vote-first-block) counts only where
     // the split has a block.
-    Value real = st.inLoop ? st.scoresReal
-                           : cmp(arith::CmpIPredicate::sgt, st.numBlocks,
-                                 c32(0));
+    Value real = st.inLoop
+                     ? st.scoresReal
+                     : cmp(arith::CmpIPredicate::sgt, st.numBlocks, c32(0));
     Value skipCounted =
         real ? arith::AndIOp::create(b, loc, st.skip, real) : st.skip;
     st.skipped =

@@ -295,8 +295,8 @@ LogicalResult InsertVotePass::seedFromSink(KernelOp kernel) {
 LogicalResult InsertVotePass::voteOnFirstBlock(KernelOp kernel,
                                                const AttentionSpec &spec) {
   auto fail = [&](const Twine &why) {
-    return kernel.emitOpError() << "blasst-insert-vote: vote-first-block "
-                                << why;
+    return kernel.emitOpError()
+           << "blasst-insert-vote: vote-first-block " << why;
   };
   for (auto role : kernel.getBody().getOps<RoleOp>()) {
     if (role.getKind() != RoleKind::compute)
@@ -330,8 +330,8 @@ LogicalResult InsertVotePass::voteOnFirstBlock(KernelOp kernel,
     if (run.empty())
       return fail("expects block 0's softmax right after its vote");
     b.setInsertionPoint(run.front());
-    auto region = UnlessSkippedOp::create(b, run.front()->getLoc(),
-                                          UnitAttr(), IntegerAttr());
+    auto region = UnlessSkippedOp::create(b, run.front()->getLoc(), UnitAttr(),
+                                          IntegerAttr());
     Block *inner = &region.getBody().emplaceBlock();
     for (Operation *op : run)
       op->moveBefore(inner, inner->end());
