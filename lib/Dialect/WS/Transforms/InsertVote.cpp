@@ -27,6 +27,16 @@ static bool isSkippable(Operation *op) {
   return isa<SoftmaxUpdateOp, Exp2StoreOp, Exp2Op, PackPOp, CorrectOp>(op);
 }
 
+/// Moves `run` (consecutive steps) into a new ws.unless_skipped in its place.
+static void wrapUnlessSkipped(OpBuilder &b, ArrayRef<Operation *> run) {
+  b.setInsertionPoint(run.front());
+  auto region = UnlessSkippedOp::create(b, run.front()->getLoc(), UnitAttr(),
+                                        IntegerAttr());
+  Block *inner = &region.getBody().emplaceBlock();
+  for (Operation *op : run)
+    op->moveBefore(inner, inner->end());
+}
+
 namespace {
 struct InsertVotePass
     : public blasst::ws::impl::BLASSTInsertVoteBase<InsertVotePass> {
@@ -156,14 +166,8 @@ LogicalResult InsertVotePass::rewriteLoop(KVLoopOp loop,
   }
   if (!current.empty())
     runs.push_back(std::move(current));
-  for (auto &run : runs) {
-    b.setInsertionPoint(run.front());
-    auto region = UnlessSkippedOp::create(b, run.front()->getLoc(), UnitAttr(),
-                                          IntegerAttr());
-    Block *inner = &region.getBody().emplaceBlock();
-    for (Operation *op : run)
-      op->moveBefore(inner, inner->end());
-  }
+  for (auto &run : runs)
+    wrapUnlessSkipped(b, run);
   // Two regions around the P V wait that one branch can decide: the kept
   // path becomes one block ptxas schedules as a whole (0.6-2% faster with
   // skipping, docs/results/2026-11-29-session8.md §6).
@@ -329,12 +333,7 @@ LogicalResult InsertVotePass::voteOnFirstBlock(KernelOp kernel,
       run.push_back(op);
     if (run.empty())
       return fail("expects block 0's softmax right after its vote");
-    b.setInsertionPoint(run.front());
-    auto region = UnlessSkippedOp::create(b, run.front()->getLoc(), UnitAttr(),
-                                          IntegerAttr());
-    Block *inner = &region.getBody().emplaceBlock();
-    for (Operation *op : run)
-      op->moveBefore(inner, inner->end());
+    wrapUnlessSkipped(b, run);
     return success();
   }
   return fail("needs the sink seed (sink-seed): without it each split's "
