@@ -1255,12 +1255,8 @@ LogicalResult UnlessSkippedOp::verify() {
   if (loop.getBody().front().getOps<VoteOp>().empty() && !loaded)
     return emitOpError()
            << "needs a ws.vote in the same kv_loop or a ws.load_vote before it";
-  for (Operation &op : getBody().front())
-    if (isa<AcquireOp, ReleaseOp, TmaLoadOp, VoteOp, UnlessSkippedOp,
-            TurnWaitOp, TurnPassOp, StoreVoteOp, LoadVoteOp>(op))
-      return op.emitOpError()
-             << "cannot be skipped: pipe traffic and votes must run on both "
-                "paths";
+  if (failed(checkBody()))
+    return failure();
   if (std::optional<uint64_t> a = getAhead()) {
     int64_t k = int64_t(*a);
     if (k < -1 || k > 1)
