@@ -394,12 +394,15 @@ void InsertVotePass::runOnOperation() {
     }
     if (seed && failed(seedFromSink(kernel)))
       return signalPassFailure();
-    // The record says what was done (written where it was there or seeded).
-    if (std::optional<DictionaryAttr> record = kernel.getSchedule();
-        record && (seed || record->get("sink_seed")))
-      kernel.recordSchedule(NamedAttribute(
-          StringAttr::get(kernel.getContext(), "sink_seed"),
-          BoolAttr::get(kernel.getContext(), seed)));
+    // The record says what was done (written where it was there or on).
+    auto recordFlag = [&](StringRef name, bool on) {
+      if (std::optional<DictionaryAttr> record = kernel.getSchedule();
+          record && (on || record->get(name)))
+        kernel.recordSchedule(
+            NamedAttribute(StringAttr::get(kernel.getContext(), name),
+                           BoolAttr::get(kernel.getContext(), on)));
+    };
+    recordFlag("sink_seed", seed);
     // The first block's vote: asked for (true), or auto: where the record
     // says so (convert-attn-to-ws resolved the knob) and the running max
     // is seeded, else wherever it is seeded. Already voted: kept.
@@ -419,10 +422,6 @@ void InsertVotePass::runOnOperation() {
                      .wasInterrupted();
     if (voteFirst && failed(voteOnFirstBlock(kernel, spec)))
       return signalPassFailure();
-    if (std::optional<DictionaryAttr> record = kernel.getSchedule();
-        record && (voteFirst || record->get("vote_first_block")))
-      kernel.recordSchedule(NamedAttribute(
-          StringAttr::get(kernel.getContext(), "vote_first_block"),
-          BoolAttr::get(kernel.getContext(), voteFirst)));
+    recordFlag("vote_first_block", voteFirst);
   }
 }
