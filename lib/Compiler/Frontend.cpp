@@ -341,9 +341,11 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
   }
   // BLASST: how the skip decision is made and what a skipped block saves.
   int64_t voters = 0;
-  bool stats = false, onDemand = false;
+  bool stats = false, onDemand = false, firstVote = false;
   kernel.walk([&](ws::VoteOp v) {
-    voters += !v.votesFirstBlock(); // (a role's vote on block 0: the same role)
+    // (A role's vote on block 0 is the same voter.)
+    voters += !v.votesFirstBlock();
+    firstVote |= v.votesFirstBlock();
     stats |= v.getStats();
   });
   kernel.walk([&](ws::TmaLoadOp l) { onDemand |= l.getOnDemand(); });
@@ -392,8 +394,6 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     if (sinkSeed)
       os << "; each KV split votes against the running max of KV block 0's "
             "scores (the sink seed)";
-    bool firstVote = false;
-    kernel.walk([&](ws::VoteOp v) { firstVote |= v.votesFirstBlock(); });
     if (sinkSeed)
       os << (firstVote ? ", its first block too"
                        : "; each split's first block is kept unvoted");

@@ -221,7 +221,7 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
           // too with the seed (vote-first-block) except the sequence's
           // block 0, the seed itself (m_blk - m_run = 0, never below T;
           // the kernel computes both maxima alike: exactly kept).
-          bool voted = n != begin || (c.voteFirstBlock && c.sinkSeed && n > 0);
+          bool voted = n != begin || (c.votesSplitFirstBlock() && n > 0);
           bool skip = voted, nearBelow = false, keepersNear = true,
                anyVisible = false;
           if (skip)
@@ -851,8 +851,9 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
           for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
             auto [begin, count] =
                 decodeSplitBlocks(nB, std::max<int64_t>(c.kvSplits, 1), sp);
-            const bool first = c.voteFirstBlock && c.sinkSeed;
-            for (int64_t n = first ? std::max<int64_t>(begin, 1) : begin + 1;
+            for (int64_t n = c.votesSplitFirstBlock()
+                                 ? std::max<int64_t>(begin, 1)
+                                 : begin + 1;
                  n < begin + count; ++n)
               cold += dial.isCold(b, kh, n);
           }

@@ -113,6 +113,9 @@ struct SkipConfig {
   /// vote_first_block). The sequence's block 0 (split 0's first) is the
   /// sink itself: its difference is 0, never below T (at most 0): kept.
   bool voteFirstBlock = false;
+  /// Whether a split's first block is voted on (all but the sequence's
+  /// block 0): voteFirstBlock with the seed.
+  bool votesSplitFirstBlock() const { return voteFirstBlock && sinkSeed; }
   /// Decode with kv_lengths = per_sequence: batch entry b sees the first
   /// kvLengths[b] keys (0 .. shape.seqKV; 0: no block, O = 0, LSE = -inf),
   /// and its blocks, causal diagonal (bottom-right at its own length) and

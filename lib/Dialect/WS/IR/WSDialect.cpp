@@ -1185,8 +1185,11 @@ LogicalResult AwaitVoteOp::verify() {
     if (!pv)
       continue;
     VoteOp vote; // the kv_loop's
+    bool first = false; // and one on block 0 before it
     role.walk([&](VoteOp v) {
-      if (!v.votesFirstBlock())
+      if (v.votesFirstBlock())
+        first = true;
+      else
         vote = v;
     });
     if (!vote || !vote.getPublish())
@@ -1200,8 +1203,6 @@ LogicalResult AwaitVoteOp::verify() {
     ++voters;
     // The vote barriers count every voter's vote on each block: on block 0
     // too, or on no voter's.
-    bool first = false;
-    role.walk([&](VoteOp v) { first |= v.votesFirstBlock(); });
     if (voters == 1)
       firstVoters = first;
     else if (first != firstVoters)
