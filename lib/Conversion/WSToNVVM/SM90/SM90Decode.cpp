@@ -11,9 +11,10 @@
 //   float partLse[T][S][block_m]          (log2 domain: m + log2 l, -inf)
 //   int32 counter[T]                      (zero before the first launch; the
 //                                          merging CTA resets it to zero)
-// tile = (batch * kv_heads + kv_head) * query tiles + query tile. When
-// q_group does not divide block_m the tile's padding rows (tokenOfRow) are
-// neither written to the workspace nor merged nor stored.
+// tile = (batch * kv_heads + kv_head) * query tiles + query tile. Rows
+// without a token (past seq_q, or the padding rows when q_group does not
+// divide block_m: tokenOfRow) are neither written to the workspace nor
+// merged nor stored.
 //
 //===----------------------------------------------------------------------===//
 #include "SM90Lowering.h"
@@ -127,10 +128,11 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   Value mySlot = add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
   for (int i = 0; i < 2; ++i) {
     Value row = add(rowInTile, c32(8 * i));
-    // Padding rows (q_group not dividing block_m) have no partial.
+    // Only rows with a token have a partial (the merge reads no other):
+    // at seq_q 1 and q_group 4 that is 4 rows of 64. Padding rows (q_group
+    // not dividing block_m) have token kPaddingToken.
     OpBuilder::InsertionGuard rowGuard(b);
-    if (hasPaddingRows())
-      openIf(isPackedRow(row));
+    openIf(cmp(arith::CmpIPredicate::slt, tokenOfRow(row), param(kSeqQ)));
     Value rowBase =
         add64(mul64(add64(mul64(mySlot, c64(blockM)), ext64(row)), c64(n)),
               ext64(col0));
