@@ -175,14 +175,39 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
            << "the V speculation depth (--v-speculate-after) must be 0 "
               "(always wait for the votes) or more, got "
            << *opts.vSpeculateAfter;
+  // So does the K copy depth that follows the decisions.
+  bool keptKnob = opts.kKeptAhead || opts.kKeptRun;
+  if (keptKnob && opts.vOnDemand == false)
+    return module.emitError()
+           << "the K copy depth that follows the decisions (--k-kept-ahead, "
+              "--k-kept-run) needs V on demand, which is off "
+              "(--v-on-demand=false)";
+  if (opts.kKeptAhead && *opts.kKeptAhead < 0)
+    return module.emitError()
+           << "--k-kept-ahead must be 0 (K always as far ahead as the ring "
+              "is deep) or more, got "
+           << *opts.kKeptAhead;
+  if (opts.kKeptRun && (*opts.kKeptRun < 1 || *opts.kKeptRun > 8))
+    return module.emitError()
+           << "--k-kept-run must be in [1, 8] (kept blocks in a row), got "
+           << *opts.kKeptRun;
+  if (opts.kKeptRun && opts.kKeptAhead == 0)
+    return module.emitError()
+           << "--k-kept-run = " << *opts.kKeptRun
+           << " has no effect with --k-kept-ahead=0 (K always as far ahead "
+              "as the ring is deep)";
   std::optional<bool> vOnDemand = opts.vOnDemand;
-  if (!vOnDemand && opts.vSpeculateAfter)
+  if (!vOnDemand && (opts.vSpeculateAfter || keptKnob))
     vOnDemand = true;
   if (vOnDemand ? *vOnDemand : insertVote) {
     ws::BLASSTVOnDemandOptions vOpts;
     vOpts.mode = vOnDemand ? "true" : "auto";
     if (opts.vSpeculateAfter)
       vOpts.speculateAfter = *opts.vSpeculateAfter;
+    if (opts.kKeptAhead)
+      vOpts.kKeptAhead = *opts.kKeptAhead;
+    if (opts.kKeptRun)
+      vOpts.kKeptRun = *opts.kKeptRun;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
   // Cross-stage P: by default on sm_100a wherever it applies (auto mode;

@@ -352,6 +352,14 @@ TEST(JIT, CacheKeys) {
   EXPECT_TRUE(*resolveSchedule(sparse, pingpong).vOnDemand)
       << "a speculation depth asks for V on demand";
 
+  // The K copy depth that follows the decisions: another depth or run is
+  // another kernel (the key names it), unset is the pass's default.
+  ScheduleOptions kept3, run2;
+  kept3.kKeptAhead = 3;
+  run2.kKeptRun = 2;
+  distinct(jit::cacheKey(sparse, kSM90, kept3), "k_kept_ahead=3");
+  distinct(jit::cacheKey(sparse, kSM90, run2), "k_kept_run=2");
+
   // Cross-stage P on sm_100a: on by default with depth 4 (dense and
   // BLASST) and hold 1 / 4 (asking for them is the same kernel); off, another
   // depth or another hold schedule is another kernel. sm_90a keys leave it

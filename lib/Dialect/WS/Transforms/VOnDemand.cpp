@@ -189,6 +189,18 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     int64_t kept = kKeptAhead;
     if (kept < 0)
       kept = kernel.getQGroup() && first && ahead > 2 && !speculate ? 2 : 0;
+    int64_t keptRun = kKeptRun < 0 ? 4 : int64_t(kKeptRun);
+    if (kept == 0 && kKeptRun >= 0)
+      return kernel.emitOpError()
+             << "blasst-v-on-demand: k-kept-run = " << int64_t(kKeptRun)
+             << " has no effect: the K copy depth does not follow the "
+                "decisions here (k-kept-ahead "
+             << (kKeptAhead < 0 ? "resolves to 0 for this kernel: it is on "
+                                  "by default for decode kernels with V "
+                                  "first, K more than 2 blocks ahead and "
+                                  "no speculation"
+                                : "= 0")
+             << ")";
     if (kept > 0) {
       if (kept >= ahead || !first || speculate)
         return kernel.emitOpError()
@@ -200,11 +212,11 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
       for (Operation *op : {k->acquire.getOperation(), k->load.getOperation(),
                             k->release.getOperation()}) {
         op->setAttr("kept_ahead", b.getI64IntegerAttr(kept));
-        op->setAttr("kept_run", b.getI64IntegerAttr(kKeptRun));
+        op->setAttr("kept_run", b.getI64IntegerAttr(keptRun));
       }
       kernel.recordSchedule(
           {b.getNamedAttr("k_kept_ahead", b.getI64IntegerAttr(kept)),
-           b.getNamedAttr("k_kept_run", b.getI64IntegerAttr(kKeptRun))});
+           b.getNamedAttr("k_kept_run", b.getI64IntegerAttr(keptRun))});
     }
   }
   if (deferPV == "true" || (deferPV == "auto" && kernel.getQGroup()))
@@ -340,10 +352,11 @@ void VOnDemandPass::runOnOperation() {
                                << int64_t(speculateAfter);
     return signalPassFailure();
   }
-  if (kKeptAhead < -1 || kKeptRun < 1 || kKeptRun > 8) {
+  if (kKeptAhead < -1 || kKeptRun == 0 || kKeptRun < -1 || kKeptRun > 8) {
     getOperation().emitError()
         << "blasst-v-on-demand: k-kept-ahead must be -1 (the kernel's "
-           "default), 0 (off) or more, and k-kept-run in [1, 8]; got "
+           "default), 0 (off) or more, and k-kept-run in [1, 8] (or -1: "
+           "4); got "
         << int64_t(kKeptAhead) << " and " << int64_t(kKeptRun);
     return signalPassFailure();
   }

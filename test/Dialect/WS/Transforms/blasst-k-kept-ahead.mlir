@@ -12,6 +12,10 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-ahead=2 speculate-after=2" 2>&1 | FileCheck %s --check-prefix=SPECERR
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-run=9" 2>&1 | FileCheck %s --check-prefix=RUN9
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-ahead=-2" 2>&1 | FileCheck %s --check-prefix=RUN9
+// A run length where the K depth does not follow the decisions (off, or
+// speculation) is an error, not ignored.
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-ahead=0 k-kept-run=2" 2>&1 | FileCheck %s --check-prefix=RUNOFF
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=speculate-after=4 k-kept-run=2" 2>&1 | FileCheck %s --check-prefix=RUNAUTO
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // The checker follows the conditions: without the prologue's copy of block 3
 // it is never copied (block 3 would be copied 2 ahead only after 4 kept
@@ -50,6 +54,8 @@
 // KFIRST: error: 'ws.kernel' op blasst-v-on-demand: k-kept-ahead = 2 needs K copied further ahead (k-ahead 4), V first
 // SPECERR: and no speculation (speculate-after 2)
 // RUN9: blasst-v-on-demand: k-kept-ahead must be -1 (the kernel's default), 0 (off) or more, and k-kept-run in [1, 8]
+// RUNOFF: error: 'ws.kernel' op blasst-v-on-demand: k-kept-run = 2 has no effect: the K copy depth does not follow the decisions here (k-kept-ahead = 0)
+// RUNAUTO: error: 'ws.kernel' op blasst-v-on-demand: k-kept-run = 2 has no effect: the K copy depth does not follow the decisions here (k-kept-ahead resolves to 0 for this kernel: it is on by default for decode kernels with V first, K more than 2 blocks ahead and no speculation)
 
 // The lowering: the load role carries 5 decisions (blocks n - 1 .. n - 5)
 // and runs the K copy twice: block n + 2 when blocks n - 5 .. n - 2 were

@@ -138,8 +138,10 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
            "blocks ahead instead of k-ahead (1 .. k-ahead - 1); 0: always "
            "k-ahead; -1: 2 for decode kernels (q_group) with V first, "
            "k-ahead > 2 and no speculation, else 0">,
-    Option<"kKeptRun", "k-kept-run", "int64_t", /*default=*/"4",
-           "how many kept blocks in a row switch K to k-kept-ahead (1-8)">,
+    Option<"kKeptRun", "k-kept-run", "int64_t", /*default=*/"-1",
+           "how many kept blocks in a row switch K to k-kept-ahead (1-8); "
+           "-1: 4. Given where the K depth does not follow the decisions, "
+           "an error">,
     Option<"deferPV", "defer-pv", "std::string", /*default=*/"\"auto\"",
            "true: the compute role runs block n's P V one block later (in "
            "the iteration that votes on n + 2), so V(n) has two blocks to "
