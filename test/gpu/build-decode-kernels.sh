@@ -41,11 +41,16 @@ mk bench_dec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 
 # head_dim 64/128 x causal, statistics and LSE on; the threshold is a launch
 # value) and the benchmark pair's sparse half (same spec as bench_dec_*).
 if [[ ${BLASST:-1} == 1 ]]; then
+  # HD256_FLAGS: blasst-compile flags for the head_dim 256 BLASST kernels
+  # (the check matrix and bench_bdec_hd256_*), e.g. a schedule to check
+  # before it becomes the default ("--v-on-demand --block-n=32 --stages=5",
+  # docs/results/2026-12-02-session19.md §6).
+  flags_for() { if [[ $1 == 256 ]]; then echo "${HD256_FLAGS:-${BLASST_COMPILE_FLAGS:-}}"; else echo "${BLASST_COMPILE_FLAGS:-}"; fi; }
   for hd in 64 128 256; do
     for heads in "16 16" "32 8" "8 1" "32 1"; do
       read -r qh kvh <<<"$heads"
       for causal in false true; do
-        mk "bdec_hd${hd}_q${qh}kv${kvh}_c${causal}" \
+        BLASST_COMPILE_FLAGS="$(flags_for "$hd")" mk "bdec_hd${hd}_q${qh}kv${kvh}_c${causal}" \
           "dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
       done
     done
@@ -53,6 +58,10 @@ if [[ ${BLASST:-1} == 1 ]]; then
   mk bdec_a_hd128_q32kv8_ctrue "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode sparsity=blasst:a=64 stats=true"
   mk bench_bdec_hd128_q32kv8 "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   mk bench_bdec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+  # head_dim 256 benchmark pair (run-decode-blasst.sh BENCH_HD=256).
+  mk bench_dec_hd256_q32kv8 "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false phase=decode"
+  BLASST_COMPILE_FLAGS="$(flags_for 256)" mk bench_bdec_hd256_q32kv8 \
+    "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   # The same BLASST kernel without the sink seed (each split from -inf).
   BLASST_COMPILE_FLAGS="--sink-seed=false" mk bench_bdec_noseed_hd128_q32kv8 \
     "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"

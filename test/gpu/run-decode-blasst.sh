@@ -27,7 +27,9 @@
 # head ratios that are not a power of two (bdec_gqa_*, bkvgqa_*: 9/3, 28/4,
 # 12/2, 40/8 x head_dim 64/128, 12/1 and 24/1 at 128, seq_q 1/2/4/8 at
 # several skip levels, forced splits, per-sequence and paged lengths,
-# racecheck/memcheck/synccheck); ONLY=gqa runs just those.
+# racecheck/memcheck/synccheck); ONLY=gqa runs just those. BENCH_HD=256
+# benchmarks the head_dim 256 pair (bench_dec/bench_bdec_hd256_q32kv8)
+# instead of head_dim 128.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-blasst-out}}"; mkdir -p "$OUT"
@@ -155,14 +157,15 @@ if [[ ${GQA:-0} == 1 ]]; then
   echo "gqa: $((runs - g0)) runs, $((fails - gf)) failed"
 fi
 if [[ ${BENCH:-1} == 1 ]]; then
-  echo "=== benchmark: dense vs BLASST decode, bf16 hd128 32/8 heads, seq_q 1 ==="
+  hd=${BENCH_HD:-128}
+  echo "=== benchmark: dense vs BLASST decode, bf16 hd$hd 32/8 heads, seq_q 1 ==="
   IFS=, read -ra shapes <<<"${SHAPES:-8 32768:0 0.71 0.885,8 131072:0 0.71 0.885,1 131072:0 0.73 0.93}"
   for shape in "${shapes[@]}"; do
     read -r batch skv <<<"${shape%%:*}"
     for dial in ${shape#*:}; do
       name="bench_b${batch}_kv${skv}_dial$dial"
       extra=(); for x in ${BENCH_EXTRA:-}; do extra+=(--kernel "$K/$x"); done
-      run "$name" --kernel "$K/bench_dec_hd128_q32kv8" --kernel "$K/bench_bdec_hd128_q32kv8" "${extra[@]}" \
+      run "$name" --kernel "$K/bench_dec_hd${hd}_q32kv8" --kernel "$K/bench_bdec_hd${hd}_q32kv8" "${extra[@]}" \
         --batch "$batch" --seq-q 1 --seq-kv "$skv" --dial "$dial" --check none \
         --warmup 20 --iters 200
       grep -E "launch:|time:|bandwidth:|stats:" "$OUT/$name.log" | sed "s/^/$name /"

@@ -171,8 +171,12 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     }
     if (speculate > 0)
       await.setSpeculateAfter(uint64_t(speculate));
-    kernel.recordSchedule(b.getNamedAttr("v_speculate_after",
-                                         b.getI64IntegerAttr(speculate)));
+    // The record says what was built: convert-attn-to-ws recorded the
+    // default, which --v-on-demand overrides (the V-on-demand knobs are
+    // this pass's options).
+    kernel.recordSchedule(
+        {b.getNamedAttr("v_on_demand", b.getBoolAttr(true)),
+         b.getNamedAttr("v_speculate_after", b.getI64IntegerAttr(speculate))});
     v->load.setOnDemand(true);
     // V first: the copy of V(n) (or its wait for the votes on n) comes
     // before the copy of K(n + A). The votes on n are published right after
