@@ -209,6 +209,12 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
     if (opts.kKeptRun)
       vOpts.kKeptRun = *opts.kKeptRun;
     pm.addPass(ws::createBLASSTVOnDemand(vOpts));
+  } else if (vOnDemand == false) {
+    // Only the schedule record: convert-attn-to-ws recorded the spec's
+    // default, which may be V on demand.
+    ws::BLASSTVOnDemandOptions vOpts;
+    vOpts.mode = "false";
+    pm.addPass(ws::createBLASSTVOnDemand(vOpts));
   }
   // Cross-stage P: by default on sm_100a wherever it applies (auto mode;
   // --cross-stage-p=false leaves it out); asked for explicitly it is an

@@ -376,11 +376,27 @@ void VOnDemandPass::runOnOperation() {
                                << deferPV << "'";
     return signalPassFailure();
   }
-  if (mode != "true" && mode != "auto") {
-    getOperation().emitError() << "blasst-v-on-demand: mode must be true or "
-                                  "auto, got '"
+  if (mode != "true" && mode != "auto" && mode != "false") {
+    getOperation().emitError() << "blasst-v-on-demand: mode must be true, "
+                                  "auto or false, got '"
                                << mode << "'";
     return signalPassFailure();
+  }
+  // false: V copied for every block; only the record says so (where the
+  // spec's default is V on demand, convert-attn-to-ws recorded that).
+  if (mode == "false") {
+    Builder b(&getContext());
+    for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
+      std::optional<DictionaryAttr> record = kernel.getSchedule();
+      if (!record)
+        continue;
+      // Nor is there a speculation depth.
+      NamedAttrList attrs(*record);
+      attrs.erase("v_speculate_after");
+      attrs.set("v_on_demand", b.getBoolAttr(false));
+      kernel.setScheduleAttr(attrs.getDictionary(&getContext()));
+    }
+    return;
   }
   for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
     if (mode == "auto" && !applies(kernel))

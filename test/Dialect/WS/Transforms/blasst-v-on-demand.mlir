@@ -4,6 +4,20 @@
 // three kept blocks in a row (the default is 2; printed and parsed back).
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=0 | FileCheck %s --check-prefix=WAIT
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=speculate-after=3 | blasst-opt -split-input-file | FileCheck %s --check-prefix=SPEC3
+// mode=false rewrites nothing; the schedule record says V is copied for
+// every block (convert-attn-to-ws recorded the default, V on demand here)
+// and drops the speculation depth. A rewrite records v_on_demand = true.
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand=mode=false | FileCheck %s --check-prefix=OFF
+// RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-v-on-demand=mode=maybe 2>&1 | FileCheck %s --check-prefix=MODE
+// OFF-LABEL: ws.kernel @sparse
+// OFF-NOT: v_speculate_after
+// OFF-SAME: v_on_demand = false
+// OFF-NOT: on_demand}
+// OFF-NOT: ws.await_vote
+// MODE: blasst-v-on-demand: mode must be true, auto or false, got 'maybe'
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand | FileCheck %s --check-prefix=REC
+// REC-LABEL: ws.kernel @sparse
+// REC-SAME: v_on_demand = true, v_speculate_after = 2 : i64
 // WAIT: ws.await_vote{{$}}
 // SPEC3: ws.await_vote {speculate_after = 3 : i64}
 // The load role copies K one block ahead (block 0 before the loop), waits

@@ -114,12 +114,16 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     only the kernels where this applies and leaves the others as they are:
     BLASST kernels of the overlap schedule at head_dim <= 128 without
     ping-pong, persistent CTAs or kv_multicast. `mode=true` (the default) rewrites every kernel
-    and fails with the reason on one it cannot rewrite.
+    and fails with the reason on one it cannot rewrite. `mode=false` rewrites
+    nothing and records `v_on_demand = false` in each kernel's schedule
+    (blasst-compile --v-on-demand=false); where it rewrites, the pass records
+    `v_on_demand = true`.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
            "true: every kernel (an error where it does not apply); auto: the "
-           "kernels where it applies">,
+           "kernels where it applies; false: none (the schedule record says "
+           "so)">,
     Option<"speculateAfter", "speculate-after", "int64_t", /*default=*/"-1",
            "copy V without waiting for the votes after this many kept blocks "
            "in a row (ws.await_vote {speculate_after}); 0: always wait; -1: "
