@@ -92,6 +92,10 @@ variants() {
       done
     done
   done
+  # head_dim 256 (V always copied, 64-key blocks in 2 stages).
+  for causal in false true; do
+    echo "bdecode_bf16_hd256_q32kv8_c${causal}|dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=$causal lse=$causal phase=decode sparsity=blasst:a=256 stats=$causal|"
+  done
   echo "bdecode_bf16_hd128_q32kv8_wait|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:ln_lambda=-8|--v-speculate-after=0"
   echo "bdecode_bf16_hd128_q32kv8_novod|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:ln_lambda=-8|--v-on-demand=false"
   # The presets as shipped.
