@@ -58,8 +58,16 @@ if [[ ${BLASST:-1} == 1 ]]; then
   mk bdec_a_hd128_q32kv8_ctrue "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode sparsity=blasst:a=64 stats=true"
   mk bench_bdec_hd128_q32kv8 "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   mk bench_bdec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
-  # head_dim 256 benchmark pair (run-decode-blasst.sh BENCH_HD=256).
+  # head_dim 256 benchmark pair (run-decode-blasst.sh BENCH_HD=256), and
+  # dense tiles to time against its default (BENCH_EXTRA; session 19 §6:
+  # BLASST with 32-key blocks in 5 stages ran 4.7% faster than the dense
+  # default with nothing skippable).
   mk bench_dec_hd256_q32kv8 "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false phase=decode"
+  for t in "32 5" "32 6" "64 3"; do
+    read -r bn st <<<"$t"
+    BLASST_COMPILE_FLAGS="--block-n=$bn --stages=$st" mk "bench_dec_hd256_q32kv8_n${bn}s${st}" \
+      "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false phase=decode"
+  done
   BLASST_COMPILE_FLAGS="$(flags_for 256)" mk bench_bdec_hd256_q32kv8 \
     "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   # The same BLASST kernel without the sink seed (each split from -inf).
