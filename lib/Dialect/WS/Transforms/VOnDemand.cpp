@@ -171,9 +171,7 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     }
     if (speculate > 0)
       await.setSpeculateAfter(uint64_t(speculate));
-    // The record says what was built: convert-attn-to-ws recorded the
-    // default, which --v-on-demand overrides (the V-on-demand knobs are
-    // this pass's options).
+    // The record says what was built (runOnOperation).
     kernel.recordSchedule(
         {b.getNamedAttr("v_on_demand", b.getBoolAttr(true)),
          b.getNamedAttr("v_speculate_after", b.getI64IntegerAttr(speculate))});
@@ -332,6 +330,17 @@ LogicalResult VOnDemandPass::deferPVOf(KernelOp kernel, bool required) {
 }
 
 /// Whether `mode=auto` rewrites `kernel` (the cases measured on the H200).
+/// The schedule record of a kernel this pass leaves as it is.
+static void recordVCopiedAlways(KernelOp kernel) {
+  std::optional<DictionaryAttr> record = kernel.getSchedule();
+  if (!record)
+    return;
+  NamedAttrList attrs(*record);
+  attrs.erase("v_speculate_after");
+  attrs.set("v_on_demand", BoolAttr::get(kernel.getContext(), false));
+  kernel.setScheduleAttr(attrs.getDictionary(kernel.getContext()));
+}
+
 static bool applies(KernelOp kernel) {
   AttentionSpec spec = kernel.getSpec().toSpec();
   if (kernel.getTarget() != ws::Target::sm_90a || spec.sparsity.isDense() ||
@@ -382,25 +391,16 @@ void VOnDemandPass::runOnOperation() {
                                << mode << "'";
     return signalPassFailure();
   }
-  // false: V copied for every block; only the record says so (where the
-  // spec's default is V on demand, convert-attn-to-ws recorded that).
-  if (mode == "false") {
-    Builder b(&getContext());
-    for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
-      std::optional<DictionaryAttr> record = kernel.getSchedule();
-      if (!record)
-        continue;
-      // Nor is there a speculation depth.
-      NamedAttrList attrs(*record);
-      attrs.erase("v_speculate_after");
-      attrs.set("v_on_demand", b.getBoolAttr(false));
-      kernel.setScheduleAttr(attrs.getDictionary(&getContext()));
-    }
-    return;
-  }
+  // The schedule record says what this pass decided for each kernel
+  // (convert-attn-to-ws recorded the spec's default, which --v-on-demand
+  // overrides): rewrite() records V on demand; a kernel left as it is (mode
+  // false, or auto where it does not apply) copies V for every block and
+  // has no speculation depth.
   for (auto kernel : getOperation().getBody()->getOps<KernelOp>()) {
-    if (mode == "auto" && !applies(kernel))
+    if (mode == "false" || (mode == "auto" && !applies(kernel))) {
+      recordVCopiedAlways(kernel);
       continue;
+    }
     if (failed(rewrite(kernel)))
       return signalPassFailure();
   }

@@ -115,9 +115,9 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     BLASST kernels of the overlap schedule at head_dim <= 128 without
     ping-pong, persistent CTAs or kv_multicast. `mode=true` (the default) rewrites every kernel
     and fails with the reason on one it cannot rewrite. `mode=false` rewrites
-    nothing and records `v_on_demand = false` in each kernel's schedule
-    (blasst-compile --v-on-demand=false); where it rewrites, the pass records
-    `v_on_demand = true`.
+    nothing (blasst-compile --v-on-demand=false). The pass records its
+    decision in each kernel's schedule: `v_on_demand = true` where it
+    rewrites, `false` (and no `v_speculate_after`) where it does not.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"true\"",
