@@ -50,8 +50,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   bool decode = hopper && spec.phase == Phase::Decode;
   if (!o.blockM)
     o.blockM = decode ? 64 : hopper ? 128 : 256;
+  // BLASST decode at head_dim 256: 32-key blocks in 5 stages with V on
+  // demand (below): a skipped block then moves only its 16 KB K tile, and
+  // K streams up to 5 blocks ahead (192 KB of shared memory with Q and the
+  // sink). H200 (docs/results/2026-12-02-session19.md §6): 1.50-1.55x of
+  // dense at ~70% skipped, 1.71x at ~88%, 1.05x with nothing skippable;
+  // V always copied (64-key blocks, 2 stages): 1.00x at every level.
+  bool decode256Blasst =
+      decode && spec.headDim > 128 && !spec.sparsity.isDense();
   if (decode && !o.blockN)
-    o.blockN = spec.headDim > 64 ? 64 : 128;
+    o.blockN = decode256Blasst ? 32 : spec.headDim > 64 ? 64 : 128;
   // BLASST decode at head_dim 128 takes 4 stages (144 KB): with V on demand
   // a skipped block moves only its K tile, and the load role streams K as
   // many blocks ahead as the ring is deep (blasst-v-on-demand's k-ahead), so
@@ -60,7 +68,7 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // decode (not measured yet).
   // At head_dim 256 a stage of K and V is 64 KB: 2 stages (160 KB with Q).
   if (decode && !o.stages)
-    o.stages = spec.headDim > 128  ? 2
+    o.stages = spec.headDim > 128  ? (decode256Blasst ? 5 : 2)
                : spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4)
                                    : 4;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
@@ -86,16 +94,17 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // BLASST on the overlap schedule copies V only for kept blocks: 3-5% faster
   // at 72% skipped, 6-12% at 92%, within noise with nothing skipped
   // (docs/results/2026-11-29-session8.md). The same rule as
-  // blasst-v-on-demand's mode=auto. Above head_dim 128 (80-key blocks) the
-  // consumers spill 12 B with it: not by default there.
+  // blasst-v-on-demand's mode=auto. Above head_dim 128 prefill's consumers
+  // (80-key blocks) spill 12 B with it: not by default there; decode takes
+  // 32-key blocks there (above) and V on demand.
   // A speculation depth asks for V on demand (where it cannot be done the
   // pass says why instead of dropping the knob).
   if (!o.vOnDemand.has_value() && o.vSpeculateAfter.has_value())
     o.vOnDemand = true;
   if (!o.vOnDemand.has_value())
-    o.vOnDemand = hopper && !spec.sparsity.isDense() && spec.headDim <= 128 &&
-                  *o.overlap && !*o.pingpong && !*o.persistent &&
-                  !*o.kvMulticast;
+    o.vOnDemand = hopper && !spec.sparsity.isDense() &&
+                  (spec.headDim <= 128 || decode) && *o.overlap &&
+                  !*o.pingpong && !*o.persistent && !*o.kvMulticast;
   // Two kept blocks in a row before a V copy that does not wait for its
   // votes: K = 1 / 2 / 3 measured (docs/results/2026-11-29-session9.md §3).
   // Decode: four (0 / 1 / 2 / 4 measured with the V-first load loop,

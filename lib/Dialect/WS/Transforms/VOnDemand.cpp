@@ -343,8 +343,11 @@ static void recordVCopiedAlways(KernelOp kernel) {
 
 static bool applies(KernelOp kernel) {
   AttentionSpec spec = kernel.getSpec().toSpec();
+  // Above head_dim 128 only for decode (q_group): prefill's 80-key blocks
+  // spill with it; decode's 32-key blocks do not (resolveSchedule).
   if (kernel.getTarget() != ws::Target::sm_90a || spec.sparsity.isDense() ||
-      spec.headDim > 128 || kernel.getPersistent() || kernel.getKvMulticast() ||
+      (spec.headDim > 128 && !kernel.getQGroup()) || kernel.getPersistent() ||
+      kernel.getKvMulticast() ||
       !kernel.getBody().getOps<OrderOp>().empty())
     return false;
   auto [voted, ahead] = voteShape(kernel);
