@@ -8,8 +8,9 @@
 # equal, skipped within the model's borderline decisions), over seq_q
 # 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128 x causal, the sparsity dial at
 # 0.5 / 0.9 and fixed thresholds on random inputs (several skip levels),
-# forced split counts 1/3/7/16, the a= policy, 1000 launches.
-# SANITIZER: racecheck, memcheck, synccheck with 3 splits.
+# forced split counts 1/3/7/16, the a= policy, 1000 launches (SPLIT_KS,
+# LAUNCH_KS name other kernels for the split and 1000-launch runs).
+# SANITIZER: racecheck, memcheck, synccheck with 3 splits (SAN_KS: kernels).
 # BENCH: bf16 hd128 32/8 heads, seq_q 1, batch 8 at 32K and 128K, batch 1 at
 # 128K: dense decode vs BLASST decode on dial inputs with ~0%, ~70%, ~87.5%
 # of the blocks skipped (same inputs, same split count); then a summary
@@ -68,7 +69,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
   # Split boundaries: each split's first block is voted on against the
   # sink seed (bdec_nofirst_*: kept); the model takes the launch's split
   # count.
-  for k in bdec_hd128_q32kv8 bdec_hd64_q32kv1 bdec_hd128_q16kv16 bdec_nofirst_hd128_q32kv8; do
+  for k in ${SPLIT_KS:-bdec_hd128_q32kv8 bdec_hd64_q32kv1 bdec_hd128_q16kv16 bdec_nofirst_hd128_q32kv8}; do
     [[ ${SPLITS:-1} == 1 ]] || break
     ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
     for sq in 1 8; do
@@ -89,19 +90,23 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     run "chk_a_kv$skv" --kernel "$K/bdec_a_hd128_q32kv8_ctrue" --batch 4 --seq-q 4 \
       --seq-kv "$skv" --stats --warmup 0 --iters 1
   done
-  [[ ${SPLITS:-1} == 1 ]] &&
-    run chk_1000launch --kernel "$K/bdec_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 \
+  for k in ${LAUNCH_KS:-bdec_hd128_q32kv8_ctrue}; do
+    [[ ${SPLITS:-1} == 1 ]] || break
+    run "chk_1000launch_$k" --kernel "$K/$k" --batch 8 --seq-q 4 \
       --seq-kv 4099 --dial 0.7 --stats --warmup 0 --iters 1 --repeat-launches 1000
+  done
   echo "checks: $runs runs, $fails failed"
 fi
 if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
   echo "=== compute-sanitizer, BLASST decode, 3 KV splits ==="
-  for tool in racecheck memcheck synccheck; do
-    compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
-      --kernel "$K/bdec_hd128_q32kv8_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
-      --kv-splits 3 --dial 0.7 --stats --warmup 0 --iters 1 >"$OUT/sanitizer_$tool.log" 2>&1
-    rc=$?; echo "$tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_$tool.log")"
-    [[ $rc -eq 0 ]] || fails=$((fails + 1))
+  for k in ${SAN_KS:-bdec_hd128_q32kv8_ctrue}; do
+    for tool in racecheck memcheck synccheck; do
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
+        --kernel "$K/$k" --batch 2 --seq-q 8 --seq-kv 1500 \
+        --kv-splits 3 --dial 0.7 --stats --warmup 0 --iters 1 >"$OUT/sanitizer_${k}_$tool.log" 2>&1
+      rc=$?; echo "$k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_${k}_$tool.log")"
+      [[ $rc -eq 0 ]] || fails=$((fails + 1))
+    done
   done
 fi
 if [[ ${GQA:-0} == 1 ]]; then
