@@ -53,9 +53,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // BLASST decode at head_dim 256: 32-key blocks in 5 stages with V on
   // demand (below): a skipped block then moves only its 16 KB K tile, and
   // K streams up to 5 blocks ahead (192 KB of shared memory with Q and the
-  // sink). H200 (docs/results/2026-12-02-session19.md §6): 1.50-1.55x of
-  // dense at ~70% skipped, 1.71x at ~88%, 1.05x with nothing skippable;
-  // V always copied (64-key blocks, 2 stages): 1.00x at every level.
+  // sink). H200 (docs/results/2026-12-02-session20.md §1): 1.55x of dense
+  // at ~70% skipped (batch 1 x 128K and batch 8 x 32K), 1.72-1.76x at ~88%,
+  // 1.05-1.06x with nothing skippable; V always copied (64-key blocks, 2
+  // stages): 1.00x at every level (session 19 §6).
   bool decode256Blasst =
       decode && spec.headDim > 128 && !spec.sparsity.isDense();
   if (decode && !o.blockN)
