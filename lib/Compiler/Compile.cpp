@@ -161,6 +161,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.perSeqKV = lowered->perSeqKV ? 1 : 0;
   info.pageSize = lowered->pageSize;
   info.sinkSeed = lowered->sinkSeed ? 1 : 0;
+  info.splitChunk = lowered->splitChunk;
   info.voteFirstBlock = lowered->voteFirstBlock ? 1 : 0;
   info.compilerVersion = compilerVersion();
   if (rt::Status s = rt::validateKernelInfo(info); !s)

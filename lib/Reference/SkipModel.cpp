@@ -111,6 +111,23 @@ blasst::ref::decodeSplitBlocks(int64_t blocks, int64_t splits, int64_t split) {
   return {begin, std::min(blocks - begin, per)};
 }
 
+std::vector<int64_t> blasst::ref::decodeSplitBlockList(int64_t blocks,
+                                                       int64_t splits,
+                                                       int64_t chunk,
+                                                       int64_t split) {
+  std::vector<int64_t> list;
+  if (chunk <= 0) {
+    auto [begin, count] = decodeSplitBlocks(blocks, splits, split);
+    for (int64_t n = begin; n < begin + count; ++n)
+      list.push_back(n);
+    return list;
+  }
+  for (int64_t c0 = split * chunk; c0 < blocks; c0 += splits * chunk)
+    for (int64_t n = c0; n < std::min(blocks, c0 + chunk); ++n)
+      list.push_back(n);
+  return list;
+}
+
 /// Sizes the model's output (and the dense reference's, when asked for) for
 /// `pairs` (batch, q head) pairs of `rows` rows: O zero, LSE -inf, and
 /// maxAbsV, the largest |V| (the tolerances scale with it).
@@ -211,17 +228,18 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
       keep.assign(size_t(std::max<int64_t>(nB, 1)), 0);
       const double T = c.log2ThresholdOf(b), eps = c.borderlineEps;
       for (int64_t sp = 0; sp < splits; ++sp) {
-        auto [begin, count] = decodeSplitBlocks(nB, splits, sp);
+        const std::vector<int64_t> walk =
+            decodeSplitBlockList(nB, splits, c.splitChunk, sp);
         mrun.assign(size_t(vr), -kInf);
         if (c.sinkSeed && nB > 0)
           for (int64_t r = 0; r < vr; ++r)
             mrun[size_t(r)] = mblk[size_t(r * nB)];
-        for (int64_t n = begin; n < begin + count; ++n) {
+        for (int64_t n : walk) {
           // Voted on: every block but a split's first, which is voted on
           // too with the seed (vote-first-block) except the sequence's
           // block 0, the seed itself (m_blk - m_run = 0, never below T;
           // the kernel computes both maxima alike: exactly kept).
-          bool voted = n != begin || (c.votesSplitFirstBlock() && n > 0);
+          bool voted = n != walk.front() || (c.votesSplitFirstBlock() && n > 0);
           bool skip = voted, nearBelow = false, keepersNear = true,
                anyVisible = false;
           if (skip)
@@ -719,6 +737,7 @@ void blasst::ref::generateDialInputs(
       const double phase =
           unit(mix(mix(mix(key, 1 + uint64_t(b)), uint64_t(kh)), 0xE7E7ull));
       int64_t eligible = 0;
+      bool prevCold = false;
       for (int64_t n = 0; n < I.kvBlocks; ++n) {
         if (n * config.blockN < config.sinkKeys)
           continue; // holds sink keys: never cold
@@ -726,9 +745,16 @@ void blasst::ref::generateDialInputs(
         uint64_t hsh = mix(mix(mix(key, 1 + uint64_t(b)), uint64_t(kh)),
                            uint64_t(n) * 3 + 1);
         const double F = config.coldFraction, e = double(eligible++);
-        bool cold = config.even ? std::floor((e + 1) * F + phase) >
-                                      std::floor(e * F + phase)
-                                : unit(hsh) < F;
+        bool cold = unit(hsh) < F;
+        if (config.even) {
+          cold = std::floor((e + 1) * F + phase) > std::floor(e * F + phase);
+        } else if (config.runLength > 0 && e > 0 && F > 0 && F < 1) {
+          // Stationary cold fraction F: F p(cold -> warm) = (1 - F) / L.
+          double toCold = 1 / config.runLength,
+                 toWarm = std::min(1.0, (1 - F) / (F * config.runLength));
+          cold = prevCold ? unit(hsh) >= toWarm : unit(hsh) < toCold;
+        }
+        prevCold = cold;
         I.cold[size_t((b * s.kvHeads + kh) * I.kvBlocks + n)] = cold;
         I.coldBlocks += cold;
       }
@@ -849,13 +875,11 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
           int64_t nB = std::min(decodeTileKVBlocks(sb, c, t), dial.kvBlocks);
           walked += double(nB);
           for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
-            auto [begin, count] =
-                decodeSplitBlocks(nB, std::max<int64_t>(c.kvSplits, 1), sp);
-            for (int64_t n = c.votesSplitFirstBlock()
-                                 ? std::max<int64_t>(begin, 1)
-                                 : begin + 1;
-                 n < begin + count; ++n)
-              cold += dial.isCold(b, kh, n);
+            const std::vector<int64_t> walk = decodeSplitBlockList(
+                nB, std::max<int64_t>(c.kvSplits, 1), c.splitChunk, sp);
+            for (size_t i = 0; i < walk.size(); ++i)
+              if (walk[i] > 0 && (i > 0 || c.votesSplitFirstBlock()))
+                cold += dial.isCold(b, kh, walk[i]);
           }
         }
     return walked > 0 ? cold / walked : 0.0;

@@ -310,6 +310,9 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
           kernelFunc->getAttr("blasst.page_size")))
     k.pageSize = int(n.getInt());
   k.sinkSeed = kernelFunc->hasAttr("blasst.sink_seed");
+  if (auto n = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.split_chunk")))
+    k.splitChunk = int(n.getInt());
   k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
   return k;
 }

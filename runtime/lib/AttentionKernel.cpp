@@ -120,6 +120,10 @@ const IntKey kIntKeys[] = {
     {"vote_first_block", &KernelInfo::voteFirstBlock, 0, 1,
      "BLASST decode with sink_seed: 1 when each split's first block is "
      "voted on (it may be skipped) instead of kept; optional, default 0"},
+    {"split_chunk", &KernelInfo::splitChunk, 0, 1024,
+     "decode: KV blocks per chunk when the splits take chunks in turn (split "
+     "s of S: chunks s, s + S, ...), 0 for one contiguous range per split; "
+     "optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -127,7 +131,8 @@ const char *const kKnownKeys[] = {
     "block_n",     "threads",   "smem_bytes",     "compiler_version",
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
-    "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block"};
+    "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
+    "split_chunk"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -256,6 +261,8 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          " needs split_kv = 1 (a decode kernel)");
   if (info.sinkSeed && !info.splitKV)
     return Status::error("sink_seed needs split_kv = 1 (a decode kernel)");
+  if (info.splitChunk && !info.splitKV)
+    return Status::error("split_chunk needs split_kv = 1 (a decode kernel)");
   if (info.voteFirstBlock && !info.sinkSeed)
     return Status::error("vote_first_block needs sink_seed = 1 (the running "
                          "max a split's first block is voted against)");
@@ -294,7 +301,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::perSeqKV || info.perSeqKV) &&
         (k.field != &KernelInfo::pageSize || info.pageSize) &&
         (k.field != &KernelInfo::sinkSeed || info.sinkSeed) &&
-        (k.field != &KernelInfo::voteFirstBlock || info.voteFirstBlock))
+        (k.field != &KernelInfo::voteFirstBlock || info.voteFirstBlock) &&
+        (k.field != &KernelInfo::splitChunk || info.splitChunk))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";

@@ -17,7 +17,8 @@
 # (speedup, skip rate, byte bound 2 / (2 - skip)) in $OUT/summary.txt.
 # Usage: run-decode-blasst.sh [KDIR] [OUT]  (KDIR default .device/decode).
 # Env: CHECKS=0, SANITIZER=0, BENCH=0 leave a part out; BENCH_EXTRA="k1 k2"
-# adds kernels of KDIR to each benchmark run (same inputs, in the summary); within CHECKS,
+# adds kernels of KDIR to each benchmark run (same inputs, in the summary),
+# BENCH_ARGS more blasst-bench flags (e.g. --dial-runs 8); within CHECKS,
 # MATRIX=0 leaves out the matrix and SPLITS=0 the split / a= / 1000-launch
 # runs; HDS="128" runs a third of the matrix (each part should fit a 10-minute device
 # command: HDS=64 SPLITS=0, HDS=128 SPLITS=0, MATRIX=0 with the sanitizers,
@@ -172,7 +173,7 @@ if [[ ${BENCH:-1} == 1 ]]; then
       extra=(); for x in ${BENCH_EXTRA:-}; do extra+=(--kernel "$K/$x"); done
       run "$name" --kernel "$K/bench_dec_hd${hd}_q32kv8" --kernel "$K/bench_bdec_hd${hd}_q32kv8" "${extra[@]}" \
         --batch "$batch" --seq-q 1 --seq-kv "$skv" --dial "$dial" --check none \
-        --warmup 20 --iters 200
+        --warmup 20 --iters 200 ${BENCH_ARGS:-}
       grep -E "launch:|time:|bandwidth:|stats:" "$OUT/$name.log" | sed "s/^/$name /"
     done
   done

@@ -107,6 +107,10 @@ inputs:
   --dial-even          the dial's cold blocks evenly spaced (each run of k
                        blocks of a kv head holds k F +- 1) instead of drawn
                        independently: every KV split gets the same share
+  --dial-runs L        the dial's warm (kept) blocks come in runs of L blocks
+                       on average (a two-state chain with the cold fraction
+                       F) instead of independently, as real attention keeps
+                       passages: contiguous KV splits get unequal shares
 checking:
   --check full|rows:K|none   compare every O element (default), K evenly
                        spaced query rows of every batch entry and head, or
@@ -187,6 +191,7 @@ struct Options {
   bool requireStats = false;              // --stats
   std::optional<double> dial;
   bool dialEven = false;
+  double dialRuns = 0;
   double borderlineEps = 1e-2;
   // The kernels do not count groups without a row < seq_q (the lowering's
   // emitStatsFlush and emitVoteStatsFlush, lib/Conversion/WSToNVVM/Votes.cpp).
@@ -399,6 +404,16 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       }
     } else if (arg == "--dial-even") {
       o->dialEven = true;
+    } else if (arg == "--dial-runs") {
+      if ((err = need(&v)).empty()) {
+        char *end = nullptr;
+        double x = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(x >= 1 && x <= 1e6))
+          err = "option --dial-runs: '" + v +
+                "' is not a run length in [1, 1e6] blocks";
+        else
+          o->dialRuns = x;
+      }
     } else if (arg == "--borderline-eps") {
       if ((err = need(&v)).empty()) {
         char *end = nullptr;
@@ -436,6 +451,10 @@ std::string parseOptions(int argc, char **argv, Options *o) {
            "threshold, parameter 12)";
   if (o->dialEven && !o->dial)
     return "--dial-even spaces the dial's cold blocks: give --dial F too";
+  if (o->dialRuns && !o->dial)
+    return "--dial-runs clusters the dial's warm blocks: give --dial F too";
+  if (o->dialRuns && o->dialEven)
+    return "give --dial-even or --dial-runs, not both";
   return "";
 }
 
@@ -982,6 +1001,7 @@ SkipConfig skipConfigFor(const KernelInfo &info, const Options &opt) {
   // Decode: the sink seed and the vote on each split's first block.
   c.sinkSeed = info.sinkSeed != 0;
   c.voteFirstBlock = info.voteFirstBlock != 0;
+  c.splitChunk = info.splitChunk;
   return c;
 }
 
@@ -999,11 +1019,11 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
   std::snprintf(
       key, sizeof key,
       "%" PRId64 "x%" PRId64 "x%" PRId64 " h%" PRId64 "/%" PRId64 " d%" PRId64
-      "/%" PRId64 " c%d s%a t%d seed %" PRIu64 " %s dial %a%s n%d",
+      "/%" PRId64 " c%d s%a t%d seed %" PRIu64 " %s dial %a%s runs %a n%d",
       s.batch, s.seqQ, s.seqKV, s.qHeads, s.kvHeads, s.headDim, s.headDimV,
       int(s.causal), s.scale, int(dtype), uint64_t(opt.seed),
       toString(opt.dist), opt.dial ? *opt.dial : -1.0,
-      opt.dialEven ? " even" : "", opt.dial ? info.blockN : 0);
+      opt.dialEven ? " even" : "", opt.dialRuns, opt.dial ? info.blockN : 0);
   std::shared_ptr<const HostInputs> in = lastInputs;
   if (!in || in->key != key) {
     lastInputs.reset(); // Free the previous set before making the next.
@@ -1014,6 +1034,7 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
       dc.coldFraction = *opt.dial;
       dc.blockN = info.blockN;
       dc.even = opt.dialEven;
+      dc.runLength = opt.dialRuns;
       generateDialInputs(s, dtype, dc, opt.seed, l.q,
                          size_t(s.batch * l.q.batch), fresh->qBits, fresh->q,
                          l.k, size_t(s.batch * l.k.batch), fresh->kBits,

@@ -38,6 +38,14 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"kvSplits", "kv-splits", "int64_t", /*default=*/"0",
            "sm_90a decode: CTAs that split each tile's KV blocks (0: chosen "
            "at launch from batch, kv heads, length and SM count)">,
+    Option<"splitInterleave", "split-interleave", "std::string",
+           /*default=*/"\"auto\"",
+           "sm_90a decode: the KV splits take chunks of split-chunk KV "
+           "blocks in turn (split s of S: chunks s, s + S, ...) instead of "
+           "one contiguous range each: auto (the default), true or false">,
+    Option<"splitChunk", "split-chunk", "int64_t", /*default=*/"0",
+           "sm_90a decode with split-interleave: KV blocks per chunk (0: "
+           "default)">,
     Option<"overlap", "overlap", "std::string", /*default=*/"\"auto\"",
            "sm_90a: intra-warpgroup overlap (block n's P V and block n+1's "
            "Q Kᵀ issued together; block n+1's softmax runs during P V): "

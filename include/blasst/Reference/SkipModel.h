@@ -103,6 +103,10 @@ struct SkipConfig {
   /// ceil(blocks / kvSplits) (later runs shorter or empty); each run starts
   /// with a fresh running max (-inf), so its first block is always kept.
   int64_t kvSplits = 1;
+  /// Decode: with splitChunk = C > 0 the splits take chunks of C blocks in
+  /// turn instead (split s: chunks s, s + S, ..., .meta split_chunk);
+  /// decodeSplitBlockList.
+  int64_t splitChunk = 0;
   /// Decode: each split's running max starts from the row maxima of the
   /// sequence's block 0 (the kernel's sink seed, .meta sink_seed) instead of
   /// -inf; its first block is still kept (not voted on) unless
@@ -189,6 +193,11 @@ int64_t decodeTileKVBlocks(const Shape &shape, const SkipConfig &config,
 /// of `blocks` blocks (as the kernel's kvBegin / kvCount).
 std::pair<int64_t, int64_t> decodeSplitBlocks(int64_t blocks, int64_t splits,
                                               int64_t split);
+/// Decode: the blocks split `split` walks, in order: decodeSplitBlocks' run,
+/// or with chunk > 0 (interleaved splits) block j mod chunk of chunks
+/// split, split + splits, ... below `blocks`.
+std::vector<int64_t> decodeSplitBlockList(int64_t blocks, int64_t splits,
+                                          int64_t chunk, int64_t split);
 
 /// Runs the skipping model: decisions and counters for every (b, h, CTA,
 /// group, block) (this needs the scores of all query rows), O/LSE over the
@@ -260,6 +269,11 @@ struct DialConfig {
   /// (batch, kv head) holds k F +- 1 cold ones, from a random phase) instead
   /// of independent draws: every KV split then gets the same share.
   bool even = false;
+  /// > 0: warm blocks come in runs of runLength blocks on average (a
+  /// two-state chain per (batch, kv head) along the sequence, warm -> cold
+  /// with probability 1 / runLength, cold -> warm at the rate that keeps
+  /// the cold fraction F) instead of independent draws.
+  double runLength = 0;
 };
 
 struct DialInfo {

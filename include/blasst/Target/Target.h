@@ -62,6 +62,8 @@ struct LoweredKernel {
   bool perSeqKV = false; ///< Decode: per-sequence KV lengths (parameter 15).
   int pageSize = 0;      ///< Decode: paged K/V page size (0: contiguous).
   bool sinkSeed = false; ///< BLASST decode: running max seeded from block 0.
+  /// Decode: KV blocks per chunk of interleaved splits (0: contiguous).
+  int splitChunk = 0;
   bool voteFirstBlock = false; ///< BLASST decode: each split's first block
                                ///< voted on (vote-first-block).
 };

@@ -124,6 +124,14 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // it (asked for there, the pass says why not).
   if (!o.voteFirstBlock.has_value() && o.sinkSeed.has_value())
     o.voteFirstBlock = *o.sinkSeed;
+  // Decode: the KV splits take one contiguous range each, or chunks of
+  // split_chunk blocks in turn (split-interleave). Other kernels: left
+  // unset (their records and keys unchanged).
+  // A chunk size asks for it (elsewhere the pass says why not).
+  if (decode && !o.splitInterleave.has_value())
+    o.splitInterleave = o.splitChunk.has_value();
+  if (decode && *o.splitInterleave && !o.splitChunk.has_value())
+    o.splitChunk = 1;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
   // spills at block_n 176; with P in shared memory it does not fit). Above
   // head_dim 128, O alone takes head_dim / 2 registers per thread: with S
@@ -673,6 +681,9 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       reverseTiles ? b.getUnitAttr() : UnitAttr(),
       decode ? b.getI64IntegerAttr(spec.gqaRatio()) : IntegerAttr(),
       decode ? b.getUnitAttr() : UnitAttr(),
+      decode && opts.splitInterleave.value_or(false)
+          ? b.getI64IntegerAttr(opts.splitChunk.value_or(1))
+          : IntegerAttr(),
       decode && spec.kvPerSequence ? b.getUnitAttr() : UnitAttr(),
       decode && spec.paged() ? b.getI64IntegerAttr(spec.kvPageSize)
                              : IntegerAttr(),
@@ -782,6 +793,13 @@ struct ConvertAttnToWSPass
         else if (*opts.persistent || *opts.kvMulticast || *opts.pingpong)
           why = "persistent, kv-multicast and pingpong are prefill "
                 "schedules";
+        else if (opts.splitChunk && !*opts.splitInterleave)
+          why = "split-chunk=" + std::to_string(*opts.splitChunk) +
+                " with split-interleave=false: chunks are how interleaved "
+                "splits take their KV blocks";
+        else if (opts.splitChunk && *opts.splitChunk > 1024)
+          why = "split-chunk=" + std::to_string(*opts.splitChunk) +
+                ": a chunk is 1 to 1024 KV blocks";
         else if (spec.paged() && spec.kvPageSize % opts.blockN &&
                  opts.blockN % spec.kvPageSize)
           why = "block-n=" + std::to_string(opts.blockN) +
@@ -793,9 +811,16 @@ struct ConvertAttnToWSPass
           op.emitOpError() << "decode schedule: " << why;
           return signalPassFailure();
         }
-      } else if (opts.kvSplits) {
-        op.emitOpError() << "kv-splits=" << *opts.kvSplits
-                         << ": split KV is the decode schedule's (phase = "
+      } else if (opts.kvSplits || opts.splitChunk ||
+                 opts.splitInterleave.value_or(false)) {
+        InFlightDiagnostic diag = op.emitOpError();
+        if (opts.kvSplits)
+          diag << "kv-splits=" << *opts.kvSplits;
+        else if (opts.splitChunk)
+          diag << "split-chunk=" << *opts.splitChunk;
+        else
+          diag << "split-interleave=true";
+        diag << ": split KV is the decode schedule's (phase = "
                             "decode)";
         return signalPassFailure();
       }

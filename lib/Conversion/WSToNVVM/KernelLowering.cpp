@@ -115,14 +115,35 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       numSplits = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
       split = divu(x, numQTiles);
       mBlock = remu(x, numQTiles);
-      // The split's KV blocks: an even share of the tile's blocks (the
-      // last splits may get fewer, or none: then O = 0 and LSE = -inf).
       Value total = numKVBlocks();
-      Value per = divu(add(total, sub(numSplits, c32(1))), numSplits);
-      kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
-      kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
-      kvEndKey = arith::MinUIOp::create(
-          b, loc, seqKVLen(), mul(add(kvBegin, kvCount), c32(blockN)));
+      if (std::optional<uint64_t> chunk = kernel.getSplitChunk()) {
+        // Interleaved: chunks of C blocks in turn, split s takes chunks s,
+        // s + S, ... of the tile's ceil(total / C); the last chunk may be
+        // short (by C x chunks - total blocks). No split end to mask: a
+        // look-ahead past the split's last block is past the tile's last.
+        splitChunk = int64_t(*chunk);
+        Value c = c32(splitChunk);
+        Value chunks = divu(add(total, c32(splitChunk - 1)), c);
+        Value has = cmp(arith::CmpIPredicate::ugt, chunks, split);
+        Value mine = select(
+            has, divu(add(sub(chunks, split), sub(numSplits, c32(1))),
+                      numSplits),
+            c32(0));
+        Value ownsLast = arith::AndIOp::create(
+            b, loc, has,
+            cmp(arith::CmpIPredicate::eq,
+                remu(sub(chunks, c32(1)), numSplits), split));
+        Value shortBy = select(ownsLast, sub(mul(chunks, c), total), c32(0));
+        kvCount = sub(mul(mine, c), shortBy);
+      } else {
+        // The split's KV blocks: an even share of the tile's blocks (the
+        // last splits may get fewer, or none: then O = 0 and LSE = -inf).
+        Value per = divu(add(total, sub(numSplits, c32(1))), numSplits);
+        kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
+        kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
+        kvEndKey = arith::MinUIOp::create(
+            b, loc, seqKVLen(), mul(add(kvBegin, kvCount), c32(blockN)));
+      }
     }
   }
   if (kernel.getKvMulticast()) {
@@ -167,6 +188,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.q_group", b.getI64IntegerAttr(qGroup));
   if (kernel.getSplitKv()) {
     func->setAttr("blasst.split_kv", b.getUnitAttr());
+    if (std::optional<uint64_t> chunk = kernel.getSplitChunk())
+      func->setAttr("blasst.split_chunk", b.getI64IntegerAttr(int64_t(*chunk)));
     if (std::optional<DictionaryAttr> record = kernel.getSchedule())
       if (auto n = record->getAs<IntegerAttr>("kv_splits"))
         func->setAttr("blasst.kv_splits", b.getI64IntegerAttr(n.getInt()));

@@ -203,6 +203,9 @@ struct KernelEnv {
   /// CTA's split (from grid x), the first KV block of the split and its
   /// block count.
   Value numQTiles, numSplits, split, kvBegin, kvCount;
+  /// split_chunk: KV blocks per chunk of interleaved splits (split s walks
+  /// chunks s, s + S, ...; kvBegin null); 0: one contiguous range each.
+  int64_t splitChunk = 0;
   /// split_kv: the first key past the split, min(seqKV, (kvBegin + kvCount)
   /// * block_n): the mask ends there, so the overlap schedule's look-ahead
   /// past the split's last block (the next split's first) is fully masked,
@@ -315,8 +318,16 @@ protected:
                         : c32(ahead ? int64_t(*ahead) : 0);
   }
   /// The KV block of the sequence that block `block` of this CTA's loop is
-  /// (split KV: the split's first block added).
+  /// (split KV: the split's first block added; interleaved splits: block
+  /// j mod C of chunk split + (j / C) x numSplits). Past the split's last
+  /// block this is past the tile's last block too (fully masked).
   Value absBlock(Value block) {
+    if (splitChunk) {
+      Value chunk = add(mul(divu(block, c32(splitChunk)), numSplits), split);
+      return splitChunk == 1
+                 ? chunk
+                 : add(mul(chunk, c32(splitChunk)), remu(block, c32(splitChunk)));
+    }
     return kvBegin ? add(block, kvBegin) : block;
   }
   /// Decode (q_group): the query token and the q head of tile row `row`
@@ -426,6 +437,7 @@ protected:
   Value &ctaRank, &partnerRank;
   int64_t &qGroup, &tokensPerTile;
   Value &numQTiles, &numSplits, &split, &kvBegin, &kvCount, &kvEndKey;
+  int64_t &splitChunk;
   Value &kvLen;
   int64_t &pageSize;
   Value &tableRow, &lastTableEntry;

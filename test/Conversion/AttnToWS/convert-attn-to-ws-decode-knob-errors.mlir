@@ -3,12 +3,24 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_100a" 2>&1 | FileCheck %s --check-prefix=SM100
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-splits=-1" 2>&1 | FileCheck %s --check-prefix=NEG
 // RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a kv-splits=2" 2>&1 | FileCheck %s --check-prefix=PREFILL
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a split-interleave=false split-chunk=4" 2>&1 | FileCheck %s --check-prefix=CHUNKOFF
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a split-chunk=2000" 2>&1 | FileCheck %s --check-prefix=CHUNKBIG
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a split-chunk=-2" 2>&1 | FileCheck %s --check-prefix=CHUNKNEG
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a split-interleave=maybe" 2>&1 | FileCheck %s --check-prefix=ILBAD
+// RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a split-chunk=2" 2>&1 | FileCheck %s --check-prefix=PCHUNK
+// RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a split-interleave=true" 2>&1 | FileCheck %s --check-prefix=PIL
 // Knobs the decode schedule refuses (and split KV on a prefill spec).
 
 // BLOCKM: error: 'attn.attention' op decode schedule: block-m=128: the decode schedule packs the tokens of a kv head's q heads into one 64-row tile (one consumer warpgroup)
 // PINGPONG: error: 'attn.attention' op decode schedule: persistent, kv-multicast and pingpong are prefill schedules
 // SM100: error: 'attn.attention' op cannot be compiled for sm_100a: phase = decode is not implemented on sm_100a yet (the decode schedule is sm_90a's)
 // NEG: convert-attn-to-ws: option kv-splits must not be negative, got -1
+// CHUNKOFF: error: 'attn.attention' op decode schedule: split-chunk=4 with split-interleave=false: chunks are how interleaved splits take their KV blocks
+// CHUNKBIG: error: 'attn.attention' op decode schedule: split-chunk=2000: a chunk is 1 to 1024 KV blocks
+// CHUNKNEG: convert-attn-to-ws: option split-chunk must not be negative, got -2
+// ILBAD: convert-attn-to-ws: option split-interleave must be auto, true or false, got 'maybe'
+// PCHUNK: error: 'attn.attention' op split-chunk=2: split KV is the decode schedule's (phase = decode)
+// PIL: error: 'attn.attention' op split-interleave=true: split KV is the decode schedule's (phase = decode)
 // PREFILL: error: 'attn.attention' op kv-splits=2: split KV is the decode schedule's (phase = decode)
 func.func @decode(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>

@@ -1,6 +1,8 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a" | FileCheck %s
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=SPLITS
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a split-chunk=2" | FileCheck %s --check-prefix=CHUNK
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a split-interleave=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=ILLLVM
 // The decode schedule (phase = decode, sm_90a): the q heads of one KV head
 // packed into one 64-row tile (q_group), a producer warpgroup and one
 // consumer warpgroup (the overlap schedule with P in registers), 64-key
@@ -40,6 +42,21 @@
 // LLVM-NOT: 1073741824
 
 // SPLITS: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv schedule {{{.*}}kv_splits = 4 : i64
+
+// Interleaved splits (split_chunk = C): split s walks chunks s, s + S, ...
+// of C blocks; a chunk size asks for them (split-interleave defaults to 1
+// block per chunk). Its block count: ceil(blocks / C) chunks, s's share,
+// less the short last chunk's gap when s owns it; no split end to mask.
+// CHUNK: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv split_chunk = 2 schedule {{{.*}}split_chunk = 2 : i64, split_interleave = true
+// ILLLVM-LABEL: llvm.func @gqa_kernel(
+// ILLLVM-SAME: blasst.split_chunk = 1 : i64
+// ILLLVM-SAME: blasst.split_kv
+// ILLLVM: %[[NCTA:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x
+// ILLLVM: %[[NSPLITS:[0-9]+]] = arith.divui %[[NCTA]], %{{[0-9]+}} : i32
+// ILLLVM: %[[SPLIT:[0-9]+]] = arith.divui %{{[0-9]+}}, %{{[0-9]+}} : i32
+// ILLLVM: %[[HAS:[0-9]+]] = arith.cmpi ugt, %[[CHUNKS:[0-9]+]], %[[SPLIT]] : i32
+// ILLLVM: arith.subi %[[CHUNKS]], %[[SPLIT]] : i32
+// ILLLVM: arith.select %[[HAS]]
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>, %lse: memref<?x32x?xf32>) {
   attn.attention %q, %k, %v -> %o lse(%lse : memref<?x32x?xf32>) spec(<head_dim = 128, q_heads = 32, kv_heads = 8, causal = true, phase = decode, lse = true>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
   return

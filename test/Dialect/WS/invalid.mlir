@@ -1437,6 +1437,22 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 
 // -----
 
+// expected-error @below {{'ws.kernel' op split_chunk needs split_kv (the decode schedule)}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 4 split_chunk = 2 {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// expected-error @below {{'ws.kernel' op split_chunk = 0: a chunk is 1 to 1024 KV blocks}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 4 split_kv split_chunk = 0 {
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
 // The last split's merge runs in the one compute role.
 // expected-error @below {{'ws.kernel' op split_kv needs exactly one compute role}}
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> q_group = 4 split_kv {

@@ -196,6 +196,14 @@ LogicalResult KernelOp::verifyRegions() {
                               "part of one page or whole pages)";
   }
 
+  if (std::optional<uint64_t> chunk = getSplitChunk()) {
+    if (!getSplitKv())
+      return emitOpError() << "split_chunk needs split_kv (the decode "
+                              "schedule)";
+    if (*chunk < 1 || *chunk > 1024)
+      return emitOpError() << "split_chunk = " << int64_t(*chunk)
+                           << ": a chunk is 1 to 1024 KV blocks";
+  }
   if (getSplitKv()) {
     if (getTarget() != Target::sm_90a)
       return emitOpError() << "split_kv is implemented for sm_90a only";

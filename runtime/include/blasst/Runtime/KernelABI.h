@@ -153,6 +153,9 @@ struct KernelInfo {
   /// voted on against the seeded running max (it may be skipped); 0: the
   /// first block of every split is kept.
   int voteFirstBlock = 0;
+  /// Decode: KV blocks per chunk when the splits take chunks in turn (split
+  /// s of S walks chunks s, s + S, ...); 0: each split one contiguous range.
+  int splitChunk = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

@@ -114,7 +114,12 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     split writes its O (f32, normalised) and LSE to a workspace (kernel
     parameter 14), and the last split of a tile to finish merges them by
     LSE into O (a counter per tile in the workspace, reset by that CTA).
-    One split (workspace null) writes O directly.
+    One split (workspace null) writes O directly. A split takes one
+    contiguous range of the tile's KV blocks; with `split_chunk = C` the
+    splits take chunks of C blocks in turn instead (split s of S: chunks s,
+    s + S, s + 2S, ..., each walked in order), so blocks that attention
+    keeps in runs (a local window, a retrieved passage) spread over the
+    splits instead of piling onto one.
 
     With `per_seq_kv` (decode, the spec's `kv_lengths = per_sequence`) a CTA
     reads its sequence's KV length from an int32 array [batch] (kernel
@@ -135,6 +140,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        Attn_SpecAttr:$spec, UnitAttr:$persistent,
                        UnitAttr:$kv_multicast, UnitAttr:$reverse_tiles,
                        OptionalAttr<I64Attr>:$q_group, UnitAttr:$split_kv,
+                       OptionalAttr<I64Attr>:$split_chunk,
                        UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<DictionaryAttr>:$schedule);
   let regions = (region SizedRegion<1>:$body);
@@ -144,7 +150,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
     (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)?
-    (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
+    (`split_chunk` `=` $split_chunk^)? (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
     (`schedule` $schedule^)?
     attr-dict-with-keyword $body
   }];
