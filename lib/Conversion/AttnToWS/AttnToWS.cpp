@@ -125,11 +125,19 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   if (!o.voteFirstBlock.has_value() && o.sinkSeed.has_value())
     o.voteFirstBlock = *o.sinkSeed;
   // Decode: the KV splits take one contiguous range each, or chunks of
-  // split_chunk blocks in turn (split-interleave). Other kernels: left
-  // unset (their records and keys unchanged).
-  // A chunk size asks for it (elsewhere the pass says why not).
+  // split_chunk blocks in turn (split-interleave). BLASST decode takes
+  // single blocks in turn: the blocks attention keeps come in runs (a local
+  // window, a retrieved passage), and a contiguous split that holds a run
+  // keeps the whole launch waiting. H200, batch 1 x 128K at ~72% skipped
+  // with warm runs of 4 / 8 / 16 blocks (blasst-bench --dial-runs):
+  // contiguous 1.31 / 1.27 / 1.12x of dense, interleaved 1.40 / 1.40 /
+  // 1.41x; independently drawn blocks 1.38x (contiguous 1.39x); batch 8
+  // within 1% or better (docs/results/2026-12-02-session20.md §2). Dense
+  // decode has nothing to balance: contiguous. Other kernels: left unset
+  // (their records and keys unchanged). A chunk size asks for interleaving
+  // (elsewhere the pass says why not).
   if (decode && !o.splitInterleave.has_value())
-    o.splitInterleave = o.splitChunk.has_value();
+    o.splitInterleave = o.splitChunk.has_value() || !spec.sparsity.isDense();
   if (decode && *o.splitInterleave && !o.splitChunk.has_value())
     o.splitChunk = 1;
   // FA3's tiles need the overlap with P in registers (ping-pong on top of it
