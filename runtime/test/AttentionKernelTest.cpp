@@ -199,6 +199,18 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   seeded.sinkSeed = 0;
   EXPECT_TRUE(failsWith(validateKernelInfo(seeded),
                         "vote_first_block needs sink_seed = 1"));
+  // split_chunk: written only when set, read back; needs split_kv.
+  EXPECT_EQ(text.find("split_chunk"), std::string::npos) << text;
+  seeded.splitChunk = 2;
+  text = formatKernelInfo(seeded);
+  EXPECT_NE(text.find("split_chunk = 2\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_EQ(parsed.splitChunk, 2);
+  seeded.splitKV = 0;
+  EXPECT_TRUE(failsWith(validateKernelInfo(seeded),
+                        "split_chunk needs split_kv = 1 (a decode kernel)"));
+  seeded.splitKV = 1;
+  seeded.splitChunk = 0;
   seeded.sinkSeed = 1;
   seeded.voteFirstBlock = 0;
   seeded.splitKV = 0;

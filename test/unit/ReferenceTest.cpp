@@ -1370,6 +1370,53 @@ TEST(Dial, EvenSpacing) {
   }
 }
 
+// --dial-runs: the cold fraction stays F and warm blocks come in runs of
+// about L blocks (independent draws: 1 / F blocks at F = 0.7).
+TEST(Dial, WarmRuns) {
+  Shape s = makeShape(2, 1, 65536, 4, 4, 64, 64, false, 0.125);
+  for (double L : {4.0, 8.0}) {
+    DialConfig dc;
+    dc.coldFraction = 0.7;
+    dc.blockN = 64;
+    dc.runLength = L;
+    DialInfo info;
+    makeDialInputs(s, DType::BF16, dc, 5, 0, &info);
+    EXPECT_NEAR(info.coldFraction(), 0.7, 0.03) << L;
+    int64_t runs = 0, warm = 0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t kh = 0; kh < 4; ++kh)
+        for (int64_t n = 1; n < info.kvBlocks; ++n) {
+          bool w = !info.isCold(b, kh, n);
+          warm += w;
+          runs += w && (n == 1 || info.isCold(b, kh, n - 1));
+        }
+    EXPECT_NEAR(double(warm) / double(runs), L, 0.15 * L) << L;
+  }
+}
+
+// Interleaved KV splits: every block in exactly one split, in order, in
+// chunks of C taken in turn; chunk 0 is decodeSplitBlocks' contiguous run.
+TEST(SkipModelDecode, SplitBlockLists) {
+  EXPECT_EQ(decodeSplitBlockList(10, 3, 1, 0), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(decodeSplitBlockList(10, 3, 4, 2), (std::vector<int64_t>{8, 9}));
+  EXPECT_EQ(decodeSplitBlockList(10, 3, 0, 1), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_TRUE(decodeSplitBlockList(2, 3, 1, 2).empty());
+  for (int64_t blocks : {1, 7, 64, 1001})
+    for (int64_t splits : {1, 3, 16})
+      for (int64_t chunk : {0, 1, 2, 5}) {
+        std::vector<int> seen(size_t(blocks), 0);
+        for (int64_t sp = 0; sp < splits; ++sp) {
+          std::vector<int64_t> l =
+              decodeSplitBlockList(blocks, splits, chunk, sp);
+          EXPECT_TRUE(std::is_sorted(l.begin(), l.end()));
+          for (int64_t n : l)
+            ++seen[size_t(n)];
+        }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), blocks)
+            << blocks << " " << splits << " " << chunk;
+      }
+}
+
 // H = 12 with |q|, |k| <= 8 at the supported head dims, and the inputs do
 // not depend on the thread count.
 TEST(Dial, MagnitudesAndDeterminism) {
