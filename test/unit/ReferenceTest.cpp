@@ -1397,9 +1397,11 @@ TEST(Dial, WarmRuns) {
 // Interleaved KV splits: every block in exactly one split, in order, in
 // chunks of C taken in turn; chunk 0 is decodeSplitBlocks' contiguous run.
 TEST(SkipModelDecode, SplitBlockLists) {
-  EXPECT_EQ(decodeSplitBlockList(10, 3, 1, 0), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(decodeSplitBlockList(10, 3, 1, 0),
+            (std::vector<int64_t>{0, 3, 6, 9}));
   EXPECT_EQ(decodeSplitBlockList(10, 3, 4, 2), (std::vector<int64_t>{8, 9}));
-  EXPECT_EQ(decodeSplitBlockList(10, 3, 0, 1), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(decodeSplitBlockList(10, 3, 0, 1),
+            (std::vector<int64_t>{4, 5, 6, 7}));
   EXPECT_TRUE(decodeSplitBlockList(2, 3, 1, 2).empty());
   for (int64_t blocks : {1, 7, 64, 1001})
     for (int64_t splits : {1, 3, 16})

@@ -829,7 +829,7 @@ struct ConvertAttnToWSPass
         else
           diag << "split-interleave=true";
         diag << ": split KV is the decode schedule's (phase = "
-                            "decode)";
+                "decode)";
         return signalPassFailure();
       }
       if (*opts.persistent && spec.headDim > 128) {

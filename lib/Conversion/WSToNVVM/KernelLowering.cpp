@@ -126,13 +126,13 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
         Value chunks = divu(add(total, c32(splitChunk - 1)), c);
         Value has = cmp(arith::CmpIPredicate::ugt, chunks, split);
         Value mine = select(
-            has, divu(add(sub(chunks, split), sub(numSplits, c32(1))),
-                      numSplits),
+            has,
+            divu(add(sub(chunks, split), sub(numSplits, c32(1))), numSplits),
             c32(0));
         Value ownsLast = arith::AndIOp::create(
             b, loc, has,
-            cmp(arith::CmpIPredicate::eq,
-                remu(sub(chunks, c32(1)), numSplits), split));
+            cmp(arith::CmpIPredicate::eq, remu(sub(chunks, c32(1)), numSplits),
+                split));
         Value shortBy = select(ownsLast, sub(mul(chunks, c), total), c32(0));
         kvCount = sub(mul(mine, c), shortBy);
       } else {

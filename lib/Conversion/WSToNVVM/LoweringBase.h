@@ -324,9 +324,9 @@ protected:
   Value absBlock(Value block) {
     if (splitChunk) {
       Value chunk = add(mul(divu(block, c32(splitChunk)), numSplits), split);
-      return splitChunk == 1
-                 ? chunk
-                 : add(mul(chunk, c32(splitChunk)), remu(block, c32(splitChunk)));
+      return splitChunk == 1 ? chunk
+                             : add(mul(chunk, c32(splitChunk)),
+                                   remu(block, c32(splitChunk)));
     }
     return kvBegin ? add(block, kvBegin) : block;
   }

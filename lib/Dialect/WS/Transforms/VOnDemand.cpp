@@ -347,8 +347,7 @@ static bool applies(KernelOp kernel) {
   // spill with it; decode's 32-key blocks do not (resolveSchedule).
   if (kernel.getTarget() != ws::Target::sm_90a || spec.sparsity.isDense() ||
       (spec.headDim > 128 && !kernel.getQGroup()) || kernel.getPersistent() ||
-      kernel.getKvMulticast() ||
-      !kernel.getBody().getOps<OrderOp>().empty())
+      kernel.getKvMulticast() || !kernel.getBody().getOps<OrderOp>().empty())
     return false;
   auto [voted, ahead] = voteShape(kernel);
   return voted && ahead;
