@@ -277,6 +277,11 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
         os << n.getInt() << " splits";
       else
         os << "splits chosen at launch";
+      if (std::optional<uint64_t> c = kernel.getSplitChunk())
+        os << ", each taking chunks of " << *c << " KV block"
+           << (*c == 1 ? "" : "s") << " in turn";
+      else
+        os << ", each one contiguous range";
       os << " (workspace: kernel parameter 14; the last split merges by "
             "LSE)";
     }
