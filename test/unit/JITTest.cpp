@@ -360,6 +360,26 @@ TEST(JIT, CacheKeys) {
   distinct(jit::cacheKey(sparse, kSM90, kept3), "k_kept_ahead=3");
   distinct(jit::cacheKey(sparse, kSM90, run2), "k_kept_run=2");
 
+  // Decode's KV splits: BLASST decode interleaves single blocks by default
+  // (asking for that is the same kernel), dense decode takes contiguous
+  // ranges; another chunk or contiguous BLASST splits are other kernels.
+  AttentionSpec dec = sparse, denseDec = spec;
+  dec.phase = denseDec.phase = Phase::Decode;
+  EXPECT_TRUE(*resolveSchedule(dec, ScheduleOptions()).splitInterleave);
+  EXPECT_EQ(resolveSchedule(dec, ScheduleOptions()).splitChunk,
+            std::optional<int64_t>(1));
+  EXPECT_FALSE(*resolveSchedule(denseDec, ScheduleOptions()).splitInterleave);
+  EXPECT_FALSE(resolveSchedule(spec, ScheduleOptions()).splitInterleave)
+      << "prefill: left unset";
+  std::string decKey = jit::cacheKey(dec, kSM90);
+  ScheduleOptions chunk1, chunk4, contiguous;
+  chunk1.splitChunk = 1;
+  chunk4.splitChunk = 4;
+  contiguous.splitInterleave = false;
+  EXPECT_EQ(jit::cacheKey(dec, kSM90, chunk1), decKey);
+  distinct(jit::cacheKey(dec, kSM90, chunk4), "split_chunk=4");
+  distinct(jit::cacheKey(dec, kSM90, contiguous), "split_interleave=false");
+
   // Cross-stage P on sm_100a: on by default with depth 4 (dense and
   // BLASST) and hold 1 / 4 (asking for them is the same kernel); off, another
   // depth or another hold schedule is another kernel. sm_90a keys leave it
