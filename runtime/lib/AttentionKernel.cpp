@@ -1050,15 +1050,47 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
                    : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
                                              : 0;
   if (!splits) {
-    // One CTA per SM (the schedule takes most of the shared memory): as
-    // many splits as fill the SMs once, each at least two KV blocks.
-    int64_t sms = numSMs > 0 ? numSMs : 132;
-    splits = tiles >= sms ? 1 : sms / tiles;
-    splits = std::min<int64_t>(splits, std::max<int64_t>(1, blocks / 2));
+    int64_t blockBytes = int64_t(kernelInfo.blockN) *
+                         (kernelSpec.headDim + kernelSpec.headDimV) *
+                         dtypeBytes(kernelSpec.dtype);
+    splits = chooseDecodeSplits(tiles, blocks, blockBytes,
+                                numSMs > 0 ? numSMs : 132);
   }
   // No empty split beyond the blocks, and grid x within its limit.
   splits = std::min<int64_t>({splits, blocks, 1024});
   return int(std::max<int64_t>(1, splits));
+}
+
+int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
+                                   int64_t blockBytes, int sms) {
+  if (tiles < 1 || blocks < 2 || blockBytes < 1 || sms < 1)
+    return 1;
+  // The model's constants (bytes per microsecond, microseconds), fitted on
+  // 35 shapes x 1-13 split counts of dense and BLASST decode (batch 1-128,
+  // 1K-64K keys, 32/8 heads, head_dim 128): it picks the measured best
+  // count at every shape.
+  constexpr double kCtaRate = 48e3, kPeak = 5.1e6, kFixedUs = 4.0;
+  auto waveUs = [&](int64_t ctas, double bytesPerCta) {
+    double x = double(ctas) * kCtaRate / kPeak;
+    double perCta = kCtaRate / std::cbrt(1.0 + x * x * x);
+    return kFixedUs + bytesPerCta / perCta;
+  };
+  int64_t maxSplits = std::min<int64_t>({blocks / 2, 1024, 8 * sms / tiles});
+  int best = 1;
+  double bestUs = 0;
+  for (int64_t s = 1; s <= std::max<int64_t>(1, maxSplits); ++s) {
+    int64_t ctas = tiles * s;
+    double bytes = double((blocks + s - 1) / s) * double(blockBytes);
+    double us = double(ctas / sms) * waveUs(sms, bytes) +
+                (ctas % sms ? waveUs(ctas % sms, bytes) : 0.0);
+    // A split more must win by 0.5% (the merge and workspace it adds are
+    // not in the model).
+    if (s == 1 || us < bestUs * 0.995) {
+      best = int(s);
+      bestUs = us;
+    }
+  }
+  return best;
 }
 
 size_t AttentionKernel::workspaceBytes(const AttentionArgs &args) const {

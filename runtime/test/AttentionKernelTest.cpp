@@ -551,6 +551,37 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
   delete heap;
 }
 
+// The decode split count when nobody chose one (chooseDecodeSplits): the
+// counts the H200 measured fastest (docs/results/2026-12-03-session21.md
+// §1; 32/8 heads, head_dim 128, 64-key blocks of 32 KiB of K and V, 132
+// SMs). One wave of CTAs where the tiles leave room, more waves where the
+// last one would run nearly empty.
+TEST(DecodeSplitsTest, ThePickedCountsAreTheMeasuredBest) {
+  constexpr int64_t kBlock = 64 * 256 * 2; // K + V of 64 keys, bytes
+  struct Case {
+    int64_t batch, seqKV;
+    int splits;
+  };
+  for (Case c : {Case{1, 4096, 16}, Case{1, 65536, 16}, Case{2, 16384, 8},
+                 Case{3, 16384, 5}, Case{4, 65536, 4}, Case{6, 16384, 5},
+                 Case{8, 16384, 2}, Case{9, 16384, 5}, Case{12, 4096, 1},
+                 Case{12, 16384, 4}, Case{16, 16384, 1}, Case{24, 8192, 2},
+                 Case{32, 8192, 1}, Case{128, 1024, 1}})
+    EXPECT_EQ(chooseDecodeSplits(8 * c.batch, c.seqKV / 64, kBlock, 132),
+              c.splits)
+        << "batch " << c.batch << ", " << c.seqKV << " keys";
+  // 136 tiles: one CTA each leaves 4 in a second wave; splitting wins.
+  EXPECT_GT(chooseDecodeSplits(136, 256, kBlock, 132), 1);
+  // Degenerate inputs: one split.
+  EXPECT_EQ(chooseDecodeSplits(8, 1, kBlock, 132), 1);
+  EXPECT_EQ(chooseDecodeSplits(0, 100, kBlock, 132), 1);
+  EXPECT_EQ(chooseDecodeSplits(8, 100, kBlock, 0), 1);
+  EXPECT_EQ(chooseDecodeSplits(100000, 1 << 20, kBlock, 132), 1);
+  // Never more than half the blocks or 1024 splits.
+  EXPECT_EQ(chooseDecodeSplits(1, 6, kBlock, 132), 3);
+  EXPECT_LE(chooseDecodeSplits(1, 1 << 24, kBlock, 100000), 1024);
+}
+
 TEST(AttentionKernelTest, UnloadedKernelAndContextAreReported) {
   AttentionKernel kernel;
   EXPECT_FALSE(kernel.valid());

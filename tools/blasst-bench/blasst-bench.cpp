@@ -79,10 +79,12 @@ shape:
   --kv-layout L        bshd (default: K, V contiguous [B, S, H, D]) or bhsd
                        ([B, H, S, D], SDPA's and an HND cache's: each head's
                        keys contiguous); passed to the kernel as strides
-  --kv-splits N        decode kernels: split each tile's KV blocks N ways
+  --kv-splits N[,N..]  decode kernels: split each tile's KV blocks N ways
                        (default: the kernel's kv_splits, else chosen at
                        launch from batch x kv heads, the length and the SM
-                       count); the workspace is allocated and zeroed here
+                       count); the workspace is allocated and zeroed here.
+                       A list runs each kernel once per split count (0: the
+                       launch's choice) on the same inputs, one row each
   --kv-lengths L       kernels with kv_lengths = per_sequence: each
                        sequence's KV length, a comma list of --batch values
                        (0 allowed) or `random` (seeded, in [0, seq_kv], the
@@ -172,7 +174,9 @@ struct Options {
   std::optional<int64_t> seqQ, seqKV;
   int64_t oPad = 0;
   bool kvBHSD = false;  // --kv-layout bhsd
-  int64_t kvSplits = 0; // --kv-splits (decode): 0 = the kernel's / launch's
+  /// --kv-splits (decode): one run of each kernel per entry; 0 = the
+  /// kernel's / launch's choice.
+  std::vector<int64_t> kvSplits = {0};
   /// --kv-lengths: the list, or random (kvLengthsRandom).
   std::vector<int64_t> kvLengths;
   bool kvLengthsRandom = false;
@@ -305,7 +309,25 @@ std::string parseOptions(int argc, char **argv, Options *o) {
           err = "option --kv-layout: must be bshd or bhsd, got '" + v + "'";
       }
     } else if (arg == "--kv-splits") {
-      err = intArg(&o->kvSplits, 1, 1024);
+      if ((err = need(&v)).empty()) {
+        o->kvSplits.clear();
+        size_t at = 0;
+        while (err.empty()) {
+          size_t comma = v.find(',', at);
+          std::string item = v.substr(
+              at, comma == std::string::npos ? std::string::npos : comma - at);
+          int64_t n = 0;
+          if (!parseInt64(item, &n) || n < 0 || n > 1024)
+            err = "option --kv-splits: '" + item +
+                  "' is not a split count in 1..1024 (or 0: the launch's "
+                  "choice; a comma list runs each)";
+          else
+            o->kvSplits.push_back(n);
+          if (comma == std::string::npos)
+            break;
+          at = comma + 1;
+        }
+      }
     } else if (arg == "--kv-lengths") {
       if ((err = need(&v)).empty()) {
         o->kvLengths.clear();
@@ -977,7 +999,6 @@ void setUpShape(const Options &opt, const AttentionSpec &spec,
   r.shapeKnown = true;
   r.oPad = opt.oPad;
   r.kvBHSD = opt.kvBHSD;
-  r.kvSplitsAsked = opt.kvSplits;
   r.flops = s.flops();
   std::printf("  shape: %s (batch x seq_q x seq_kv, q/kv heads, head dim), "
               "scale %.6g, O row stride +%" PRId64 ", K/V %s\n",
@@ -2019,15 +2040,19 @@ int main(int argc, char **argv) {
   // What needs no GPU first: a missing, malformed or changed file, or an
   // option the kernel cannot run with, is an error (exit 1) on every
   // machine, before any GPU is looked for.
-  std::vector<KernelResult> results(opt.kernels.size());
+  // One run per kernel and split count (kernel-major).
+  size_t perKernel = opt.kvSplits.size();
+  std::vector<KernelResult> results(opt.kernels.size() * perKernel);
+  for (size_t i = 0; i < results.size(); ++i)
+    results[i].kvSplitsAsked = opt.kvSplits[i % perKernel];
   bool errors = false;
   if (!opt.json.empty())
     if (std::string bad = checkJsonPath(opt.json); !bad.empty()) {
       std::printf("blasst-bench: %s\n", bad.c_str());
       errors = true;
     }
-  for (size_t i = 0; i < opt.kernels.size(); ++i) {
-    const std::string &stem = opt.kernels[i];
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string &stem = opt.kernels[i / perKernel];
     results[i].stem = stem;
     results[i].name = baseName(stem);
     KernelFiles files;
@@ -2068,12 +2093,15 @@ int main(int argc, char **argv) {
   std::string device = ctx.info().describe();
   std::printf("blasst-bench on %s\n", device.c_str());
 
-  for (size_t i = 0; i < opt.kernels.size(); ++i) {
+  for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].error.empty())
       continue;
-    std::printf("\n[%zu/%zu] %s\n", i + 1, opt.kernels.size(),
-                opt.kernels[i].c_str());
-    runKernel(ctx, opt, opt.kernels[i], results[i]);
+    const std::string &stem = opt.kernels[i / perKernel];
+    std::printf("\n[%zu/%zu] %s\n", i + 1, results.size(), stem.c_str());
+    runKernel(ctx, opt, stem, results[i]);
+    // Rows of one kernel at several split counts: the count in its name.
+    if (perKernel > 1)
+      results[i].name += " s" + std::to_string(results[i].kvSplits);
   }
 
   bool allPassed = true;

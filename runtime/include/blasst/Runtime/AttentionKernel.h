@@ -231,6 +231,19 @@ private:
   int numSMs = 0;          // the device's, for persistent grids
 };
 
+/// The KV split count of a decode launch when nobody chose one: the count
+/// that minimises a small model of the launch (fitted on the H200, session
+/// 21, docs/design.md "Choosing the split count"). `tiles` CTAs per split
+/// (batch x kv heads x query tiles), `blocks` KV blocks per tile of
+/// `blockBytes` bytes of K and V each, `sms` SMs with one CTA each. The
+/// tiles x S CTAs run in waves of `sms`; a CTA costs a fixed 4 us plus its
+/// ceil(blocks / S) blocks at its share of the wave's bandwidth (k CTAs
+/// stream k r / (1 + (k r / B)^3)^(1/3): r = 48 GB/s per CTA, saturating
+/// towards B = 5.1 TB/s). Candidates: 1 to floor(blocks / 2) splits (each
+/// at least two blocks), at most 1024 and 8 waves; ties go to fewer.
+int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
+                       int sms);
+
 /// "" when `data` is a complete 64-bit little-endian CUDA ELF (e_machine
 /// EM_CUDA) whose section table and sections lie inside its `size` bytes and
 /// that names `kernelName`; else what is wrong ("truncated?", "not an ELF
