@@ -1056,8 +1056,10 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
     splits = chooseDecodeSplits(tiles, blocks, blockBytes,
                                 numSMs > 0 ? numSMs : 132);
   }
-  // No empty split beyond the blocks, and grid x within its limit.
-  splits = std::min<int64_t>({splits, blocks, 1024});
+  // No empty split beyond the blocks (interleaved: beyond the chunks of C
+  // blocks), and grid x within its limit.
+  int64_t chunk = std::max(1, kernelInfo.splitChunk);
+  splits = std::min<int64_t>({splits, (blocks + chunk - 1) / chunk, 1024});
   return int(std::max<int64_t>(1, splits));
 }
 

@@ -902,6 +902,17 @@ TEST_F(FakeDriverTest, DecodeGridSplitsAndWorkspace) {
   a.kvSplits = 100;
   a.seqKV = 300;
   EXPECT_EQ(kernel.kvSplitsFor(a), 3);
+  // Interleaved chunks of C blocks: no more splits than chunks (none empty).
+  {
+    KernelInfo chunked = info;
+    chunked.splitChunk = 4;
+    AttentionKernel k4;
+    ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                               chunked, spec, &k4)));
+    a.seqKV = 5000; // 40 blocks of 128 keys, 10 chunks
+    EXPECT_EQ(k4.kvSplitsFor(a), 10);
+    a.seqKV = 300;
+  }
   a.kvSplits = 0;
   a.seqQ = 9;
   EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
