@@ -3,9 +3,11 @@ PyTorch SDPA with its cuDNN and FlashAttention-2 backends (GQA through
 enable_gqa where the backend takes it, else K/V expanded outside the timing)
 and a device copy of the same K+V bytes (the bandwidth bound). bf16,
 head_dim 128, 32 q / 8 kv heads (or --heads QH/KVH --head-dim D), one new
-token. Prints one JSON per line: ms (median) and TB/s of K+V bytes.
+token (--seq-q N: N new tokens, non-causal, as speculative decoding's
+verification without a mask). Prints one JSON per line: ms (median) and TB/s
+of K+V bytes.
 usage: python3 test/gpu/decode_peers.py [--heads QH/KVH] [--head-dim D]
-                                        [batch:seq_kv ...]"""
+                                        [--seq-q N] [batch:seq_kv ...]"""
 import json
 import os
 import sys
@@ -18,17 +20,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools", "bench"))
 from harness import time_ms  # noqa: E402
 
-QH, KVH, D = 32, 8, 128
+QH, KVH, D, SQ = 32, 8, 128, 1
 
 
 def main():
-    global QH, KVH, D
+    global QH, KVH, D, SQ
     args = sys.argv[1:]
-    while args and args[0] in ("--heads", "--head-dim"):
+    while args and args[0] in ("--heads", "--head-dim", "--seq-q"):
         if len(args) < 2:
             sys.exit("decode_peers.py: %s needs a value" % args[0])
         if args[0] == "--heads":
             QH, KVH = (int(x) for x in args[1].split("/"))
+        elif args[0] == "--seq-q":
+            SQ = int(args[1])
         else:
             D = int(args[1])
         args = args[2:]
@@ -38,11 +42,12 @@ def main():
     shapes = [tuple(int(x) for x in s.split(":")) for s in args] or \
         [(8, 32768), (8, 131072), (1, 131072)]
     for batch, skv in shapes:
-        q = torch.randn(batch, QH, 1, D, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(batch, QH, SQ, D, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(batch, KVH, skv, D, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         kv_bytes = 2 * k.numel() * k.element_size()
-        row = {"batch": batch, "seq_kv": skv, "heads": "%d/%d" % (QH, KVH),
+        row = {"batch": batch, "seq_kv": skv, "seq_q": SQ,
+               "heads": "%d/%d" % (QH, KVH),
                "head_dim": D, "kv_bytes": kv_bytes}
         dst = torch.empty_like(k)
 
