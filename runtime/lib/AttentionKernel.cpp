@@ -1070,7 +1070,8 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   // The model's constants (bytes per microsecond, microseconds), fitted on
   // 35 shapes x 1-13 split counts of dense and BLASST decode (batch 1-128,
   // 1K-64K keys, 32/8 heads, head_dim 128): it picks the measured best
-  // count at every shape.
+  // count, or one within 0.1% of it, at each of them
+  // (docs/results/2026-12-03-session21.md).
   constexpr double kCtaRate = 48e3, kPeak = 5.1e6, kFixedUs = 4.0;
   auto waveUs = [&](int64_t ctas, double bytesPerCta) {
     double x = double(ctas) * kCtaRate / kPeak;
