@@ -246,9 +246,13 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          " exceeds block_m = " + std::to_string(info.blockM) +
                          " (a tile holds floor(block_m / q_group) tokens of "
                          "the q_group q heads)");
-  if (info.qGroup && (info.persistent || info.clusterM > 1))
-    return Status::error("q_group cannot be combined with persistent or "
-                         "cluster_m");
+  if (info.qGroup && info.clusterM > 1)
+    return Status::error("q_group cannot be combined with cluster_m");
+  if (info.qGroup && info.persistent &&
+      (!info.splitKV || info.splitChunk || info.perSeqKV || info.pageSize))
+    return Status::error("persistent decode (q_group with persistent) needs "
+                         "split_kv over contiguous splits (no split_chunk, "
+                         "per_seq_kv or page_size)");
   if (info.blockM % info.qTiles)
     return Status::error("q_tiles = " + std::to_string(info.qTiles) +
                          " does not divide block_m = " +
@@ -733,6 +737,8 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[16] = &blockTable;
   params[17] = &maxPages;
   params[18] = &tmO;
+  params[19] = &decodeSplits;
+  params[20] = &decodeBatch;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1012,6 +1018,16 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
     int64_t tiles = (args.seqQ + tokens - 1) / tokens;
     launch.grid = Dim3(unsigned(tiles * splits), unsigned(args.numKVHeads),
                        unsigned(args.batch));
+    if (kernelInfo.persistent) {
+      // One resident CTA per SM walking the (batch, KV head, query tile,
+      // split) items; the split count and batch are parameters 19, 20.
+      if (numSMs < 1)
+        return Status::error(doing + "the device's SM count is unknown");
+      int64_t items = int64_t(args.batch) * args.numKVHeads * tiles * splits;
+      launch.grid = Dim3(unsigned(std::min<int64_t>(items, numSMs)), 1u, 1u);
+      launch.decodeSplits = splits;
+      launch.decodeBatch = int32_t(args.batch);
+    }
   }
   if (kernelInfo.clusterM > 1) {
     // Whole clusters; an extra CTA past the last query block loads its
@@ -1021,7 +1037,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
     unsigned c = unsigned(kernelInfo.clusterM);
     launch.grid.x = (launch.grid.x + c - 1) / c * c;
   }
-  if (kernelInfo.persistent) {
+  if (kernelInfo.persistent && !kernelInfo.qGroup) {
     // One resident CTA per SM (the schedules use most of the shared memory),
     // shared among the batch entries (grid z); each walks its entry's tiles.
     if (numSMs < 1)
@@ -1053,8 +1069,9 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
     int64_t blockBytes = int64_t(kernelInfo.blockN) *
                          (kernelSpec.headDim + kernelSpec.headDimV) *
                          dtypeBytes(kernelSpec.dtype);
-    splits = chooseDecodeSplits(tiles, blocks, blockBytes,
-                                numSMs > 0 ? numSMs : 132);
+    splits =
+        chooseDecodeSplits(tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
+                           kernelInfo.persistent != 0);
   }
   // No empty split beyond the blocks (interleaved: beyond the chunks of C
   // blocks), and grid x within its limit.
@@ -1064,7 +1081,8 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
 }
 
 int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
-                                   int64_t blockBytes, int sms) {
+                                   int64_t blockBytes, int sms,
+                                   bool persistent) {
   if (tiles < 1 || blocks < 2 || blockBytes < 1 || sms < 1)
     return 1;
   // The model's constants (bytes per microsecond, microseconds), fitted on
@@ -1078,14 +1096,28 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
     double perCta = kCtaRate / std::cbrt(1.0 + x * x * x);
     return kFixedUs + bytesPerCta / perCta;
   };
-  int64_t maxSplits = std::min<int64_t>({blocks / 2, 1024, 8 * sms / tiles});
+  // Persistent CTAs: min(items, SMs) CTAs walk the tiles x S items in
+  // rounds, each item 4.5 us more than its bytes (its Q load behind the
+  // previous item's end, its epilogue: measured on the H200, session 21
+  // §7, batch 64 x 4K at 2-8 splits).
+  constexpr double kItemUs = 4.5;
+  int64_t maxSplits = std::min<int64_t>(
+      {blocks / 2, 1024, (persistent ? 64 : 8) * sms / tiles});
   int best = 1;
   double bestUs = 0;
   for (int64_t s = 1; s <= std::max<int64_t>(1, maxSplits); ++s) {
     int64_t ctas = tiles * s;
     double bytes = double((blocks + s - 1) / s) * double(blockBytes);
-    double us = double(ctas / sms) * waveUs(sms, bytes) +
-                (ctas % sms ? waveUs(ctas % sms, bytes) : 0.0);
+    double us = 0;
+    if (persistent) {
+      int64_t resident = std::min<int64_t>(ctas, sms);
+      int64_t rounds = (ctas + resident - 1) / resident;
+      us = waveUs(resident, 0) +
+           double(rounds) * (waveUs(resident, bytes) - kFixedUs + kItemUs);
+    } else {
+      us = double(ctas / sms) * waveUs(sms, bytes) +
+           (ctas % sms ? waveUs(ctas % sms, bytes) : 0.0);
+    }
     // A split more must win by 0.5% (the merge and workspace it adds are
     // not in the model).
     if (s == 1 || us < bestUs * 0.995) {

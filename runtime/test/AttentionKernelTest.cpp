@@ -532,13 +532,19 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
   AttentionLaunch l;
   void *p[AttentionLaunch::kNumParams];
   l.fillParams(p);
-  void *expected[] = {&l.tmQ,          &l.tmK,      &l.tmV,      &l.o,
-                      &l.lse,          &l.stats,    &l.seqQ,     &l.seqKV,
-                      &l.oStrideB,     &l.oStrideS, &l.oStrideH, &l.scaleLog2,
-                      &l.log2Threshold, &l.log2ThresholdPtr, &l.workspace,
-                      &l.seqLensKV,    &l.blockTable, &l.maxPages,
-                      &l.tmO};
-  static_assert(AttentionLaunch::kNumParams == 19, "ABI 4: 19 parameters");
+  void *expected[] = {&l.tmQ,           &l.tmK,
+                      &l.tmV,           &l.o,
+                      &l.lse,           &l.stats,
+                      &l.seqQ,          &l.seqKV,
+                      &l.oStrideB,      &l.oStrideS,
+                      &l.oStrideH,      &l.scaleLog2,
+                      &l.log2Threshold, &l.log2ThresholdPtr,
+                      &l.workspace,     &l.seqLensKV,
+                      &l.blockTable,    &l.maxPages,
+                      &l.tmO,           &l.decodeSplits,
+                      &l.decodeBatch};
+  static_assert(AttentionLaunch::kNumParams == 21,
+                "ABI 4: 19 parameters, 21 for persistent decode");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -860,6 +866,64 @@ TEST_F(FakeDriverTest, ZeroStatsMemsetsTheCountersBeforeTheLaunch) {
 // Decode kernels (q_group, split_kv): the grid is (query tiles x splits, kv
 // heads, batch), the split count follows AttentionArgs::kvSplits or the SM
 // count, and a launch with several splits needs the workspace.
+// Persistent decode (.meta persistent with q_group): a 1-D grid of at most
+// one CTA per SM walks the (batch, KV head, query tile, split) items; the
+// split count and batch travel as parameters 19 and 20.
+TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
+  KernelInfo info = sampleInfo();
+  info.blockM = 64;
+  info.threads = 256;
+  info.qGroup = 4;
+  info.splitKV = 1;
+  info.persistent = 1;
+  AttentionSpec spec = sampleSpec();
+  spec.phase = Phase::Decode;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads
+  a.seqQ = 4;
+  a.seqKV = 5000; // 40 blocks of 128 keys, 16 tiles
+  a.kvSplits = 3;
+  size_t bytes = kernel.workspaceBytes(a);
+  a.workspace = 0x50000000;
+  a.workspaceBytes = bytes;
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(48,1,1)") << "16 tiles x 3 splits";
+  EXPECT_EQ(prepared.decodeSplits, 3);
+  EXPECT_EQ(prepared.decodeBatch, 2);
+  void *p[AttentionLaunch::kNumParams];
+  prepared.fillParams(p);
+  EXPECT_EQ(*static_cast<int32_t *>(p[19]), 3);
+  EXPECT_EQ(*static_cast<int32_t *>(p[20]), 2);
+  // More items than SMs: one CTA per SM.
+  a.kvSplits = 20;
+  a.workspaceBytes = kernel.workspaceBytes(a);
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(132,1,1)");
+  EXPECT_EQ(prepared.decodeSplits, 20);
+  // The KV caches are not walked by persistent decode CTAs.
+  KernelInfo paged = info;
+  paged.perSeqKV = 1;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              paged, spec, &kernel),
+                        "persistent decode (q_group with persistent) needs "
+                        "split_kv over contiguous splits"));
+}
+
+// A persistent decode kernel's split count: each extra item costs its
+// epilogue, so fewer splits than the one-CTA-per-split launch where the
+// tiles fill the SMs (docs/results/2026-12-03-session21.md §7).
+TEST(DecodeSplitsTest, PersistentCountsWeighTheItems) {
+  constexpr int64_t kBlock = 64 * 256 * 2;
+  EXPECT_EQ(chooseDecodeSplits(8, 512, kBlock, 132, true), 16);
+  EXPECT_EQ(chooseDecodeSplits(128, 256, kBlock, 132, true), 1);
+  EXPECT_EQ(chooseDecodeSplits(136, 256, kBlock, 132, true), 8);
+  EXPECT_EQ(chooseDecodeSplits(512, 64, kBlock, 132, true), 1);
+}
+
 TEST_F(FakeDriverTest, DecodeGridSplitsAndWorkspace) {
   KernelInfo info = sampleInfo();
   info.blockM = 64;

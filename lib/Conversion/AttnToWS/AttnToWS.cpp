@@ -798,9 +798,19 @@ struct ConvertAttnToWSPass
           why = "block-m=" + std::to_string(opts.blockM) +
                 ": the decode schedule packs the tokens of a kv head's q "
                 "heads into one 64-row tile (one consumer warpgroup)";
-        else if (*opts.persistent || *opts.kvMulticast || *opts.pingpong)
-          why = "persistent, kv-multicast and pingpong are prefill "
-                "schedules";
+        else if (*opts.kvMulticast || *opts.pingpong)
+          why = "kv-multicast and pingpong are prefill schedules";
+        else if (*opts.persistent &&
+                 (!spec.sparsity.isDense() || spec.kvPerSequence ||
+                  spec.paged() || (opts.splitInterleave.value_or(false))))
+          why = "persistent=true: persistent decode CTAs are implemented "
+                "for dense attention over a contiguous KV cache of one "
+                "length (no sparsity, kv_lengths, kv_cache or "
+                "split-interleave)";
+        else if (*opts.persistent && spec.headDim != 128)
+          why = "persistent=true: persistent decode CTAs are available at "
+                "head_dim 128 only (at 64 the item loop makes ptxas spill "
+                "the consumer's registers; 256 as for prefill)";
         else if (opts.splitChunk && !*opts.splitInterleave)
           why = "split-chunk=" + std::to_string(*opts.splitChunk) +
                 " with split-interleave=false: chunks are how interleaved "
@@ -837,7 +847,7 @@ struct ConvertAttnToWSPass
                             "128 yet: ptxas spills the consumers' registers";
         return signalPassFailure();
       }
-      if (*opts.persistent && *opts.overlap) {
+      if (*opts.persistent && *opts.overlap && spec.phase == Phase::Prefill) {
         op.emitOpError()
             << "persistent=true with the overlap schedule is not available "
                "yet: the tile loop around it makes ptxas spill the consumers' "

@@ -37,18 +37,22 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   bool oTensorMap =
       kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
+  bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
   SmallVector<Type> params(
-      oTensorMap ? kTmO + 1
-                 : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
-                       (hasKVCacheParams() ? kNumKVCacheParams : 0));
-  if (kernel.getSplitKv() || oTensorMap)
+      persistentDecode ? kDecodeBatch + 1
+      : oTensorMap     ? kTmO + 1
+                       : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
+                         (hasKVCacheParams() ? kNumKVCacheParams : 0));
+  if (kernel.getSplitKv() || oTensorMap || persistentDecode)
     params[kWorkspace] = ptrGen;
-  if (hasKVCacheParams() || oTensorMap) {
+  if (hasKVCacheParams() || oTensorMap || persistentDecode) {
     params[kSeqLensKV] = params[kBlockTable] = ptrGen;
     params[kMaxPages] = i32;
   }
-  if (oTensorMap)
+  if (oTensorMap || persistentDecode)
     params[kTmO] = ptrGen;
+  if (persistentDecode)
+    params[kDecodeSplits] = params[kDecodeBatch] = i32;
   params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
   params[kO] = params[kLse] = params[kStats] = ptrGen;
   params[kSeqQ] = params[kSeqKV] = i32;
@@ -111,38 +115,14 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     numQTiles = divu(add(param(kSeqQ), c32(tokensPerTile - 1)),
                      c32(tokensPerTile));
     if (kernel.getSplitKv()) {
-      Value x = NVVM::BlockIdXOp::create(b, loc, i32);
-      numSplits = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
-      split = divu(x, numQTiles);
-      mBlock = remu(x, numQTiles);
-      Value total = numKVBlocks();
-      if (std::optional<uint64_t> chunk = kernel.getSplitChunk()) {
-        // Interleaved: chunks of C blocks in turn, split s takes chunks s,
-        // s + S, ... of the tile's ceil(total / C); the last chunk may be
-        // short (by C x chunks - total blocks). No split end to mask: a
-        // look-ahead past the split's last block is past the tile's last.
-        splitChunk = int64_t(*chunk);
-        Value c = c32(splitChunk);
-        Value chunks = divu(add(total, c32(splitChunk - 1)), c);
-        Value has = cmp(arith::CmpIPredicate::ugt, chunks, split);
-        Value mine = select(
-            has,
-            divu(add(sub(chunks, split), sub(numSplits, c32(1))), numSplits),
-            c32(0));
-        Value ownsLast = arith::AndIOp::create(
-            b, loc, has,
-            cmp(arith::CmpIPredicate::eq, remu(sub(chunks, c32(1)), numSplits),
-                split));
-        Value shortBy = select(ownsLast, sub(mul(chunks, c), total), c32(0));
-        kvCount = sub(mul(mine, c), shortBy);
+      if (kernel.getPersistent()) {
+        // The launch's split count (parameter 19); emitPersistentRole sets
+        // the rest per item.
+        numSplits = param(kDecodeSplits);
       } else {
-        // The split's KV blocks: an even share of the tile's blocks (the
-        // last splits may get fewer, or none: then O = 0 and LSE = -inf).
-        Value per = divu(add(total, sub(numSplits, c32(1))), numSplits);
-        kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
-        kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
-        kvEndKey = arith::MinUIOp::create(
-            b, loc, seqKVLen(), mul(add(kvBegin, kvCount), c32(blockN)));
+        Value x = NVVM::BlockIdXOp::create(b, loc, i32);
+        numSplits = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
+        setDecodeSplit(x);
       }
     }
   }
@@ -291,6 +271,41 @@ Value KernelLowering::numKVBlocks() {
   return arith::MinUIOp::create(b, loc, n, nCausal);
 }
 
+void KernelLowering::setDecodeSplit(Value x) {
+  split = divu(x, numQTiles);
+  mBlock = remu(x, numQTiles);
+  // The tile's blocks (numKVBlocks reads kvCount once it is set).
+  kvCount = kvBegin = kvEndKey = Value();
+  Value total = numKVBlocks();
+  if (std::optional<uint64_t> chunk = kernel.getSplitChunk()) {
+    // Interleaved: chunks of C blocks in turn, split s takes chunks s,
+    // s + S, ... of the tile's ceil(total / C); the last chunk may be
+    // short (by C x chunks - total blocks). No split end to mask: a
+    // look-ahead past the split's last block is past the tile's last.
+    splitChunk = int64_t(*chunk);
+    Value c = c32(splitChunk);
+    Value chunks = divu(add(total, c32(splitChunk - 1)), c);
+    Value has = cmp(arith::CmpIPredicate::ugt, chunks, split);
+    Value mine = select(
+        has, divu(add(sub(chunks, split), sub(numSplits, c32(1))), numSplits),
+        c32(0));
+    Value ownsLast =
+        arith::AndIOp::create(b, loc, has,
+                              cmp(arith::CmpIPredicate::eq,
+                                  remu(sub(chunks, c32(1)), numSplits), split));
+    Value shortBy = select(ownsLast, sub(mul(chunks, c), total), c32(0));
+    kvCount = sub(mul(mine, c), shortBy);
+  } else {
+    // The split's KV blocks: an even share of the tile's blocks (the
+    // last splits may get fewer, or none: then O = 0 and LSE = -inf).
+    Value per = divu(add(total, sub(numSplits, c32(1))), numSplits);
+    kvBegin = arith::MinUIOp::create(b, loc, mul(split, per), total);
+    kvCount = arith::MinUIOp::create(b, loc, sub(total, kvBegin), per);
+    kvEndKey = arith::MinUIOp::create(b, loc, seqKVLen(),
+                                      mul(add(kvBegin, kvCount), c32(blockN)));
+  }
+}
+
 LogicalResult KernelLowering::emitRole(RoleOp role) {
   if (failed(target.checkRole(role)))
     return failure();
@@ -416,6 +431,8 @@ void KernelLowering::startTile(RoleState &st) {
 /// tile; the K/V rings continue across tiles (a loop-carried count of the
 /// blocks already streamed), the Q pipe flips phase per tile.
 LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
+  if (qGroup)
+    return emitPersistentDecodeRole(role, st);
   Value numMBlocks = divu(add(param(kSeqQ), c32(blockM - 1)), c32(blockM));
   Value tiles = mul(numMBlocks, c32(spec.numQHeads));
   Value first = NVVM::BlockIdXOp::create(b, loc, i32);
@@ -445,6 +462,57 @@ LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
   mBlock = savedM;
   head = savedHead;
   kvHead = savedKV;
+  blockBase = tileParity = Value();
+  return success();
+}
+
+/// A persistent decode CTA walks the launch's (batch, KV head, query tile,
+/// split) items ctaid.x, ctaid.x + nctaid.x, ... (a 1-D grid; the split
+/// count and batch are parameters 19 and 20); the splits of a tile are
+/// consecutive items, so they run on different CTAs at once. Every role
+/// walks the same items; the K/V rings continue across items and the Q
+/// pipe flips phase per item, as across a prefill CTA's tiles.
+LogicalResult KernelLowering::emitPersistentDecodeRole(RoleOp role,
+                                                       RoleState &st) {
+  Value perHead = mul(numQTiles, numSplits);
+  Value perBatch = mul(perHead, c32(spec.numKVHeads));
+  Value items = mul(param(kDecodeBatch), perBatch);
+  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value stride = NVVM::GridDimXOp::create(b, loc, i32);
+  auto forOp = scf::ForOp::create(b, loc, first, items, stride,
+                                  ValueRange{c32(0), c32(0)});
+  Value savedM = mBlock, savedHead = head, savedKV = kvHead, savedB = batch;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value item = forOp.getInductionVar();
+    batch = divu(item, perBatch);
+    Value inBatch = remu(item, perBatch);
+    kvHead = divu(inBatch, perHead);
+    head = mul(kvHead, c32(qGroup));
+    // Consecutive items are the splits of one tile: item split + S x
+    // query tile is x = query tile + query tiles x split.
+    Value inHead = remu(inBatch, perHead);
+    setDecodeSplit(
+        add(divu(inHead, numSplits), mul(remu(inHead, numSplits), numQTiles)));
+    blockBase = forOp.getRegionIterArgs()[0];
+    tileParity = forOp.getRegionIterArgs()[1];
+    startTile(st);
+    Value streamed = add(blockBase, st.numBlocks);
+    if (failed(emitSteps(role.getBody().front(), st)))
+      return failure();
+    // Steps may leave the builder inside an scf.if they opened (the
+    // merge of the last split): the item's yield ends the loop body.
+    b.setInsertionPointToEnd(forOp.getBody());
+    scf::YieldOp::create(b, loc,
+                         ValueRange{streamed, arith::XOrIOp::create(
+                                                  b, loc, tileParity, c32(1))});
+  }
+  mBlock = savedM;
+  head = savedHead;
+  kvHead = savedKV;
+  batch = savedB;
+  split = kvBegin = kvCount = kvEndKey = Value();
   blockBase = tileParity = Value();
   return success();
 }

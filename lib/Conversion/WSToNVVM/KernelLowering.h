@@ -31,6 +31,10 @@ private:
   /// All threads of both CTAs of a pair (kv_multicast).
   void clusterSync();
   Value numKVBlocks();
+  /// Decode with split_kv: the tile and split of x = query tile + query
+  /// tiles x split (grid x, or a persistent CTA's item): mBlock, split and
+  /// the split's KV blocks (kvBegin, kvCount, kvEndKey).
+  void setDecodeSplit(Value x);
   /// KV cache options (KVCache.cpp): whether the kernel takes parameters
   /// 15-17; the per-sequence length and the block-table row, read once at
   /// the kernel's start; a K/V copy's page coordinates (row in the page,
@@ -49,6 +53,7 @@ private:
   LogicalResult emitWarpgroupRegs();
   void startTile(RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
+  LogicalResult emitPersistentDecodeRole(RoleOp role, RoleState &st);
   LogicalResult emitSteps(Block &block, RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
   /// A load role's acquire / copy / release with `kept_ahead` (the copy

@@ -61,6 +61,12 @@ constexpr unsigned kNumKVCacheParams = 3;
 /// workspace and the KV cache's, null / 0 unless the kernel has those
 /// options), so each index means one thing.
 constexpr unsigned kTmO = kMaxPages + 1;
+/// Persistent decode kernels (ws.kernel persistent with q_group) walk
+/// (batch, KV head, query tile, split) items on a 1-D grid: they take the
+/// launch's split count and batch as parameters 19 and 20 (i32; 14-18 as
+/// above, 15-18 unused), so each index means one thing.
+constexpr unsigned kDecodeSplits = kTmO + 1;
+constexpr unsigned kDecodeBatch = kTmO + 2;
 
 constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
 constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.
@@ -418,6 +424,15 @@ protected:
   /// Whether the role whose rows start at CTA row `rowBegin` has a row below
   /// seqQ in this tile (statistics leave out a warpgroup with none).
   Value hasRows(int64_t rowBegin);
+  /// Decode: the batch entries and KV heads of the launch's (batch, KV head,
+  /// query tile) tiles: grid z and y, or for persistent CTAs (a 1-D grid)
+  /// parameter 20 and the spec's KV heads.
+  std::pair<Value, Value> decodeTileGrid() {
+    if (kernel.getPersistent())
+      return {param(kDecodeBatch), c32(spec.numKVHeads)};
+    return {NVVM::GridDimZOp::create(b, loc, i32),
+            NVVM::GridDimYOp::create(b, loc, i32)};
+  }
 
   KernelEnv &env;
   KernelOp &kernel;

@@ -12,7 +12,7 @@
 // Knobs the decode schedule refuses (and split KV on a prefill spec).
 
 // BLOCKM: error: 'attn.attention' op decode schedule: block-m=128: the decode schedule packs the tokens of a kv head's q heads into one 64-row tile (one consumer warpgroup)
-// PINGPONG: error: 'attn.attention' op decode schedule: persistent, kv-multicast and pingpong are prefill schedules
+// PINGPONG: error: 'attn.attention' op decode schedule: kv-multicast and pingpong are prefill schedules
 // SM100: error: 'attn.attention' op cannot be compiled for sm_100a: phase = decode is not implemented on sm_100a yet (the decode schedule is sm_90a's)
 // NEG: convert-attn-to-ws: option kv-splits must not be negative, got -1
 // CHUNKOFF: error: 'attn.attention' op decode schedule: split-chunk=4 with split-interleave=false: chunks are how interleaved splits take their KV blocks

@@ -114,14 +114,9 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
 
   // Several splits: this split's partial O and LSE into the workspace.
-  Value numTiles =
-      mul(mul(NVVM::GridDimZOp::create(b, loc, i32),
-              NVVM::GridDimYOp::create(b, loc, i32)),
-          numQTiles);
-  Value tile = add(mul(add(mul(batch, NVVM::GridDimYOp::create(b, loc, i32)),
-                           kvHead),
-                       numQTiles),
-                   mBlock);
+  auto [batches, kvHeads] = decodeTileGrid();
+  Value numTiles = mul(mul(batches, kvHeads), numQTiles);
+  Value tile = add(mul(add(mul(batch, kvHeads), kvHead), numQTiles), mBlock);
   Value slots = mul64(ext64(numTiles), ext64(numSplits)); // (tile, split)
   Value lseBase = mul64(mul64(slots, c64(blockM)), c64(n));
   Value counterBase = add64(lseBase, mul64(slots, c64(blockM)));

@@ -168,9 +168,15 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "q_group = " << g
                            << " but the spec has q_heads / kv_heads = "
                            << getSpec().toSpec().gqaRatio();
-    if (getPersistent() || getKvMulticast())
-      return emitOpError() << "q_group cannot be combined with persistent or "
-                              "kv_multicast";
+    if (getKvMulticast())
+      return emitOpError() << "q_group cannot be combined with kv_multicast";
+    // Persistent decode CTAs walk (batch, KV head, query tile, split) items;
+    // the launch's split count and batch are kernel parameters 19 and 20.
+    if (getPersistent() &&
+        (!getSplitKv() || getSplitChunk() || getPerSeqKv() || getPageSize()))
+      return emitOpError()
+             << "persistent with q_group needs split_kv over one contiguous "
+                "range per split (no split_chunk, per_seq_kv or page_size)";
   }
   // The decode KV caches: the record of the spec's choice, read by the
   // lowering.

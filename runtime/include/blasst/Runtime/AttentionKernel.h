@@ -124,7 +124,7 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 /// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
 /// keeps the descriptors aligned, also on the heap).
 struct AttentionLaunch {
-  static constexpr int kNumParams = 19;
+  static constexpr int kNumParams = 21;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -143,6 +143,8 @@ struct AttentionLaunch {
   uint64_t blockTable = 0; // 16 paged: or 0
   int32_t maxPages = 0;    // 17 paged: block table columns
   CUtensorMap tmO;                                  // 18 o_tensor_map only
+  int32_t decodeSplits = 0; // 19 persistent decode: the launch's KV splits
+  int32_t decodeBatch = 0;  // 20 persistent decode: the batch
   /// Decode kernels: the KV splits of this launch (1 for other kernels).
   int kvSplits = 1;
 
@@ -241,8 +243,11 @@ private:
 /// stream k r / (1 + (k r / B)^3)^(1/3): r = 48 GB/s per CTA, saturating
 /// towards B = 5.1 TB/s). Candidates: 1 to floor(blocks / 2) splits (each
 /// at least two blocks), at most 1024 and 8 waves; ties go to fewer.
+/// `persistent` (a persistent decode kernel): min(tiles x S, sms) CTAs walk
+/// the tiles x S items in rounds, each item 4.5 us more than its bytes
+/// (measured), at most 64 items per SM.
 int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
-                       int sms);
+                       int sms, bool persistent = false);
 
 /// "" when `data` is a complete 64-bit little-endian CUDA ELF (e_machine
 /// EM_CUDA) whose section table and sections lie inside its `size` bytes and
