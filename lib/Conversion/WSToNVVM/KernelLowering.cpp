@@ -427,56 +427,46 @@ void KernelLowering::startTile(RoleState &st) {
 
 /// A persistent CTA walks the (query block, q head) tiles of its batch entry
 /// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the last query blocks first
-/// with reverse_tiles (the longest causal tiles). The role's steps run once per
-/// tile; the K/V rings continue across tiles (a loop-carried count of the
-/// blocks already streamed), the Q pipe flips phase per tile.
+/// with reverse_tiles (the longest causal tiles). Decode: the launch's
+/// (batch, KV head, query tile, split) items on a 1-D grid (the split count
+/// and batch are parameters 19 and 20); the splits of a tile are consecutive
+/// items, so they run on different CTAs at once.
 LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
-  if (qGroup)
-    return emitPersistentDecodeRole(role, st);
+  if (qGroup) {
+    Value perHead = mul(numQTiles, numSplits);
+    Value perBatch = mul(perHead, c32(spec.numKVHeads));
+    Value items = mul(param(kDecodeBatch), perBatch);
+    return emitItemLoop(role, st, items, [&](Value item) {
+      batch = divu(item, perBatch);
+      Value inBatch = remu(item, perBatch);
+      kvHead = divu(inBatch, perHead);
+      head = mul(kvHead, c32(qGroup));
+      // Item split + S x query tile is x = query tile + query tiles x
+      // split.
+      Value inHead = remu(inBatch, perHead);
+      setDecodeSplit(add(divu(inHead, numSplits),
+                         mul(remu(inHead, numSplits), numQTiles)));
+    });
+  }
   Value numMBlocks = divu(add(param(kSeqQ), c32(blockM - 1)), c32(blockM));
   Value tiles = mul(numMBlocks, c32(spec.numQHeads));
-  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value stride = NVVM::GridDimXOp::create(b, loc, i32);
-  auto forOp = scf::ForOp::create(b, loc, first, tiles, stride,
-                                  ValueRange{c32(0), c32(0)});
-  Value savedM = mBlock, savedHead = head, savedKV = kvHead;
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(forOp.getBody());
-    Value tile = forOp.getInductionVar();
+  return emitItemLoop(role, st, tiles, [&](Value tile) {
     mBlock = kernel.getReverseTiles()
                  ? sub(sub(numMBlocks, c32(1)), divu(tile, c32(spec.numQHeads)))
                  : divu(tile, c32(spec.numQHeads));
     head = remu(tile, c32(spec.numQHeads));
     kvHead = divu(head, c32(spec.gqaRatio()));
-    blockBase = forOp.getRegionIterArgs()[0];
-    tileParity = forOp.getRegionIterArgs()[1];
-    startTile(st);
-    Value streamed = add(blockBase, st.numBlocks);
-    if (failed(emitSteps(role.getBody().front(), st)))
-      return failure();
-    scf::YieldOp::create(b, loc,
-                         ValueRange{streamed, arith::XOrIOp::create(
-                                                  b, loc, tileParity, c32(1))});
-  }
-  mBlock = savedM;
-  head = savedHead;
-  kvHead = savedKV;
-  blockBase = tileParity = Value();
-  return success();
+  });
 }
 
-/// A persistent decode CTA walks the launch's (batch, KV head, query tile,
-/// split) items ctaid.x, ctaid.x + nctaid.x, ... (a 1-D grid; the split
-/// count and batch are parameters 19 and 20); the splits of a tile are
-/// consecutive items, so they run on different CTAs at once. Every role
-/// walks the same items; the K/V rings continue across items and the Q
-/// pipe flips phase per item, as across a prefill CTA's tiles.
-LogicalResult KernelLowering::emitPersistentDecodeRole(RoleOp role,
-                                                       RoleState &st) {
-  Value perHead = mul(numQTiles, numSplits);
-  Value perBatch = mul(perHead, c32(spec.numKVHeads));
-  Value items = mul(param(kDecodeBatch), perBatch);
+/// The loop of a persistent CTA over items ctaid.x, ctaid.x + nctaid.x, ...
+/// below `items`: `setItem` sets the item's tile (mBlock, head, kvHead,
+/// batch, the split) before its steps. Every role walks the same items; the
+/// K/V rings continue across them (a loop-carried count of the blocks
+/// already streamed), the Q pipe flips phase per item.
+LogicalResult
+KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value items,
+                             llvm::function_ref<void(Value)> setItem) {
   Value first = NVVM::BlockIdXOp::create(b, loc, i32);
   Value stride = NVVM::GridDimXOp::create(b, loc, i32);
   auto forOp = scf::ForOp::create(b, loc, first, items, stride,
@@ -485,24 +475,15 @@ LogicalResult KernelLowering::emitPersistentDecodeRole(RoleOp role,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
-    Value item = forOp.getInductionVar();
-    batch = divu(item, perBatch);
-    Value inBatch = remu(item, perBatch);
-    kvHead = divu(inBatch, perHead);
-    head = mul(kvHead, c32(qGroup));
-    // Consecutive items are the splits of one tile: item split + S x
-    // query tile is x = query tile + query tiles x split.
-    Value inHead = remu(inBatch, perHead);
-    setDecodeSplit(
-        add(divu(inHead, numSplits), mul(remu(inHead, numSplits), numQTiles)));
+    setItem(forOp.getInductionVar());
     blockBase = forOp.getRegionIterArgs()[0];
     tileParity = forOp.getRegionIterArgs()[1];
     startTile(st);
     Value streamed = add(blockBase, st.numBlocks);
     if (failed(emitSteps(role.getBody().front(), st)))
       return failure();
-    // Steps may leave the builder inside an scf.if they opened (the
-    // merge of the last split): the item's yield ends the loop body.
+    // Steps may leave the builder inside an scf.if they opened (a decode
+    // split's merge): the item's yield ends the loop body.
     b.setInsertionPointToEnd(forOp.getBody());
     scf::YieldOp::create(b, loc,
                          ValueRange{streamed, arith::XOrIOp::create(

@@ -53,7 +53,8 @@ private:
   LogicalResult emitWarpgroupRegs();
   void startTile(RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
-  LogicalResult emitPersistentDecodeRole(RoleOp role, RoleState &st);
+  LogicalResult emitItemLoop(RoleOp role, RoleState &st, Value items,
+                             llvm::function_ref<void(Value)> setItem);
   LogicalResult emitSteps(Block &block, RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
   /// A load role's acquire / copy / release with `kept_ahead` (the copy
