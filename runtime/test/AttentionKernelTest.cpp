@@ -863,21 +863,29 @@ TEST_F(FakeDriverTest, ZeroStatsMemsetsTheCountersBeforeTheLaunch) {
   EXPECT_EQ(words, size_t(args.batch * args.numQHeads * 4));
 }
 
-// Decode kernels (q_group, split_kv): the grid is (query tiles x splits, kv
-// heads, batch), the split count follows AttentionArgs::kvSplits or the SM
-// count, and a launch with several splits needs the workspace.
-// Persistent decode (.meta persistent with q_group): a 1-D grid of at most
-// one CTA per SM walks the (batch, KV head, query tile, split) items; the
-// split count and batch travel as parameters 19 and 20.
-TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
+// A decode kernel's metadata (q_group 4, split_kv) and spec, for the fake
+// driver's decode tests.
+KernelInfo decodeInfo() {
   KernelInfo info = sampleInfo();
   info.blockM = 64;
   info.threads = 256;
   info.qGroup = 4;
   info.splitKV = 1;
-  info.persistent = 1;
+  return info;
+}
+AttentionSpec decodeSpec() {
   AttentionSpec spec = sampleSpec();
   spec.phase = Phase::Decode;
+  return spec;
+}
+
+// Persistent decode (.meta persistent with q_group): a 1-D grid of at most
+// one CTA per SM walks the (batch, KV head, query tile, split) items; the
+// split count and batch travel as parameters 19 and 20.
+TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
+  KernelInfo info = decodeInfo();
+  info.persistent = 1;
+  AttentionSpec spec = decodeSpec();
   std::string cubin = tinyCubin(info.kernelName);
   AttentionKernel kernel;
   ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
@@ -924,14 +932,12 @@ TEST(DecodeSplitsTest, PersistentCountsWeighTheItems) {
   EXPECT_EQ(chooseDecodeSplits(512, 64, kBlock, 132, true), 1);
 }
 
+// Decode kernels (q_group, split_kv): the grid is (query tiles x splits, kv
+// heads, batch), the split count follows AttentionArgs::kvSplits or the SM
+// count, and a launch with several splits needs the workspace.
 TEST_F(FakeDriverTest, DecodeGridSplitsAndWorkspace) {
-  KernelInfo info = sampleInfo();
-  info.blockM = 64;
-  info.threads = 256;
-  info.qGroup = 4;
-  info.splitKV = 1;
-  AttentionSpec spec = sampleSpec();
-  spec.phase = Phase::Decode;
+  KernelInfo info = decodeInfo();
+  AttentionSpec spec = decodeSpec();
   std::string cubin = tinyCubin(info.kernelName);
   AttentionKernel kernel;
   ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),

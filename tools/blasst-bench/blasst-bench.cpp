@@ -227,6 +227,26 @@ bool parseU64(const std::string &s, uint64_t *out) {
   return true;
 }
 
+/// Parses `v`, a comma list of integers in [lo, hi], into *out; on error
+/// returns "option <option>: '<item>' <why>".
+std::string parseIntList(const std::string &option, const std::string &v,
+                         int64_t lo, int64_t hi, std::vector<int64_t> *out,
+                         const char *why) {
+  out->clear();
+  for (size_t at = 0;;) {
+    size_t comma = v.find(',', at);
+    std::string item = v.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at);
+    int64_t n = 0;
+    if (!parseInt64(item, &n) || n < lo || n > hi)
+      return "option " + option + ": '" + item + "' " + why;
+    out->push_back(n);
+    if (comma == std::string::npos)
+      return "";
+    at = comma + 1;
+  }
+}
+
 /// Parses argv into *o; on error returns the message.
 std::string parseOptions(int argc, char **argv, Options *o) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -309,46 +329,18 @@ std::string parseOptions(int argc, char **argv, Options *o) {
           err = "option --kv-layout: must be bshd or bhsd, got '" + v + "'";
       }
     } else if (arg == "--kv-splits") {
-      if ((err = need(&v)).empty()) {
-        o->kvSplits.clear();
-        size_t at = 0;
-        while (err.empty()) {
-          size_t comma = v.find(',', at);
-          std::string item = v.substr(
-              at, comma == std::string::npos ? std::string::npos : comma - at);
-          int64_t n = 0;
-          if (!parseInt64(item, &n) || n < 0 || n > 1024)
-            err = "option --kv-splits: '" + item +
-                  "' is not a split count in 1..1024 (or 0: the launch's "
-                  "choice; a comma list runs each)";
-          else
-            o->kvSplits.push_back(n);
-          if (comma == std::string::npos)
-            break;
-          at = comma + 1;
-        }
-      }
+      if ((err = need(&v)).empty())
+        err = parseIntList(arg, v, 0, 1024, &o->kvSplits,
+                           "is not a split count in 1..1024 (or 0: the "
+                           "launch's choice; a comma list runs each)");
     } else if (arg == "--kv-lengths") {
       if ((err = need(&v)).empty()) {
-        o->kvLengths.clear();
         o->kvLengthsRandom = v == "random";
-        size_t at = 0;
-        while (!o->kvLengthsRandom && err.empty()) {
-          size_t comma = v.find(',', at);
-          std::string item = v.substr(at, comma == std::string::npos
-                                              ? std::string::npos
-                                              : comma - at);
-          int64_t n = 0;
-          if (!parseInt64(item, &n) || n < 0 || n > INT32_MAX)
-            err = "option --kv-lengths: '" + item +
-                  "' is not a length in 0..2^31-1 (expected a comma list "
-                  "or 'random')";
-          else
-            o->kvLengths.push_back(n);
-          if (comma == std::string::npos)
-            break;
-          at = comma + 1;
-        }
+        o->kvLengths.clear();
+        if (!o->kvLengthsRandom)
+          err = parseIntList(arg, v, 0, INT32_MAX, &o->kvLengths,
+                             "is not a length in 0..2^31-1 (expected a "
+                             "comma list or 'random')");
       }
     } else if (arg == "--check") {
       if ((err = need(&v)).empty()) {
