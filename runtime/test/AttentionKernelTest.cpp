@@ -921,6 +921,27 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
                         "split_kv over contiguous splits"));
 }
 
+// Whatever the shape: a count in [1, max(1, min(blocks / 2, 1024))], so no
+// split is empty and the workspace stays bounded.
+TEST(DecodeSplitsTest, TheCountStaysInItsRange) {
+  uint64_t x = 12345;
+  auto next = [&](int64_t hi) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return int64_t((x >> 33) % uint64_t(hi)) + 1;
+  };
+  for (int i = 0; i < 2000; ++i) {
+    int64_t tiles = next(4096), blocks = next(1 << 16);
+    int64_t bytes = next(1 << 17);
+    int sms = int(next(264));
+    for (bool persistent : {false, true}) {
+      int s = chooseDecodeSplits(tiles, blocks, bytes, sms, persistent);
+      EXPECT_GE(s, 1);
+      EXPECT_LE(s, std::max<int64_t>(1, std::min<int64_t>(blocks / 2, 1024)))
+          << tiles << " tiles, " << blocks << " blocks, " << sms << " SMs";
+    }
+  }
+}
+
 // A persistent decode kernel's split count: each extra item costs its
 // epilogue, so fewer splits than the one-CTA-per-split launch where the
 // tiles fill the SMs (docs/results/2026-12-03-session21.md §7).
