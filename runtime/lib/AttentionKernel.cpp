@@ -1103,10 +1103,10 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   if (query == lastQuery)
     return lastSplits;
   // The model's constants (bytes per microsecond, microseconds), fitted on
-  // 35 shapes x 1-13 split counts of dense and BLASST decode (batch 1-128,
-  // 1K-64K keys, 32/8 heads, head_dim 128): it picks the measured best
-  // count, or one within 0.1% of it, at each of them
-  // (docs/results/2026-12-03-session21.md).
+  // 35 (shape, kernel) pairs x 1-13 split counts of dense and BLASST decode
+  // (batch 1-128, 1K-64K keys, 32/8 heads, head_dim 128): it picks the
+  // measured best count at 32 of them; the other 3 lie beyond the counts
+  // measured (docs/results/2026-12-03-session21.md §1-2).
   constexpr double kCtaRate = 48e3, kPeak = 5.1e6, kFixedUs = 4.0;
   // A CTA's rate among `ctas`; a full wave's once (prepare runs this per
   // launch: about one cube root per candidate).
@@ -1119,9 +1119,9 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
     return kFixedUs + bytesPerCta / (ctas == sms ? fullRate : rate(ctas));
   };
   // Persistent CTAs: min(items, SMs) CTAs walk the tiles x S items in
-  // rounds, each item 4.5 us more than its bytes (its Q load behind the
-  // previous item's end, its epilogue: measured on the H200, session 21
-  // §7, batch 64 x 4K at 2-8 splits).
+  // rounds, each item 4.5 us more than its bytes (fitted to one shape on
+  // the H200, batch 64 x 4K at 2-8 splits, session 21 §7; where the time
+  // goes is not located).
   constexpr double kItemUs = 4.5;
   int64_t maxSplits = std::min<int64_t>(
       {blocks / 2, 1024, (persistent ? 64 : 8) * sms / tiles});

@@ -245,7 +245,7 @@ private:
 /// at least two blocks), at most 1024 and 8 waves; ties go to fewer.
 /// `persistent` (a persistent decode kernel): min(tiles x S, sms) CTAs walk
 /// the tiles x S items in rounds, each item 4.5 us more than its bytes
-/// (measured), at most 64 items per SM.
+/// (fitted to one shape), at most 64 items per SM.
 int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
                        int sms, bool persistent = false);
 
