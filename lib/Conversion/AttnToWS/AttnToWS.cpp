@@ -802,7 +802,7 @@ struct ConvertAttnToWSPass
           why = "kv-multicast and pingpong are prefill schedules";
         else if (*opts.persistent &&
                  (!spec.sparsity.isDense() || spec.kvPerSequence ||
-                  spec.paged() || (opts.splitInterleave.value_or(false))))
+                  spec.paged() || opts.splitInterleave.value_or(false)))
           why = "persistent=true: persistent decode CTAs are implemented "
                 "for dense attention over a contiguous KV cache of one "
                 "length (no sparsity, kv_lengths, kv_cache or "
