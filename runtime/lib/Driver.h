@@ -36,6 +36,7 @@ namespace blasst::rt::detail {
   X(moduleLoadData, cuModuleLoadData)                                          \
   X(moduleUnload, cuModuleUnload)                                              \
   X(moduleGetFunction, cuModuleGetFunction)                                    \
+  X(moduleGetGlobal, cuModuleGetGlobal_v2)                                     \
   X(funcSetAttribute, cuFuncSetAttribute)                                      \
   X(funcGetAttribute, cuFuncGetAttribute)                                      \
   X(launchKernelEx, cuLaunchKernelEx)                                          \

@@ -343,6 +343,34 @@ Status Module::loadFile(const Context &context, const std::string &path,
   return loadData(context, data.data(), data.size(), path, out);
 }
 
+Status Module::readGlobal(const std::string &globalName,
+                          std::vector<uint8_t> *out) const {
+  if (!out)
+    return Status::error("cannot read global " + quoted(globalName) +
+                         ": the output pointer is null");
+  if (!module)
+    return Status::error("cannot read global " + quoted(globalName) +
+                         ": the module is not loaded");
+  const DriverApi *api;
+  BLASST_RT_TRY(needDriver(&api));
+  ScopedContext scope(*api, ctx);
+  BLASST_RT_CU(scope.result(), "cuCtxSetCurrent failed while reading global " +
+                                   quoted(globalName));
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  BLASST_RT_CU(
+      api->moduleGetGlobal(&address, &bytes, module, globalName.c_str()),
+      "cuModuleGetGlobal failed while looking up global " + quoted(globalName) +
+          " in module " + quoted(moduleName));
+  out->resize(bytes);
+  if (bytes)
+    BLASST_RT_CU(api->memcpyDtoH(out->data(), address, bytes),
+                 "cuMemcpyDtoH failed while reading global " +
+                     quoted(globalName) + " of module " + quoted(moduleName) +
+                     "; a kernel launched earlier may have faulted");
+  return Status::success();
+}
+
 Status Module::getFunction(const std::string &kernelName, Function *out) const {
   if (!out)
     return Status::error("cannot look up kernel " + quoted(kernelName) +

@@ -209,6 +209,10 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *) {
   *f = reinterpret_cast<CUfunction>(&fakeFunction);
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *, size_t *, CUmodule,
+                                      const char *) {
+  return CUDA_ERROR_NOT_FOUND;
+}
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute a, int v) {
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     dynamicSmem = v;

@@ -162,6 +162,10 @@ TEST_F(NoDriverTest, ObjectsThatWereNeverCreatedReportSo) {
   EXPECT_TRUE(failsWith(module.getFunction("attn_fwd", &function),
                         "cannot look up kernel 'attn_fwd': the module is not "
                         "loaded"));
+  std::vector<uint8_t> global;
+  EXPECT_TRUE(failsWith(module.readGlobal("blasst_stamps", &global),
+                        "cannot read global 'blasst_stamps': the module is "
+                        "not loaded"));
   EXPECT_TRUE(failsWith(launch(function, 1, 128, 0, nullptr, nullptr),
                         "the Function is not looked up"));
   EXPECT_TRUE(failsWith(function.setMaxDynamicSharedMemory(1024),
@@ -994,6 +998,11 @@ TEST_F(GpuTest, LoadErrorsNameTheKernelAndModule) {
   EXPECT_TRUE(failsWith(module.getFunction("attn_fwd", &function),
                         "cuModuleGetFunction failed while looking up kernel "
                         "'attn_fwd' in module 'iota': CUDA_ERROR_NOT_FOUND"));
+  std::vector<uint8_t> global;
+  EXPECT_TRUE(failsWith(module.readGlobal("blasst_stamps", &global),
+                        "cuModuleGetGlobal failed while looking up global "
+                        "'blasst_stamps' in module 'iota': "
+                        "CUDA_ERROR_NOT_FOUND"));
 
   // A CUDA ELF header followed by garbage.
   unsigned char bogus[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};

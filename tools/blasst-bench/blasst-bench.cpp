@@ -127,6 +127,14 @@ checking:
 timing:
   --warmup N           untimed launches first (default 10)
   --iters N            timed launches, each between two events (default 50)
+  --stamps FILE        after the timed launches, one more launch, then the
+                       kernel module's global `blasst_stamps` (u64 values an
+                       instrumented kernel writes, e.g. %globaltimer at
+                       points of its roles) appended to FILE: a '#' line
+                       naming the kernel, shape, grid and split count, then
+                       one line per nonzero row of 16 values (row index
+                       first). For profiling by hand-instrumented PTX;
+                       kernels without the global are said and skipped
 sparse (BLASST) kernels:
   --sparsity P         blasst:a=<float> | blasst:ln_lambda=<float>: run a
                        sparse kernel at this threshold (the kind of policy
@@ -184,6 +192,7 @@ struct Options {
   int64_t checkRows = 0;
   int64_t warmup = 10;
   int64_t iters = 50;
+  std::string stampsFile; ///< --stamps
   uint64_t seed = 1234;
   Distribution dist = Distribution::Uniform;
   std::string json;
@@ -363,6 +372,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       err = intArg(&o->warmup, 0);
     } else if (arg == "--iters") {
       err = intArg(&o->iters, 0);
+    } else if (arg == "--stamps") {
+      err = need(&o->stampsFile);
     } else if (arg == "--seed") {
       if ((err = need(&v)).empty() && !parseU64(v, &o->seed))
         err = "option --seed: '" + v + "' is not an unsigned integer";
@@ -1665,6 +1676,41 @@ bool checkDeterminism(const Options &opt, DeviceRun &run, KernelResult &r) {
   return true;
 }
 
+/// --stamps: one more launch, then the module's `blasst_stamps` appended
+/// to the file (see the option's help). False when that fails.
+bool dumpStamps(const Options &opt, DeviceRun &run, KernelResult &r) {
+  if (Status st = run.kernel->launch(run.launch, nullptr); !st)
+    return fail(r, "stamped launch: " + st.message());
+  std::vector<uint8_t> bytes;
+  if (Status st = run.kernel->getModule().readGlobal("blasst_stamps", &bytes);
+      !st) {
+    // Not an instrumented kernel: said, and the run goes on.
+    std::printf("  stamps: none (%s)\n", st.message().c_str());
+    return true;
+  }
+  std::FILE *f = std::fopen(opt.stampsFile.c_str(), "a");
+  if (!f)
+    return fail(r, "--stamps " + opt.stampsFile + ": " + std::strerror(errno));
+  std::fprintf(f, "# %s %s grid %s splits %d\n", r.name.c_str(),
+               r.shape.describe().c_str(), r.grid.str().c_str(), r.kvSplits);
+  constexpr size_t kRow = 16;
+  size_t rows = bytes.size() / (kRow * sizeof(uint64_t));
+  for (size_t row = 0; row < rows; ++row) {
+    uint64_t v[kRow];
+    std::memcpy(v, bytes.data() + row * sizeof(v), sizeof(v));
+    if (std::all_of(v, v + kRow, [](uint64_t x) { return x == 0; }))
+      continue;
+    std::fprintf(f, "%zu", row);
+    for (uint64_t x : v)
+      std::fprintf(f, " %" PRIu64, x);
+    std::fputc('\n', f);
+  }
+  std::fclose(f);
+  std::printf("  stamps: %zu rows appended to %s\n", rows,
+              opt.stampsFile.c_str());
+  return true;
+}
+
 /// Timing (--iters > 0): --warmup untimed launches, then each launch
 /// between its own pair of CUDA events, all enqueued before any is read so
 /// the GPU never waits for the host. Records the times (median, min, mean)
@@ -1731,7 +1777,7 @@ bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
               double(sh.headDim + sh.headDimV) * dtypeBytes(r.dtype);
   std::printf("  bandwidth: %.3f TB/s of K+V at the median (%.4g bytes)\n",
               r.kvBytes / (r.medianMs * 1e-3) / 1e12, r.kvBytes);
-  return true;
+  return opt.stampsFile.empty() || dumpStamps(opt, run, r);
 }
 
 /// BLASST decode with per-sequence KV lengths: the model walks each batch

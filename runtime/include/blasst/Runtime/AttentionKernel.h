@@ -221,6 +221,7 @@ public:
   const KernelInfo &info() const { return kernelInfo; }
   const AttentionSpec &spec() const { return kernelSpec; }
   const Function &getFunction() const { return function; }
+  const Module &getModule() const { return module; }
   /// "<kernel> (<module>)", for messages.
   std::string describe() const;
 

@@ -188,6 +188,11 @@ public:
   /// Looks up a kernel (its mangled/entry name). A missing name is reported
   /// together with the module's name.
   Status getFunction(const std::string &kernelName, Function *out) const;
+  /// Copies a global variable of the module to the host
+  /// (cuModuleGetGlobal + cuMemcpyDtoH; synchronous, so it waits for the
+  /// work launched before). A missing name is an error that says so.
+  Status readGlobal(const std::string &globalName,
+                    std::vector<uint8_t> *out) const;
 
   bool valid() const { return module != nullptr; }
   const std::string &name() const { return moduleName; }
