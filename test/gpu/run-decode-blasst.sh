@@ -8,7 +8,7 @@
 # equal, skipped within the model's borderline decisions), over seq_q
 # 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128 x causal, the sparsity dial at
 # 0.5 / 0.9 and fixed thresholds on random inputs (several skip levels),
-# forced split counts 1/3/7/16, the a= policy, 1000 launches (SPLIT_KS,
+# forced split counts 1/3/7/16/17/40, the a= policy, 1000 launches (SPLIT_KS,
 # LAUNCH_KS name other kernels for the split and 1000-launch runs).
 # SANITIZER: racecheck, memcheck, synccheck with 3 splits (SAN_KS: kernels).
 # BENCH: bf16 hd128 32/8 heads, seq_q 1, batch 8 at 32K and 128K, batch 1 at
@@ -76,7 +76,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     for sq in 1 8; do
       for shape in "1 129" "8 3001" "2 40000"; do
         read -r batch skv <<<"$shape"
-        for splits in 1 3 7 16; do
+        for splits in 1 3 7 16 17 40; do
           run "split_${k}_sq${sq}_b${batch}_kv${skv}_s$splits" "${ks[@]}" \
             --batch "$batch" --seq-q "$sq" --seq-kv "$skv" --kv-splits "$splits" \
             --dial 0.8 --stats --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2

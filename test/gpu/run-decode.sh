@@ -3,7 +3,7 @@
 # reference (fresh random inputs, outputs poisoned) over the matrix seq_q
 # 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128/256 x causal, KV lengths that are not
 # multiples of the 128-key block, batch 1 and 8 (the KV split count chosen
-# at launch), then forced split counts 1/3/7/16 (split boundaries inside the
+# at launch), then forced split counts 1/3/7/16/17/40 (split boundaries inside the
 # sequence, short and capped splits); repeated launches bit-identical (the workspace counters
 # reset); then the benchmark: bf16, head_dim 128, 32 q / 8 kv heads, batch 8
 # at 32K and 128K, batch 1 at 128K, seq_q 1, achieved bandwidth (bytes of K+V
@@ -11,7 +11,8 @@
 # Usage: run-decode.sh [KDIR] [OUT]   (KDIR default .device/decode, from
 # build-decode-kernels.sh; its bin/blasst-bench is used). Env: CHECKS=0 (no
 # reference checks), SANITIZER=0 (no racecheck/memcheck), BENCH=0 (no
-# benchmark): each part alone should fit a 10-minute device command; HDS="64"
+# benchmark), SPLITS=0 (no forced split counts): each part alone should
+# fit a 10-minute device command; HDS="64"
 # / HDS="128" / HDS="256" runs a third of the check matrix. GQA=1 adds the
 # head ratios that are not a power of two (dec_gqa_*, kvgqa_*: 9/3, 28/4,
 # 12/2, 40/8 x head_dim 64/128, 12/1 and 24/1 at 128, seq_q 1/2/4/8, forced
@@ -50,6 +51,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     done
   done
   echo "matrix: $runs runs, $fails failed"
+  if [[ ${SPLITS:-1} == 1 ]]; then
   # Split boundaries: forced split counts (1: no workspace; 3, 7: boundaries
   # inside the sequence, short last splits; 16 at 129 keys: capped at the
   # 2 blocks) against the same reference.
@@ -58,7 +60,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     for sq in 1 8; do
       for shape in "1 129" "8 3001" "1 5" "2 40000"; do
         read -r batch skv <<<"$shape"
-        for splits in 1 3 7 16; do
+        for splits in 1 3 7 16 17 40; do
           run "split_${k}_sq${sq}_b${batch}_kv${skv}_s$splits" "${ks[@]}" \
             --batch "$batch" --seq-q "$sq" --seq-kv "$skv" --kv-splits "$splits" \
             --seed $((RANDOM + 1)) --warmup 0 --iters 1 --repeat-launches 2
@@ -66,6 +68,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
       done
     done
   done
+  fi
   run chk_f16 --kernel "$K/dec_f16_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 --seq-kv 2000 \
     --warmup 0 --iters 1 --repeat-launches 3
   # seq_q > seq_kv with the causal mask: rows that see no key give O = 0,
