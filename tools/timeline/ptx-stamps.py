@@ -14,7 +14,7 @@ first thread, tid 128, for the rest):
 The anchors are textual (the first tid read, the setmaxnreg to 240, the
 first membar.gl / bar.red.or.pred, ret): a kernel without them (prefill,
 one split) is refused with the anchors that are missing. The stamps cost
-about 0.5 us per launch (docs/results/2026-12-03-session22.md).
+0.3-1 us per launch (docs/results/2026-12-03-session22.md).
 Usage: ptx-stamps.py IN.ptx OUT.ptx, then ptxas -arch=sm_90a OUT.ptx and a
 .meta without content_sha256 (the hash is the unstamped cubin's)."""
 import re, sys
