@@ -112,7 +112,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
     return result;
 
   PassManager pm(&ctx);
-  buildWSToLLVMPipeline(pm, target);
+  buildWSToLLVMPipeline(pm, target, request.timeline);
   if (failed(pm.run(*module)))
     return error(Stage::LLVMDialect, "lowering ws to the LLVM dialect failed",
                  /*diagnosed=*/true);

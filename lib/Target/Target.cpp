@@ -35,10 +35,12 @@
 using namespace mlir;
 using namespace blasst;
 
-void blasst::buildWSToLLVMPipeline(OpPassManager &pm, Target target) {
+void blasst::buildWSToLLVMPipeline(OpPassManager &pm, Target target,
+                                   bool timeline) {
   ConvertWSToNVVMOptions opts;
   opts.target = toString(target);
   opts.deviceOnly = true;
+  opts.timeline = timeline;
   pm.addPass(createConvertWSToNVVM(opts));
   pm.addPass(createConvertNVVMToLLVMPass());
   pm.addPass(createSCFToControlFlowPass());

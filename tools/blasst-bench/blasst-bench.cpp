@@ -128,13 +128,14 @@ timing:
   --warmup N           untimed launches first (default 10)
   --iters N            timed launches, each between two events (default 50)
   --stamps FILE        after the timed launches, one more launch, then the
-                       kernel module's global `blasst_stamps` (u64 values an
-                       instrumented kernel writes, e.g. %globaltimer at
-                       points of its roles) appended to FILE: a '#' line
-                       naming the kernel, shape, grid and split count, then
+                       kernel module's global `blasst_stamps` (u64 values a
+                       kernel built with blasst-compile --timeline writes:
+                       %globaltimer at points of its roles) appended to
+                       FILE: a '#' line naming the kernel, shape, grid and
+                       split count, then
                        one line per nonzero row of 16 values (row index
-                       first). For profiling by hand-instrumented PTX;
-                       kernels without the global are said and skipped
+                       first); kernels without the global are said and
+                       skipped (tools/timeline/README.md)
 sparse (BLASST) kernels:
   --sparsity P         blasst:a=<float> | blasst:ln_lambda=<float>: run a
                        sparse kernel at this threshold (the kind of policy

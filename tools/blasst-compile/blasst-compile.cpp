@@ -83,6 +83,13 @@ static cl::opt<bool>
                     "dense kernels do not change; with a sparsity policy IR "
                     "and PTX only, no cubin)"),
            cl::cat(cat));
+static cl::opt<bool> timeline(
+    "timeline",
+    cl::desc("profiling (sm_90a): %globaltimer stamps at the roles' points "
+             "into the module global blasst_stamps, which blasst-bench "
+             "--stamps reads (tools/timeline/README.md); not for production "
+             "kernels"),
+    cl::cat(cat));
 static cl::opt<bool>
     verifyStats("verify-stats",
                 cl::desc("print blasst-verify-sync's states and time per "
@@ -376,6 +383,7 @@ int main(int argc, char **argv) {
       return fail("--" + why);
     request.insertVote = !noVote;
     request.verifyStats = verifyStats;
+    request.timeline = timeline;
     request.lastStage = *last;
     auto start = std::chrono::steady_clock::now();
     // Progress on stderr after each stage (the attn module only when it is

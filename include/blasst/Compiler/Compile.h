@@ -48,6 +48,10 @@ struct CompileRequest {
   /// Print blasst-verify-sync's states and time per kernel on stderr (its
   /// `stats` option; blasst-compile --verify-stats).
   bool verifyStats = false;
+  /// Profiling: %globaltimer stamps at the roles' points into the module
+  /// global `blasst_stamps` (convert-ws-to-nvvm's `timeline`; sm_90a;
+  /// blasst-compile --timeline, read by blasst-bench --stamps).
+  bool timeline = false;
   /// Where to stop. Stage::LLVMIR runs only when it is the last one (PTX
   /// translates to LLVM IR itself).
   Stage lastStage = Stage::Cubin;

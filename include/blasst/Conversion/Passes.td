@@ -99,6 +99,10 @@ def ConvertWSToNVVM : Pass<"convert-ws-to-nvvm", "mlir::ModuleOp"> {
     Option<"deviceOnly", "device-only", "bool", /*default=*/"false",
            "drop host functions (those launching kernels), keeping only "
            "the device code">,
+    Option<"timeline", "timeline", "bool", /*default=*/"false",
+           "profiling (sm_90a): %globaltimer stamps at the roles' points "
+           "into a global `blasst_stamps` (a row of 16 u64 per CTA and item; "
+           "docs/design.md \"Timeline\"), read by blasst-bench --stamps">,
   ];
 }
 

@@ -19,8 +19,9 @@
 namespace blasst {
 
 /// ws → llvm dialect: convert-ws-to-nvvm{device-only}, then NVVM, scf, arith
-/// and cf to LLVM.
-void buildWSToLLVMPipeline(mlir::OpPassManager &pm, Target target);
+/// and cf to LLVM. `timeline`: the pass's timeline stamps (profiling).
+void buildWSToLLVMPipeline(mlir::OpPassManager &pm, Target target,
+                           bool timeline = false);
 /// A hand-written module of llvm.func kernels (NVVM, LLVM, arith, scf and
 /// vector ops) → the LLVM dialect: NVVM, vector, scf, arith and cf to LLVM.
 /// blasst-compile --nvvm-input runs it (the hand-written target tests,

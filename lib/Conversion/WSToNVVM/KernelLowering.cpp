@@ -28,6 +28,19 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
                            /*isConstant=*/false, LLVM::Linkage::External,
                            smemName, Attribute(), /*alignment=*/kTileAlign,
                            /*addrSpace=*/3);
+  if (env.timeline && !module.lookupSymbol(kTimelineGlobal)) {
+    // Zero-initialised (the cubin's .bss: no bytes in the file), visible to
+    // cuModuleGetGlobal.
+    OpBuilder gb(ctx);
+    gb.setInsertionPointToEnd(module.getBody());
+    auto ty = LLVM::LLVMArrayType::get(i64, kTimelineRows * kTimelineRowWords);
+    auto global = LLVM::GlobalOp::create(
+        gb, loc, ty, /*isConstant=*/false, LLVM::Linkage::External,
+        kTimelineGlobal, Attribute(), /*alignment=*/8, /*addrSpace=*/1);
+    gb.setInsertionPointToStart(gb.createBlock(&global.getInitializerRegion()));
+    LLVM::ReturnOp::create(gb, loc,
+                           LLVM::ZeroOp::create(gb, loc, ty).getResult());
+  }
 
   // split_kv kernels (decode) take the workspace as parameter 14; with a KV
   // cache option the lengths, the block table and max_pages (15-17); kernels
@@ -129,6 +142,11 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   if (kernel.getKvMulticast()) {
     ctaRank = NVVM::BlockInClusterIdXOp::create(b, loc, i32);
     partnerRank = arith::XOrIOp::create(b, loc, ctaRank, c32(1));
+  }
+  if (env.timeline) {
+    Value first = cmp(arith::CmpIPredicate::eq, tid, c32(0));
+    stamp(kTimelineEntry, first);
+    stamp(kTimelineSmid, first, ext64(NVVM::SmIdOp::create(b, loc, i32)));
   }
   emitPrologue();
   target.emitKernelStart();
@@ -375,9 +393,29 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
           b, loc, st.threshold, cf(float(spec.sparsity.log2Cap())));
     }
   }
-  if (!kernel.getPersistent())
-    return emitSteps(role.getBody().front(), st);
-  return emitPersistentRole(role, st);
+  // --timeline: the load role and the first compute role are stamped.
+  if (env.timeline && role.getKind() == RoleKind::load) {
+    st.timelineBase = kTimelineLoad;
+  } else if (env.timeline && role.getKind() == RoleKind::compute) {
+    RoleOp firstCompute;
+    for (auto r : kernel.getBody().getOps<RoleOp>())
+      if (r.getKind() == RoleKind::compute &&
+          (!firstCompute || r.getWarpBegin() < firstCompute.getWarpBegin()))
+        firstCompute = r;
+    if (firstCompute == role)
+      st.timelineBase = kTimelineCompute;
+  }
+  if (kernel.getPersistent())
+    return emitPersistentRole(role, st);
+  stampItem(st, /*end=*/false);
+  Block *item = b.getInsertionBlock();
+  if (failed(emitSteps(role.getBody().front(), st)))
+    return failure();
+  // Steps may leave the builder inside an scf.if they opened (a decode
+  // split's merge): the item ends with the role's block.
+  b.setInsertionPoint(item->getTerminator());
+  stampItem(st, /*end=*/true);
+  return success();
 }
 
 /// The threshold argument: the float at log2ThresholdPtr when that is not
@@ -479,12 +517,16 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value items,
     blockBase = forOp.getRegionIterArgs()[0];
     tileParity = forOp.getRegionIterArgs()[1];
     startTile(st);
+    if (env.timeline)
+      env.itemOrdinal = divu(sub(forOp.getInductionVar(), first), stride);
+    stampItem(st, /*end=*/false);
     Value streamed = add(blockBase, st.numBlocks);
     if (failed(emitSteps(role.getBody().front(), st)))
       return failure();
     // Steps may leave the builder inside an scf.if they opened (a decode
     // split's merge): the item's yield ends the loop body.
     b.setInsertionPointToEnd(forOp.getBody());
+    stampItem(st, /*end=*/true);
     scf::YieldOp::create(b, loc,
                          ValueRange{streamed, arith::XOrIOp::create(
                                                   b, loc, tileParity, c32(1))});
@@ -495,6 +537,7 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value items,
   batch = savedB;
   split = kvBegin = kvCount = kvEndKey = Value();
   blockBase = tileParity = Value();
+  env.itemOrdinal = Value();
   return success();
 }
 
@@ -571,7 +614,11 @@ LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
       .Case([&](Exp2Op o) { return target.emitExp2InPlace(o, st); })
       .Case([&](PackPOp o) { return target.emitPackP(o, st); })
       .Case([&](CorrectOp o) { return target.emitCorrect(o, st); })
-      .Case([&](EpilogueOp o) { return target.emitEpilogue(o, st); })
+      .Case([&](EpilogueOp o) {
+        if (st.timelineBase == kTimelineCompute)
+          stamp(kTimelineEpilogue, timelineThread(st));
+        return target.emitEpilogue(o, st);
+      })
       .Case([&](ReadScoresOp o) { return target.emitReadScores(o, st); })
       .Case([&](StoreRowSumsOp o) { return target.emitStoreRowSums(o, st); })
       .Case([&](TmaStoreOp o) { return target.emitTmaStore(o, st); })

@@ -142,3 +142,54 @@ Value LoweringBase::hasRows(int64_t rowBegin) {
   Value firstRow = add(mul(mBlock, c32(blockM)), c32(rowBegin));
   return cmp(arith::CmpIPredicate::slt, firstRow, param(kSeqQ));
 }
+
+void LoweringBase::stamp(int64_t slot, Value who, Value value) {
+  if (!env.timeline)
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  Value ordinal = env.itemOrdinal ? env.itemOrdinal : c32(0);
+  Value cta = add(NVVM::BlockIdXOp::create(b, loc, i32),
+                  mul(NVVM::GridDimXOp::create(b, loc, i32),
+                      add(NVVM::BlockIdYOp::create(b, loc, i32),
+                          mul(NVVM::GridDimYOp::create(b, loc, i32),
+                              NVVM::BlockIdZOp::create(b, loc, i32)))));
+  Value row = add(mul(cta, c32(kTimelineItems)), ordinal);
+  openIf(arith::AndIOp::create(
+      b, loc, who,
+      arith::AndIOp::create(
+          b, loc, cmp(arith::CmpIPredicate::ult, ordinal, c32(kTimelineItems)),
+          cmp(arith::CmpIPredicate::ult, row, c32(kTimelineRows)))));
+  if (!value)
+    value = NVVM::GlobalTimerOp::create(b, loc, i64);
+  auto ptrGlobal = LLVM::LLVMPointerType::get(ctx, 1);
+  Value base = LLVM::AddressOfOp::create(b, loc, ptrGlobal, kTimelineGlobal);
+  Value ptr = LLVM::GEPOp::create(
+      b, loc, ptrGlobal, i64, base,
+      ValueRange{add64(mul64(ext64(row), c64(kTimelineRowWords)), c64(slot))});
+  LLVM::StoreOp::create(b, loc, value, ptr, /*alignment=*/8);
+}
+
+Value LoweringBase::timelineThread(RoleState &st) {
+  // The load role's steps run in its one issuing thread already.
+  if (st.role.getKind() == RoleKind::load)
+    return arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  return cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0));
+}
+
+void LoweringBase::stampItem(RoleState &st, bool end) {
+  if (st.timelineBase < 0)
+    return;
+  if (!end)
+    st.waitStamps = 0;
+  int64_t slot = !end                               ? st.timelineBase
+                 : st.timelineBase == kTimelineLoad ? kTimelineLoad + 2
+                                                    : kTimelineCompute + 5;
+  stamp(slot, timelineThread(st));
+}
+
+void LoweringBase::stampWait(RoleState &st) {
+  int64_t waits = st.timelineBase == kTimelineLoad ? 1 : 2;
+  if (st.timelineBase < 0 || st.waitStamps >= waits)
+    return;
+  stamp(st.timelineBase + 1 + st.waitStamps++, timelineThread(st));
+}

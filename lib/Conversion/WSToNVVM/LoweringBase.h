@@ -68,6 +68,24 @@ constexpr unsigned kTmO = kMaxPages + 1;
 constexpr unsigned kDecodeSplits = kTmO + 1;
 constexpr unsigned kDecodeBatch = kTmO + 2;
 
+/// --timeline: the module global `blasst_stamps` holds kTimelineRows rows of
+/// 16 u64, one per (CTA, item): row = CTA linear id x kTimelineItems + the
+/// item's ordinal on the CTA (0 without persistent CTAs). Values are
+/// %globaltimer (ns) at: 0 the CTA's entry (thread 0); the load role's item
+/// start, first wait passed, item end (1-3); the first compute role's item
+/// start, first and second waits passed, epilogue start, split counter
+/// answered (decode with splits), item end (4-9); value 12 is %smid.
+constexpr int64_t kTimelineItems = 8;
+constexpr int64_t kTimelineRows = 65536;
+constexpr int64_t kTimelineRowWords = 16;
+constexpr int64_t kTimelineEntry = 0;
+constexpr int64_t kTimelineLoad = 1;
+constexpr int64_t kTimelineCompute = 4;
+constexpr int64_t kTimelineEpilogue = kTimelineCompute + 3;
+constexpr int64_t kTimelineCounter = kTimelineCompute + 4;
+constexpr int64_t kTimelineSmid = 12;
+constexpr const char *kTimelineGlobal = "blasst_stamps";
+
 constexpr int64_t kSwizzleBytes = 128;   // One swizzle span (64 x 16-bit).
 constexpr int64_t kPanelElems = 64;      // Elements of a row in one span.
 constexpr int64_t kTileAlign = 1024;     // 8 rows of 128 B: swizzle atom.
@@ -149,6 +167,11 @@ struct RoleState {
   // the previous block is known (its votes were read), that decision (kept),
   // and how many blocks before it were kept in a row (loop-carried).
   int64_t speculateAfter = 0;
+  /// --timeline: the role's first stamp slot (kTimelineLoad or
+  /// kTimelineCompute; -1: the role is not stamped) and how many of its
+  /// waits the current item stamped.
+  int64_t timelineBase = -1;
+  int64_t waitStamps = 0;
   Value voteKnown, voteKept, keptRun;
   // The load role counts the published votes (statistics of a kernel with
   // V on demand): the voters' skipped blocks (loop-carried).
@@ -225,6 +248,11 @@ struct KernelEnv {
   /// read (min(pages of its length, max_pages) - 1, at least 0).
   int64_t pageSize = 0;
   Value tableRow, lastTableEntry;
+  /// --timeline: %globaltimer stamps into `blasst_stamps`
+  /// (LoweringBase::stamp); itemOrdinal: a persistent role's item count on
+  /// this CTA (null: 0).
+  bool timeline = false;
+  Value itemOrdinal;
 };
 
 /// The helpers both the driver and a target lowering use; the members are
@@ -393,6 +421,18 @@ protected:
   }
   // --- Control flow -------------------------------------------------------
   /// Opens `if (cond)` and moves the builder into its then-block.
+  /// --timeline (a no-op without it): `value` (default %globaltimer) into
+  /// blasst_stamps[row][slot], row = the CTA's linear id x kTimelineItems +
+  /// env.itemOrdinal, by the thread for which `who` holds; items past
+  /// kTimelineItems and rows past kTimelineRows are not stamped.
+  void stamp(int64_t slot, Value who, Value value = Value());
+  /// A role's item-start stamp (and its wait count reset), its first waits
+  /// (stampWait, after an acquire's wait) and its item-end stamp.
+  void stampItem(RoleState &st, bool end);
+  void stampWait(RoleState &st);
+  /// Who stamps for `st`'s role: its first thread.
+  Value timelineThread(RoleState &st);
+
   scf::IfOp openIf(Value cond) {
     auto op = scf::IfOp::create(b, loc, TypeRange{}, cond, false);
     b.setInsertionPoint(op.thenBlock()->getTerminator());

@@ -46,6 +46,7 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
   NVVM::MBarrierTryWaitParityOp::create(
       b, loc, barrier(pipe, /*full=*/!producer, stage), parity,
       c32(kWaitTicks));
+  stampWait(st);
   return success();
 }
 

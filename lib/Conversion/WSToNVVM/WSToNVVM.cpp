@@ -87,8 +87,14 @@ void ConvertWSToNVVMPass::runOnOperation() {
     FailureOr<SmemLayout> layout = computeLayout(kernel);
     if (failed(layout))
       return signalPassFailure();
+    if (timeline && kernel.getTarget() != ws::Target::sm_90a) {
+      kernel.emitOpError() << "convert-ws-to-nvvm: timeline stamps are "
+                              "lowered for sm_90a only";
+      return signalPassFailure();
+    }
     ProtocolAnalysis protocol(kernel);
     KernelEnv env(kernel, *layout, protocol);
+    env.timeline = timeline;
     std::unique_ptr<TargetLowering> target =
         kernel.getTarget() == ws::Target::sm_100a ? createSM100Lowering(env)
                                                    : createSM90Lowering(env);

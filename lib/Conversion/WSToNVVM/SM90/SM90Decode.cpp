@@ -180,6 +180,8 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
           b.getStringAttr("llvm.nvvm.barrier.cta.red.or.aligned.count"),
           ValueRange{c32(st.barrierId), c32(roleThreads), count.getResult(0)})
           .getResult(0);
+  if (st.timelineBase == kTimelineCompute)
+    stamp(kTimelineCounter, timelineThread(st));
   openIf(isLast);
   // Acquire: the other splits' partials, written before their counts.
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
