@@ -1069,9 +1069,13 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
     int64_t blockBytes = int64_t(kernelInfo.blockN) *
                          (kernelSpec.headDim + kernelSpec.headDimV) *
                          dtypeBytes(kernelSpec.dtype);
-    splits =
-        chooseDecodeSplits(tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
-                           kernelInfo.persistent != 0);
+    // The merge's work per tile: four-column units of its rows with a token
+    // (q_group q heads x the tile's tokens; padding rows are not merged).
+    int64_t rows = kernelInfo.qGroup *
+                   std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ));
+    splits = chooseDecodeSplits(
+        tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
+        kernelInfo.persistent != 0, rows * kernelSpec.headDimV / 4);
   }
   // No empty split beyond the blocks (interleaved: beyond the chunks of C
   // blocks), and grid x within its limit.
@@ -1081,8 +1085,8 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
 }
 
 int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
-                                   int64_t blockBytes, int sms,
-                                   bool persistent) {
+                                   int64_t blockBytes, int sms, bool persistent,
+                                   int64_t mergeQuads) {
   if (tiles < 1 || blocks < 2 || blockBytes < 1 || sms < 1)
     return 1;
   // Launches repeat shapes: the last answer per thread (the search below is
@@ -1091,15 +1095,16 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
     int64_t tiles, blocks, blockBytes;
     int sms;
     bool persistent;
+    int64_t mergeQuads;
     bool operator==(const Query &o) const {
       return tiles == o.tiles && blocks == o.blocks &&
              blockBytes == o.blockBytes && sms == o.sms &&
-             persistent == o.persistent;
+             persistent == o.persistent && mergeQuads == o.mergeQuads;
     }
   };
-  thread_local Query lastQuery{0, 0, 0, 0, false};
+  thread_local Query lastQuery{0, 0, 0, 0, false, 0};
   thread_local int lastSplits = 1;
-  Query query{tiles, blocks, blockBytes, sms, persistent};
+  Query query{tiles, blocks, blockBytes, sms, persistent, mergeQuads};
   if (query == lastQuery)
     return lastSplits;
   // The model's constants (bytes per microsecond, microseconds), fitted on
@@ -1123,6 +1128,20 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   // the H200, batch 64 x 4K at 2-8 splits, session 21 §7; where the time
   // goes is not located).
   constexpr double kItemUs = 4.5;
+  // The merge: the tile's last split merges every split's partial rows on
+  // one warpgroup of 128 threads, one memory round trip per 16 splits for
+  // each 128 four-column units of the rows with a token, one after another
+  // (SM90Decode.cpp). 1.8 us a round trip: the merging CTA's counter ->
+  // end at 16 and 64 splits, batch 1 x 128K, 32/8 heads (session 22 §6).
+  // With one KV head and 32 rows (MQA) at batch 1 that is what bounds the
+  // split count: 128 splits would merge in 64 round trips.
+  constexpr double kMergeRoundTripUs = 1.8;
+  auto mergeUs = [&](int64_t s) {
+    if (s < 2 || mergeQuads < 1)
+      return 0.0;
+    return double((mergeQuads + 127) / 128) * double((s + 15) / 16) *
+           kMergeRoundTripUs;
+  };
   int64_t maxSplits = std::min<int64_t>(
       {blocks / 2, 1024, (persistent ? 64 : 8) * sms / tiles});
   int best = 1;
@@ -1140,8 +1159,9 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
       us = double(ctas / sms) * waveUs(sms, bytes) +
            (ctas % sms ? waveUs(ctas % sms, bytes) : 0.0);
     }
-    // A split more must win by 0.5% (the merge and workspace it adds are
-    // not in the model).
+    us += mergeUs(s);
+    // A split more must win by 0.5% (the workspace it adds is not in the
+    // model).
     if (s == 1 || us < bestUs * 0.995) {
       best = int(s);
       bestUs = us;

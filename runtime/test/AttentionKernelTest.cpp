@@ -573,11 +573,19 @@ TEST(DecodeSplitsTest, ThePickedCountsAreTheMeasuredBest) {
                  Case{8, 16384, 2}, Case{9, 16384, 5}, Case{12, 4096, 1},
                  Case{12, 16384, 4}, Case{16, 16384, 1}, Case{24, 8192, 2},
                  Case{32, 8192, 1}, Case{128, 1024, 1}})
-    EXPECT_EQ(chooseDecodeSplits(8 * c.batch, c.seqKV / 64, kBlock, 132),
-              c.splits)
-        << "batch " << c.batch << ", " << c.seqKV << " keys";
+    for (int64_t quads : {0, 128}) // without the merge; 4 rows x 128 / 4
+      EXPECT_EQ(chooseDecodeSplits(8 * c.batch, c.seqKV / 64, kBlock, 132,
+                                   false, quads),
+                c.splits)
+          << "batch " << c.batch << ", " << c.seqKV << " keys";
   // 136 tiles: one CTA each leaves 4 in a second wave; splitting wins.
   EXPECT_GT(chooseDecodeSplits(136, 256, kBlock, 132), 1);
+  // One KV head at batch 1 (MQA 32/1: 32 rows, 1024 four-column units):
+  // without the merge 128 splits; with it (one round trip per 16 splits
+  // for each 128 units) fewer, where streaming and merging balance.
+  EXPECT_EQ(chooseDecodeSplits(1, 2048, kBlock, 132), 128);
+  EXPECT_EQ(chooseDecodeSplits(1, 2048, kBlock, 132, false, 1024), 32);
+  EXPECT_EQ(chooseDecodeSplits(1, 512, kBlock, 132, false, 1024), 16);
   // Degenerate inputs: one split.
   EXPECT_EQ(chooseDecodeSplits(8, 1, kBlock, 132), 1);
   EXPECT_EQ(chooseDecodeSplits(0, 100, kBlock, 132), 1);

@@ -246,9 +246,15 @@ private:
 /// at least two blocks), at most 1024 and 8 waves; ties go to fewer.
 /// `persistent` (a persistent decode kernel): min(tiles x S, sms) CTAs walk
 /// the tiles x S items in rounds, each item 4.5 us more than its bytes
-/// (fitted to one shape), at most 64 items per SM.
+/// (fitted to one shape), at most 64 items per SM. `mergeQuads`: the merge's
+/// work per tile, four-column units of the rows with a token (q_group x
+/// tokens x head_dim_v / 4; 0 leaves the merge out): with S > 1 the last
+/// split merges in ceil(mergeQuads / 128) x ceil(S / 16) memory round trips
+/// of 1.8 us, one after another (session 22), which bounds S where a tile
+/// has many rows and the tiles are few (one KV head at batch 1).
 int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
-                       int sms, bool persistent = false);
+                       int sms, bool persistent = false,
+                       int64_t mergeQuads = 0);
 
 /// "" when `data` is a complete 64-bit little-endian CUDA ELF (e_machine
 /// EM_CUDA) whose section table and sections lie inside its `size` bytes and
