@@ -5,7 +5,9 @@ and a device copy of the same K+V bytes (the bandwidth bound). bf16,
 head_dim 128, 32 q / 8 kv heads (or --heads QH/KVH --head-dim D), one new
 token (--seq-q N: N new tokens, non-causal, as speculative decoding's
 verification without a mask). Prints one JSON per line: ms (median) and TB/s
-of K+V bytes.
+of K+V bytes, and how each peer was timed (`*_timing`: "graph", replays of a
+CUDA graph as harness.time_ms does by default since session 22, or "eager"
+where capture failed; before, a peer's time held PyTorch's host dispatch).
 usage: python3 test/gpu/decode_peers.py [--heads QH/KVH] [--head-dim D]
                                         [--seq-q N] [batch:seq_kv ...]"""
 import json
@@ -18,6 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools", "bench"))
+import harness  # noqa: E402
 from harness import time_ms  # noqa: E402
 
 QH, KVH, D, SQ = 32, 8, 128, 1
@@ -56,6 +59,7 @@ def main():
             dst.copy_(v)
         ms = time_ms(copy, warmup=10, iters=50)
         row["copy_ms"], row["copy_tb_s"] = ms, kv_bytes / ms / 1e9
+        row["copy_timing"] = harness.LAST_MODE
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
                               ("fa2", SDPBackend.FLASH_ATTENTION)):
             for gqa in (True, False):
@@ -73,6 +77,7 @@ def main():
                     # GQA bytes (what a decode kernel must read) anyway.
                     row[key + "_ms"] = ms
                     row[key + "_tb_s"] = kv_bytes / ms / 1e9
+                    row[key + "_timing"] = harness.LAST_MODE
                 except RuntimeError as e:
                     row[name + ("_gqa" if gqa else "_expanded")] = \
                         "unsupported: " + str(e).splitlines()[0][:80]

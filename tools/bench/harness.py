@@ -20,20 +20,48 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 SEQS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
 
 
-def time_ms(fn, warmup=5, iters=20):
+# How the last time_ms call ran fn: "graph" (captured once into a CUDA graph
+# and replayed) or "eager" (capture failed: plain calls).
+LAST_MODE = None
+
+
+def time_ms(fn, warmup=5, iters=20, graph=True):
+    """Median GPU time of fn in ms. fn is captured into a CUDA graph and
+    replayed (graph=True, falling back to plain calls where capture fails;
+    LAST_MODE says which), and every timed call sits between its own two
+    CUDA events, all enqueued before any is read, as blasst-bench times our
+    kernels: the GPU never waits for the host. (Until session 22 each call
+    was recorded, launched and synchronised in turn, so a peer's time held
+    PyTorch's host dispatch of SDPA, tens of microseconds, whenever that
+    exceeded the kernel: decode peers at short lengths read too slow.)"""
+    global LAST_MODE
+    run, LAST_MODE = fn, "eager"
+    if graph:
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    fn()
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn()
+            run, LAST_MODE = g.replay, "graph"
+        except RuntimeError:
+            torch.cuda.synchronize()
+            run, LAST_MODE = fn, "eager"
     for _ in range(warmup):
-        fn()
+        run()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
+    events = [(torch.cuda.Event(enable_timing=True),
+               torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for s, e in events:
         s.record()
-        fn()
+        run()
         e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in events)
     return times[len(times) // 2]
 
 
