@@ -11,8 +11,9 @@
 # Usage: run-decode.sh [KDIR] [OUT]   (KDIR default .device/decode, from
 # build-decode-kernels.sh; its bin/blasst-bench is used). Env: CHECKS=0 (no
 # reference checks), SANITIZER=0 (no racecheck/memcheck), BENCH=0 (no
-# benchmark), SPLITS=0 (no forced split counts): each part alone should
-# fit a 10-minute device command; HDS="64"
+# benchmark), SPLITS=0 (no forced split counts), PEERS=0 (no SDPA peers in
+# the benchmark), MQA=1 (also MQA 32/1 at batch 1: split sweep and peers):
+# each part alone should fit a 10-minute device command; HDS="64"
 # / HDS="128" / HDS="256" runs a third of the check matrix. GQA=1 adds the
 # head ratios that are not a power of two (dec_gqa_*, kvgqa_*: 9/3, 28/4,
 # 12/2, 40/8 x head_dim 64/128, 12/1 and 24/1 at 128, seq_q 1/2/4/8, forced
@@ -154,6 +155,42 @@ if [[ ${BENCH:-1} == 1 ]]; then
       grep -E "launch:|time:|bandwidth:" "$OUT/$name.log" | sed "s/^/$name /"
     done
   done
+  # The peers in the same call (CUDA-graph replays: tools/bench/harness.py
+  # time_ms), and our / their time per shape.
+  if [[ ${PEERS:-1} == 1 ]] && python3 -c "import torch" 2>/dev/null; then
+    python3 "$ROOT/test/gpu/decode_peers.py" 8:32768 8:131072 1:131072 \
+      >"$OUT/peers.jsonl" 2>"$OUT/peers.err" || echo "!! decode_peers.py failed (peers.err)"
+    python3 - "$OUT" <<'PY'
+import json, os, re, sys
+out = sys.argv[1]
+for line in open(os.path.join(out, "peers.jsonl")):
+    if not line.startswith("{"):
+        continue
+    p = json.loads(line)
+    log = os.path.join(out, "bench_bench_dec_hd128_q32kv8_b%d_kv%d.log" % (p["batch"], p["seq_kv"]))
+    m = re.search(r"median ([0-9.]+) ms", open(log).read()) if os.path.exists(log) else None
+    if not m:
+        continue
+    ours = float(m.group(1))
+    def ratio(k):
+        v = p.get(k + "_ms")
+        return "%.3fx (%s)" % (v / ours, p.get(k + "_timing")) if isinstance(v, float) else "-"
+    print("b%d x %d: ours %.4f ms; cuDNN / ours %s, FA2 / ours %s" % (
+        p["batch"], p["seq_kv"], ours, ratio("cudnn_gqa"), ratio("fa2_gqa")))
+PY
+  fi
+  # MQA=1: one KV head (32/1) at batch 1, the split count swept (the split
+  # model counts the merge since session 22; 0 = its pick) and the peers.
+  if [[ ${MQA:-0} == 1 ]]; then
+    for skv in 32768 131072; do
+      run "mqa_b1_kv$skv" --kernel "$K/dec_hd128_q32kv1_cfalse" --batch 1 --seq-q 1 \
+        --seq-kv "$skv" --kv-splits 0,16,32,64,128 --check none --warmup 20 --iters 200
+      grep -E "time:|launch:" "$OUT/mqa_b1_kv$skv.log" | sed "s/^/mqa_b1_kv$skv /"
+    done
+    python3 "$ROOT/test/gpu/decode_peers.py" --heads 32/1 1:32768 1:131072 \
+      >"$OUT/peers_mqa.jsonl" 2>&1 || echo "!! decode_peers.py (MQA) failed"
+    cat "$OUT/peers_mqa.jsonl"
+  fi
 fi
 echo "decode: $runs runs, $fails failed (logs in $OUT)"
 [[ $fails -eq 0 ]]
