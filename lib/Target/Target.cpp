@@ -293,6 +293,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     *slot = int(value.getInt());
   }
   k.persistent = kernelFunc->hasAttr("blasst.persistent");
+  k.lean = kernelFunc->hasAttr("blasst.lean");
   if (auto c = dyn_cast_or_null<IntegerAttr>(
           kernelFunc->getAttr("blasst.cluster_m")))
     k.clusterM = int(c.getInt());

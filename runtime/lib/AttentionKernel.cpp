@@ -124,6 +124,9 @@ const IntKey kIntKeys[] = {
      "decode: KV blocks per chunk when the splits take chunks in turn (split "
      "s of S: chunks s, s + S, ...), 0 for one contiguous range per split; "
      "optional, default 0"},
+    {"lean", &KernelInfo::lean, 0, 1,
+     "persistent decode: 1 when one CTA per SM takes an even share of all "
+     "tiles' KV blocks across tile boundaries; optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -132,7 +135,7 @@ const char *const kKnownKeys[] = {
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
     "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
-    "split_chunk"};
+    "split_chunk", "lean"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -253,6 +256,9 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("persistent decode (q_group with persistent) needs "
                          "split_kv over contiguous splits (no split_chunk, "
                          "per_seq_kv or page_size)");
+  if (info.lean && (!info.persistent || !info.qGroup))
+    return Status::error("lean needs persistent = 1 and q_group (persistent "
+                         "decode CTAs sharing the KV blocks)");
   if (info.blockM % info.qTiles)
     return Status::error("q_tiles = " + std::to_string(info.qTiles) +
                          " does not divide block_m = " +
@@ -306,7 +312,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::pageSize || info.pageSize) &&
         (k.field != &KernelInfo::sinkSeed || info.sinkSeed) &&
         (k.field != &KernelInfo::voteFirstBlock || info.voteFirstBlock) &&
-        (k.field != &KernelInfo::splitChunk || info.splitChunk))
+        (k.field != &KernelInfo::splitChunk || info.splitChunk) &&
+        (k.field != &KernelInfo::lean || info.lean))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -1018,7 +1025,22 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
     int64_t tiles = (args.seqQ + tokens - 1) / tokens;
     launch.grid = Dim3(unsigned(tiles * splits), unsigned(args.numKVHeads),
                        unsigned(args.batch));
-    if (kernelInfo.persistent) {
+    if (kernelInfo.persistent && kernelInfo.lean) {
+      // One CTA per SM (fewer when there are fewer KV blocks), each an
+      // even share of every tile's blocks; parameter 19: slots per tile.
+      if (numSMs < 1)
+        return Status::error(doing + "the device's SM count is unknown");
+      if (args.kvSplits > 0)
+        return Status::error(
+            doing + "kvSplits = " + std::to_string(args.kvSplits) +
+            ": a lean decode kernel shares the KV blocks among one CTA per "
+            "SM across tiles; it takes no split count (0)");
+      int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
+      int64_t all = int64_t(args.batch) * args.numKVHeads * tiles;
+      launch.grid = Dim3(unsigned(leanCtas(all * blocks)), 1u, 1u);
+      launch.decodeSplits = splits;
+      launch.decodeBatch = int32_t(args.batch);
+    } else if (kernelInfo.persistent) {
       // One resident CTA per SM walking the (batch, KV head, query tile,
       // split) items; the split count and batch are parameters 19, 20.
       if (numSMs < 1)
@@ -1062,6 +1084,8 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
                   std::max<int64_t>(1, args.numKVHeads) *
                   ((std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens);
   int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
+  if (kernelInfo.lean)
+    return leanSlots(tiles, blocks, leanCtas(tiles * blocks));
   int64_t splits = args.kvSplits > 0      ? args.kvSplits
                    : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
                                              : 0;
@@ -1134,13 +1158,17 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   // (SM90Decode.cpp). 1.8 us a round trip: the merging CTA's counter ->
   // end at 16 and 64 splits, batch 1 x 128K, 32/8 heads (session 22 §6).
   // With one KV head and 32 rows (MQA) at batch 1 that is what bounds the
-  // split count: 128 splits would merge in 64 round trips.
-  constexpr double kMergeRoundTripUs = 1.8;
+  // split count: 128 splits would merge in 64 round trips. The round trips
+  // after the first overlap in part: 0.7 us each, fitted to MQA 32/1 at
+  // batch 1 x 32K / 128K, 16-128 splits (session 23 §2: the fit's pick is
+  // the measured best, 32 and 64 splits; 1.8 us each picked 16 and 32,
+  // 17-23% slower).
+  constexpr double kMergeFirstUs = 1.8, kMergeNextUs = 0.7;
   auto mergeUs = [&](int64_t s) {
     if (s < 2 || mergeQuads < 1)
       return 0.0;
-    return double((mergeQuads + 127) / 128) * double((s + 15) / 16) *
-           kMergeRoundTripUs;
+    int64_t trips = (mergeQuads + 127) / 128 * ((s + 15) / 16);
+    return kMergeFirstUs + double(trips - 1) * kMergeNextUs;
   };
   int64_t maxSplits = std::min<int64_t>(
       {blocks / 2, 1024, (persistent ? 64 : 8) * sms / tiles});
@@ -1170,6 +1198,17 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   lastQuery = query;
   lastSplits = best;
   return best;
+}
+
+int blasst::rt::leanSlots(int64_t tiles, int64_t blocks, int64_t ctas) {
+  if (tiles < 1 || blocks < 1 || ctas < 1)
+    return 1;
+  int64_t total = tiles * blocks;
+  int64_t per = (total + ctas - 1) / ctas;
+  // A tile starting o blocks into a share (o < per) ends in share
+  // floor((o + blocks - 1) / per) after it.
+  int64_t parts = (per - 1 + blocks - 1) / per + 1;
+  return int(std::max<int64_t>(1, std::min<int64_t>(parts, ctas)));
 }
 
 size_t AttentionKernel::workspaceBytes(const AttentionArgs &args) const {

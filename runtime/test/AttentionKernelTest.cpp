@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <unistd.h>
+#include <vector>
 
 using namespace blasst;
 using namespace blasst::rt;
@@ -584,8 +586,10 @@ TEST(DecodeSplitsTest, ThePickedCountsAreTheMeasuredBest) {
   // without the merge 128 splits; with it (one round trip per 16 splits
   // for each 128 units) fewer, where streaming and merging balance.
   EXPECT_EQ(chooseDecodeSplits(1, 2048, kBlock, 132), 128);
-  EXPECT_EQ(chooseDecodeSplits(1, 2048, kBlock, 132, false, 1024), 32);
-  EXPECT_EQ(chooseDecodeSplits(1, 512, kBlock, 132, false, 1024), 16);
+  // Measured (session 23 §2): 128K 16 / 32 / 64 / 128 splits 98.5 / 61.7 /
+  // 50.3 / 57.8 us; 32K 32.2 / 27.4 / 30.7 / 44.0 us.
+  EXPECT_EQ(chooseDecodeSplits(1, 2048, kBlock, 132, false, 1024), 64);
+  EXPECT_EQ(chooseDecodeSplits(1, 512, kBlock, 132, false, 1024), 32);
   // Degenerate inputs: one split.
   EXPECT_EQ(chooseDecodeSplits(8, 1, kBlock, 132), 1);
   EXPECT_EQ(chooseDecodeSplits(0, 100, kBlock, 132), 1);
@@ -594,6 +598,53 @@ TEST(DecodeSplitsTest, ThePickedCountsAreTheMeasuredBest) {
   // Never more than half the blocks or 1024 splits.
   EXPECT_EQ(chooseDecodeSplits(1, 6, kBlock, 132), 3);
   EXPECT_LE(chooseDecodeSplits(1, 1 << 24, kBlock, 100000), 1024);
+}
+
+// Lean decode: C CTAs share the tiles x blocks KV blocks in shares of
+// ceil(W / C) across tile boundaries (the kernel's mapping,
+// KernelLowering::emitLeanItems, mirrored here): every block lies in
+// exactly one part, each tile's parts are numbered 0 .. parts - 1 by
+// consecutive CTAs, and no tile has more parts than leanSlots gives the
+// workspace.
+TEST(DecodeSplitsTest, LeanSharesCoverEveryBlockOnce) {
+  for (int64_t tiles : {1, 3, 8, 64, 136, 528})
+    for (int64_t blocks : {1, 2, 9, 63, 256, 2048})
+      for (int64_t ctas : {1, 7, 132}) {
+        int64_t total = tiles * blocks, c = std::min(ctas, total);
+        int64_t per = (total + c - 1) / c;
+        int slots = leanSlots(tiles, blocks, c);
+        std::vector<int> seen(size_t(total), 0);
+        std::vector<int64_t> parts(size_t(tiles), 0);
+        for (int64_t cta = 0; cta < c; ++cta) {
+          int64_t begin = std::min(cta * per, total);
+          int64_t end = std::min(begin + per, total);
+          if (begin >= end)
+            continue;
+          for (int64_t t = begin / blocks; t <= (end - 1) / blocks; ++t) {
+            int64_t tb = t * blocks;
+            int64_t lo = std::max(begin, tb) - tb;
+            int64_t hi = std::min(end, tb + blocks) - tb;
+            int64_t first = tb / per, last = (tb + blocks - 1) / per;
+            ASSERT_EQ(cta - first, parts[size_t(t)]) << "tile " << t;
+            ASSERT_LT(cta - first, last - first + 1);
+            ++parts[size_t(t)];
+            for (int64_t k = lo; k < hi; ++k)
+              ++seen[size_t(tb + k)];
+          }
+        }
+        for (int64_t t = 0; t < tiles; ++t) {
+          int64_t tb = t * blocks;
+          EXPECT_EQ(parts[size_t(t)], (tb + blocks - 1) / per - tb / per + 1);
+          EXPECT_LE(parts[size_t(t)], slots)
+              << tiles << " tiles x " << blocks << " blocks, " << c << " CTAs";
+        }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), total);
+      }
+  // One block per tile: never cut, no workspace.
+  EXPECT_EQ(leanSlots(8, 1, 8), 1);
+  // Batch 8 x 128K, 32/8 heads: 64 tiles x 2048 blocks over 132 CTAs
+  // (993 blocks each): a tile spans 3 or 4 shares.
+  EXPECT_EQ(leanSlots(64, 2048, 132), 4);
 }
 
 TEST(AttentionKernelTest, UnloadedKernelAndContextAreReported) {

@@ -5,6 +5,7 @@
 # seq_q (1-8) and the KV split count are launch values: one kernel per spec.
 # With BLASST=1 (default) also the BLASST decode kernels (bdec_*,
 # bench_bdec_*) for run-decode-blasst.sh.
+# With LEAN=1 (default) also the lean decode kernels (lean_*, bench_lean_*).
 # With GQA=1 (default) also the head ratios that are not a power of two
 # (dec_gqa_*, bdec_gqa_*, kvgqa_*: 9/3, 28/4, 12/2, 40/8 x head_dim 64/128 x
 # causal, 12/1 and 24/1 at 128 (several tiles per kv head), paged and
@@ -57,6 +58,9 @@ if [[ ${BLASST:-1} == 1 ]]; then
   done
   mk bdec_a_hd128_q32kv8_ctrue "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode sparsity=blasst:a=64 stats=true"
   mk bench_bdec_hd128_q32kv8 "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
+  # The production kernel (no skip counters), timed beside the counted one
+  # (run-decode-blasst.sh BENCH_EXTRA).
+  mk bench_bdec_nostats_hd128_q32kv8 "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode sparsity=blasst:ln_lambda=-8"
   mk bench_bdec_hd128_q32kv8_causal "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   # head_dim 256 benchmark pair (run-decode-blasst.sh BENCH_HD=256), and
   # dense tiles to time against its default (BENCH_EXTRA; session 19 §6:
@@ -81,6 +85,21 @@ if [[ ${BLASST:-1} == 1 ]]; then
     BLASST_COMPILE_FLAGS="--vote-first-block=false" mk "bdec_nofirst_hd128_q32kv8_c${causal}" \
       "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=$causal lse=true phase=decode sparsity=blasst:ln_lambda=-8 stats=true"
   done
+fi
+# Lean decode (--lean: persistent CTAs, one per SM, sharing all tiles' KV
+# blocks across tile boundaries; dense, contiguous KV, head_dim 128): the
+# checks of run-decode.sh LEAN=1 (MHA / GQA / MQA x causal, LSE) and the
+# benchmark kernel.
+if [[ ${LEAN:-1} == 1 ]]; then
+  for heads in "16 16" "32 8" "32 1"; do
+    read -r qh kvh <<<"$heads"
+    for causal in false true; do
+      BLASST_COMPILE_FLAGS=--lean mk "lean_hd128_q${qh}kv${kvh}_c${causal}" \
+        "dtype=bf16 head_dim=128 q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode"
+    done
+  done
+  BLASST_COMPILE_FLAGS=--lean mk bench_lean_hd128_q32kv8 \
+    "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode"
 fi
 fi # ONLY != gqa
 # Head ratios that are not a power of two: G = 3, 7, 6, 5 (floor(64 / G)

@@ -8,8 +8,11 @@ verification without a mask). Prints one JSON per line: ms (median) and TB/s
 of K+V bytes, and how each peer was timed (`*_timing`: "graph", replays of a
 CUDA graph as harness.time_ms does by default since session 22, or "eager"
 where capture failed; before, a peer's time held PyTorch's host dispatch).
-usage: python3 test/gpu/decode_peers.py [--heads QH/KVH] [--head-dim D]
-                                        [--seq-q N] [batch:seq_kv ...]"""
+--profile adds each peer's kernel time from CUPTI (`*_kernel_us`, per
+kernel `*_kernels`; harness.kernel_us), free of host time.
+usage: python3 test/gpu/decode_peers.py [--profile] [--heads QH/KVH]
+                                        [--head-dim D] [--seq-q N]
+                                        [batch:seq_kv ...]"""
 import json
 import os
 import sys
@@ -24,11 +27,15 @@ import harness  # noqa: E402
 from harness import time_ms  # noqa: E402
 
 QH, KVH, D, SQ = 32, 8, 128, 1
+PROFILE = False
 
 
 def main():
-    global QH, KVH, D, SQ
+    global QH, KVH, D, SQ, PROFILE
     args = sys.argv[1:]
+    if "--profile" in args:
+        args.remove("--profile")
+        PROFILE = True
     while args and args[0] in ("--heads", "--head-dim", "--seq-q"):
         if len(args) < 2:
             sys.exit("decode_peers.py: %s needs a value" % args[0])
@@ -78,6 +85,13 @@ def main():
                     row[key + "_ms"] = ms
                     row[key + "_tb_s"] = kv_bytes / ms / 1e9
                     row[key + "_timing"] = harness.LAST_MODE
+                    if PROFILE:
+                        # CUPTI's kernel durations (no host time whatever
+                        # the timer): a check of the graph replays.
+                        with sdpa_kernel(backend):
+                            us, names = harness.kernel_us(f)
+                        row[key + "_kernel_us"] = us
+                        row[key + "_kernels"] = names
                 except RuntimeError as e:
                     row[name + ("_gqa" if gqa else "_expanded")] = \
                         "unsupported: " + str(e).splitlines()[0][:80]

@@ -19,7 +19,9 @@
 # 12/2, 40/8 x head_dim 64/128, 12/1 and 24/1 at 128, seq_q 1/2/4/8, forced
 # splits, per-sequence and paged lengths, racecheck/memcheck; a few
 # minutes); ONLY=gqa runs just those (kernels from build-decode-kernels.sh,
-# whose default GQA=1 builds them; ONLY=gqa there builds only them).
+# whose default GQA=1 builds them; ONLY=gqa there builds only them). LEAN=1
+# checks the lean decode kernels (lean_*: every element, 1000 launches,
+# racecheck/memcheck).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-out}}"; mkdir -p "$OUT"
@@ -143,6 +145,40 @@ if [[ ${GQA:-0} == 1 ]]; then
     done
   fi
   echo "gqa: $((runs - g0)) runs, $((fails - gf)) failed"
+fi
+if [[ ${LEAN:-0} == 1 ]]; then
+  # Lean decode (--lean): one CTA per SM, each an even share of all tiles'
+  # KV blocks; a tile's parts merged like splits (a tile one CTA covers
+  # alone writes O directly). Shapes whose shares start and end inside
+  # tiles, tiles cut into 2-3 parts, short and odd lengths, more CTAs than
+  # blocks (batch 1 x 63 keys: 8 tiles of one block), seq_q 1-8 causal.
+  echo "=== lean decode vs the CPU reference (every element) ==="
+  l0=$runs; lf=$fails
+  for k in lean_hd128_q16kv16 lean_hd128_q32kv8 lean_hd128_q32kv1; do
+    ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
+    for sq in 1 4 8; do
+      for shape in "1 1000" "8 3001" "17 517" "3 40000" "1 63" "5 16384"; do
+        read -r batch skv <<<"$shape"
+        run "lean_${k}_sq${sq}_b${batch}_kv${skv}" "${ks[@]}" --batch "$batch" \
+          --seq-q "$sq" --seq-kv "$skv" --seed $((RANDOM + 1)) --warmup 0 \
+          --iters 1 --repeat-launches 2
+      done
+    done
+  done
+  run lean_nokey --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 2 --seq-q 8 --seq-kv 3 \
+    --warmup 0 --iters 1
+  run lean_1000launch --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 \
+    --seq-kv 4099 --warmup 0 --iters 1 --repeat-launches 1000
+  if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
+    for tool in racecheck memcheck; do
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
+        --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 3 --seq-q 4 --seq-kv 3001 \
+        --warmup 0 --iters 1 >"$OUT/sanitizer_lean_$tool.log" 2>&1
+      rc=$?; echo "lean $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_lean_$tool.log")"
+      runs=$((runs + 1)); [[ $rc -eq 0 ]] || fails=$((fails + 1))
+    done
+  fi
+  echo "lean: $((runs - l0)) runs, $((fails - lf)) failed"
 fi
 if [[ ${BENCH:-1} == 1 ]]; then
   echo "=== benchmark: bf16 hd128 32/8 heads, seq_q 1: K+V bandwidth ==="

@@ -62,6 +62,10 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a: persistent CTAs that walk the (query block, head) tiles "
            "of their batch entry, longest causal tiles first: auto "
            "(default: off), true or false">,
+    Option<"lean", "lean", "std::string", /*default=*/"\"auto\"",
+           "sm_90a dense decode: persistent CTAs, one per SM, each taking "
+           "an even share of all tiles' KV blocks across tile boundaries "
+           "(implies persistent): auto (default: off), true or false">,
     Option<"pInRegisters", "p-in-registers", "std::string", /*default=*/"\"auto\"",
            "sm_90a: keep P in registers (wgmma with A from registers) "
            "instead of a round trip through shared memory: auto (default: "

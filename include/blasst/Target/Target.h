@@ -67,6 +67,7 @@ struct LoweredKernel {
   int splitChunk = 0;
   bool voteFirstBlock = false; ///< BLASST decode: each split's first block
                                ///< voted on (vote-first-block).
+  bool lean = false; ///< Persistent decode: CTAs share all tiles' blocks.
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

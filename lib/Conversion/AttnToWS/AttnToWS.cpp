@@ -86,6 +86,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.pInRegisters = hopper && *o.overlap;
   if (!o.pingpong.has_value())
     o.pingpong = false;
+  // lean is a way for persistent decode CTAs to share the work (left unset
+  // unless asked for: the other kernels' records and keys unchanged).
+  if (o.lean.value_or(false) && !o.persistent.has_value())
+    o.persistent = true;
   if (!o.persistent.has_value())
     o.persistent = false;
   if (!o.qInRegisters.has_value())
@@ -695,7 +699,8 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       decode && spec.kvPerSequence ? b.getUnitAttr() : UnitAttr(),
       decode && spec.paged() ? b.getI64IntegerAttr(spec.kvPageSize)
                              : IntegerAttr(),
-      scheduleAttr(ctx, opts));
+      scheduleAttr(ctx, opts),
+      decode && opts.lean.value_or(false) ? b.getUnitAttr() : UnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -783,6 +788,12 @@ struct ConvertAttnToWSPass
                             "q-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
+      if (opts.lean.value_or(false) &&
+          (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
+        op.emitOpError() << "lean=true is an sm_90a decode schedule (CTAs "
+                            "sharing the KV blocks of every tile)";
+        return signalPassFailure();
+      }
       if (*opts.kvMulticast &&
           (*target != blasst::Target::SM90a || spec.causal ||
            *opts.persistent || spec.phase != Phase::Prefill)) {
@@ -800,6 +811,9 @@ struct ConvertAttnToWSPass
                 "heads into one 64-row tile (one consumer warpgroup)";
         else if (*opts.kvMulticast || *opts.pingpong)
           why = "kv-multicast and pingpong are prefill schedules";
+        else if (opts.lean.value_or(false) && !*opts.persistent)
+          why = "lean=true with persistent=false: lean is how persistent "
+                "decode CTAs share the KV blocks";
         else if (*opts.persistent &&
                  (!spec.sparsity.isDense() || spec.kvPerSequence ||
                   spec.paged() || opts.splitInterleave.value_or(false)))

@@ -132,9 +132,11 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
         // The launch's split count (parameter 19); emitPersistentRole sets
         // the rest per item.
         numSplits = param(kDecodeSplits);
+        tileSplits = numSplits;
       } else {
         Value x = NVVM::BlockIdXOp::create(b, loc, i32);
         numSplits = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
+        tileSplits = numSplits;
         setDecodeSplit(x);
       }
     }
@@ -177,6 +179,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   func->setAttr("blasst.threads", b.getI64IntegerAttr(threads));
   if (kernel.getPersistent())
     func->setAttr("blasst.persistent", b.getUnitAttr());
+  if (kernel.getLean())
+    func->setAttr("blasst.lean", b.getUnitAttr());
   if (kernel.getKvMulticast()) {
     func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
                   b.getDenseI32ArrayAttr({2, 1, 1}));
@@ -470,6 +474,8 @@ void KernelLowering::startTile(RoleState &st) {
 /// and batch are parameters 19 and 20); the splits of a tile are consecutive
 /// items, so they run on different CTAs at once.
 LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
+  if (kernel.getLean())
+    return emitLeanItems(role, st);
   if (qGroup) {
     Value perHead = mul(numQTiles, numSplits);
     Value perBatch = mul(perHead, c32(spec.numKVHeads));
@@ -497,16 +503,64 @@ LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
   });
 }
 
+/// Lean decode: the W = tiles x U blocks (U = ceil(seq_kv / block_n) per
+/// tile, tiles in workspace order) in shares of per = ceil(W / C) for the C
+/// = nctaid.x CTAs; CTA c takes [c per, min((c + 1) per, W)), as parts of
+/// the tiles t0 .. t1 it touches: the part of tile t is its blocks
+/// [max(c per, t U), min((c + 1) per, (t + 1) U)) - t U, clipped to the
+/// tile's own count (causal tiles may have fewer), split c - first(t) of
+/// last(t) - first(t) + 1, first(t) = t U / per, last(t) = ((t + 1) U - 1)
+/// / per. A CTA past W (C > W) takes none.
+LogicalResult KernelLowering::emitLeanItems(RoleOp role, RoleState &st) {
+  Value perBatch = mul(numQTiles, c32(spec.numKVHeads));
+  Value tiles = mul(param(kDecodeBatch), perBatch);
+  Value u = divu(add(param(kSeqKV), c32(blockN - 1)), c32(blockN));
+  Value total = mul(tiles, u);
+  Value ctas = NVVM::GridDimXOp::create(b, loc, i32);
+  Value per = divu(add(total, sub(ctas, c32(1))), ctas);
+  Value cta = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value begin = arith::MinUIOp::create(b, loc, mul(cta, per), total);
+  Value end = arith::MinUIOp::create(b, loc, add(begin, per), total);
+  Value any = cmp(arith::CmpIPredicate::ult, begin, end);
+  // Tiles t0 .. t1 - 1 (none when the share is empty: t0 = t1).
+  Value t0 = divu(begin, u);
+  Value t1 = select(any, add(divu(sub(end, c32(1)), u), c32(1)), t0);
+  return emitItemLoop(role, st, t0, t1, c32(1), [&](Value t) {
+    batch = divu(t, perBatch);
+    Value inBatch = remu(t, perBatch);
+    kvHead = divu(inBatch, numQTiles);
+    head = mul(kvHead, c32(qGroup));
+    mBlock = remu(inBatch, numQTiles);
+    Value tileBegin = mul(t, u);
+    Value lo = sub(arith::MaxUIOp::create(b, loc, begin, tileBegin), tileBegin);
+    Value hi =
+        sub(arith::MinUIOp::create(b, loc, end, add(tileBegin, u)), tileBegin);
+    Value firstCta = divu(tileBegin, per);
+    Value lastCta = divu(sub(add(tileBegin, u), c32(1)), per);
+    split = sub(cta, firstCta);
+    tileSplits = add(sub(lastCta, firstCta), c32(1));
+    // The tile's own blocks (a causal tile may have fewer than U).
+    kvCount = kvBegin = kvEndKey = Value();
+    Value own = numKVBlocks();
+    kvBegin = arith::MinUIOp::create(b, loc, lo, own);
+    kvCount = sub(arith::MinUIOp::create(b, loc, hi, own), kvBegin);
+    kvEndKey = arith::MinUIOp::create(b, loc, seqKVLen(),
+                                      mul(add(kvBegin, kvCount), c32(blockN)));
+  });
+}
+
 /// The loop of a persistent CTA over items ctaid.x, ctaid.x + nctaid.x, ...
 /// below `items`: `setItem` sets the item's tile (mBlock, head, kvHead,
 /// batch, the split) before its steps. Every role walks the same items; the
 /// K/V rings continue across them (a loop-carried count of the blocks
 /// already streamed), the Q pipe flips phase per item.
 LogicalResult
-KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value items,
+KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value lb, Value items,
+                             Value step,
                              llvm::function_ref<void(Value)> setItem) {
-  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value stride = NVVM::GridDimXOp::create(b, loc, i32);
+  Value first = lb ? lb : NVVM::BlockIdXOp::create(b, loc, i32).getResult();
+  Value stride =
+      step ? step : NVVM::GridDimXOp::create(b, loc, i32).getResult();
   auto forOp = scf::ForOp::create(b, loc, first, items, stride,
                                   ValueRange{c32(0), c32(0)});
   Value savedM = mBlock, savedHead = head, savedKV = kvHead, savedB = batch;
@@ -536,6 +590,7 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value items,
   kvHead = savedKV;
   batch = savedB;
   split = kvBegin = kvCount = kvEndKey = Value();
+  tileSplits = numSplits;
   blockBase = tileParity = Value();
   env.itemOrdinal = Value();
   return success();

@@ -54,7 +54,16 @@ private:
   void startTile(RoleState &st);
   LogicalResult emitPersistentRole(RoleOp role, RoleState &st);
   LogicalResult emitItemLoop(RoleOp role, RoleState &st, Value items,
+                             llvm::function_ref<void(Value)> setItem) {
+    return emitItemLoop(role, st, Value(), items, Value(), setItem);
+  }
+  /// Items lb, lb + step, ... below ub (null lb / step: ctaid.x, nctaid.x).
+  LogicalResult emitItemLoop(RoleOp role, RoleState &st, Value lb, Value ub,
+                             Value step,
                              llvm::function_ref<void(Value)> setItem);
+  /// Lean decode: the tiles this CTA's share of the launch's KV blocks
+  /// touches, each with its part (emitPersistentRole).
+  LogicalResult emitLeanItems(RoleOp role, RoleState &st);
   LogicalResult emitSteps(Block &block, RoleState &st);
   LogicalResult emitStep(Operation *op, RoleState &st);
   /// A load role's acquire / copy / release with `kept_ahead` (the copy

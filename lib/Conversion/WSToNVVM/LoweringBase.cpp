@@ -95,9 +95,9 @@ LoweringBase::LoweringBase(KernelEnv &env)
       partnerRank(env.partnerRank), qGroup(env.qGroup),
       tokensPerTile(env.tokensPerTile), numQTiles(env.numQTiles),
       numSplits(env.numSplits), split(env.split), kvBegin(env.kvBegin),
-      kvCount(env.kvCount), kvEndKey(env.kvEndKey), splitChunk(env.splitChunk),
-      kvLen(env.kvLen), pageSize(env.pageSize), tableRow(env.tableRow),
-      lastTableEntry(env.lastTableEntry) {}
+      kvCount(env.kvCount), kvEndKey(env.kvEndKey), tileSplits(env.tileSplits),
+      splitChunk(env.splitChunk), kvLen(env.kvLen), pageSize(env.pageSize),
+      tableRow(env.tableRow), lastTableEntry(env.lastTableEntry) {}
 
 void LoweringBase::zeroQPaddingRows(int64_t threads) {
   if (!hasPaddingRows())

@@ -232,6 +232,10 @@ struct KernelEnv {
   /// CTA's split (from grid x), the first KV block of the split and its
   /// block count.
   Value numQTiles, numSplits, split, kvBegin, kvCount;
+  /// split_kv: how many splits the CTA's tile has (the merge's count):
+  /// numSplits, except with lean, where numSplits is the workspace's slots
+  /// per tile and each tile has its own count.
+  Value tileSplits;
   /// split_chunk: KV blocks per chunk of interleaved splits (split s walks
   /// chunks s, s + S, ...; kvBegin null); 0: one contiguous range each.
   int64_t splitChunk = 0;
@@ -492,6 +496,7 @@ protected:
   Value &ctaRank, &partnerRank;
   int64_t &qGroup, &tokensPerTile;
   Value &numQTiles, &numSplits, &split, &kvBegin, &kvCount, &kvEndKey;
+  Value &tileSplits;
   int64_t &splitChunk;
   Value &kvLen;
   int64_t &pageSize;

@@ -6,7 +6,8 @@
 // the workspace and the last split of the tile to finish merges them by LSE.
 //
 // Workspace (kernel parameter 14, ABI 3), for T = batch x kv_heads x query
-// tiles tiles and S splits (grid x = query tiles x S):
+// tiles tiles and S splits (grid x = query tiles x S; persistent: parameter
+// 19; lean: S slots per tile, a tile's parts in its first slots):
 //   float partO[T][S][block_m][head_dim_v]
 //   float partLse[T][S][block_m]          (log2 domain: m + log2 l, -inf)
 //   int32 counter[T]                      (zero before the first launch; the
@@ -88,10 +89,14 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
     return pair;
   };
 
-  // One split (null workspace): O straight to the output.
+  // One split (null workspace): O straight to the output. Lean: a tile one
+  // CTA covers alone too.
   Value ws = param(kWorkspace);
   Value direct = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ws,
                                       LLVM::ZeroOp::create(b, loc, ptrGen));
+  if (kernel.getLean())
+    direct = arith::OrIOp::create(
+        b, loc, direct, cmp(arith::CmpIPredicate::eq, tileSplits, c32(1)));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, direct,
                                 /*withElseRegion=*/true);
   {
@@ -163,7 +168,7 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
     Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
                                           counter, c32(1),
                                           LLVM::AtomicOrdering::acq_rel);
-    Value last = cmp(arith::CmpIPredicate::eq, old, sub(numSplits, c32(1)));
+    Value last = cmp(arith::CmpIPredicate::eq, old, sub(tileSplits, c32(1)));
     {
       OpBuilder::InsertionGuard reset(b);
       openIf(last);
@@ -214,7 +219,7 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
     Value rowSlot = add64(mul64(tileSlot, c64(blockM)), ext64(row));
     Value lseRow = add64(lseBase, rowSlot);
     Value oRow = add64(mul64(rowSlot, c64(n)), ext64(col));
-    Value lastSplit = sub(numSplits, c32(1));
+    Value lastSplit = sub(tileSplits, c32(1));
     Value zeroQuad = LLVM::ZeroOp::create(b, loc, quadTy);
     auto splat = [&](Value x) {
       Value v = LLVM::UndefOp::create(b, loc, quadTy);
@@ -223,7 +228,7 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
       return v;
     };
     auto chunks =
-        scf::ForOp::create(b, loc, c32(0), numSplits, c32(kMergeChunk),
+        scf::ForOp::create(b, loc, c32(0), tileSplits, c32(kMergeChunk),
                            ValueRange{cf(-INFINITY), cf(0.0f), zeroQuad});
     {
       OpBuilder::InsertionGuard inner(b);
@@ -233,7 +238,7 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
       SmallVector<Value> lse, part;
       for (int64_t k = 0; k < kMergeChunk; ++k) {
         Value s = add(s0, c32(k));
-        Value inRange = cmp(arith::CmpIPredicate::slt, s, numSplits);
+        Value inRange = cmp(arith::CmpIPredicate::slt, s, tileSplits);
         Value sc = ext64(select(inRange, s, lastSplit));
         Value lsePtr = LLVM::GEPOp::create(
             b, loc, ptrGen, f32, ws,

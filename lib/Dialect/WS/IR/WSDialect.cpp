@@ -178,6 +178,9 @@ LogicalResult KernelOp::verifyRegions() {
              << "persistent with q_group needs split_kv over one contiguous "
                 "range per split (no split_chunk, per_seq_kv or page_size)";
   }
+  if (getLean() && (!getPersistent() || !getQGroup()))
+    return emitOpError() << "lean shares KV blocks among persistent decode "
+                            "CTAs: it needs persistent and q_group";
   // The decode KV caches: the record of the spec's choice, read by the
   // lowering.
   AttentionSpec kernelSpec = getSpec().toSpec();

@@ -211,6 +211,7 @@ public:
   /// uses (args.kvSplits, else the kernel's kv_splits, else chosen from
   /// batch x kv heads x query tiles, the KV length and the SM count), and
   /// the workspace bytes it needs (0 with one split). Other kernels: 1, 0.
+  /// Lean kernels (info().lean): the workspace's slots per tile (leanSlots).
   int kvSplitsFor(const AttentionArgs &args) const;
   size_t workspaceBytes(const AttentionArgs &args) const;
 
@@ -226,6 +227,12 @@ public:
   std::string describe() const;
 
 private:
+  /// Lean decode: the CTAs sharing `blocks` KV blocks, one per SM (132
+  /// when the SM count is unknown) and at most one per block.
+  int64_t leanCtas(int64_t blocks) const {
+    return std::max<int64_t>(
+        1, std::min<int64_t>(blocks, numSMs > 0 ? numSMs : 132));
+  }
   Module module;
   Function function;
   KernelInfo kernelInfo;
@@ -249,12 +256,20 @@ private:
 /// (fitted to one shape), at most 64 items per SM. `mergeQuads`: the merge's
 /// work per tile, four-column units of the rows with a token (q_group x
 /// tokens x head_dim_v / 4; 0 leaves the merge out): with S > 1 the last
-/// split merges in ceil(mergeQuads / 128) x ceil(S / 16) memory round trips
-/// of 1.8 us, one after another (session 22), which bounds S where a tile
-/// has many rows and the tiles are few (one KV head at batch 1).
+/// split merges in ceil(mergeQuads / 128) x ceil(S / 16) memory round trips,
+/// 1.8 us the first and 0.7 us each after it (sessions 22, 23), which bounds
+/// S where a tile has many rows and the tiles are few (one KV head at batch
+/// 1).
 int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
                        int sms, bool persistent = false,
                        int64_t mergeQuads = 0);
+
+/// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
+/// KV blocks in shares of ceil(tiles x blocks / ctas), across tile
+/// boundaries. How many parts a tile can be cut into at most, the
+/// workspace's slots per tile: floor((per + blocks - 2) / per) + 1, at
+/// most `ctas` (1: every tile lies in one share, no workspace).
+int leanSlots(int64_t tiles, int64_t blocks, int64_t ctas);
 
 /// "" when `data` is a complete 64-bit little-endian CUDA ELF (e_machine
 /// EM_CUDA) whose section table and sections lie inside its `size` bytes and

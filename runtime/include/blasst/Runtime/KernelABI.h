@@ -156,6 +156,10 @@ struct KernelInfo {
   /// Decode: KV blocks per chunk when the splits take chunks in turn (split
   /// s of S walks chunks s, s + S, ...); 0: each split one contiguous range.
   int splitChunk = 0;
+  /// Persistent decode: 1 when the CTAs (one per SM) share the launch's KV
+  /// blocks evenly across tile boundaries; parameter 19 is then the
+  /// workspace's slots per tile (leanSlots).
+  int lean = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

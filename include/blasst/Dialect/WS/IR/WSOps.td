@@ -87,6 +87,15 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     head) tiles of its batch entry, longest causal tiles first; the roles'
     steps run once per tile and the K/V rings continue across tiles.
 
+    With `lean` (persistent decode), the CTAs share the launch's KV blocks
+    evenly instead of walking whole splits: the W = tiles x ceil(seq_kv /
+    block_n) blocks in tile order, CTA c of C takes blocks [c per, (c + 1)
+    per), per = ceil(W / C), which covers the end of one tile, whole tiles
+    and the start of another; each tile's part is one of that tile's splits
+    (split index: c minus the first CTA that covers the tile; kernel
+    parameter 19 is the workspace's slots per tile), merged like splits. The
+    CTAs' shares differ by at most one block, whatever the tile count.
+
     With `kv_multicast`, CTAs run in clusters of two neighbouring query
     blocks of one (batch, head), which read the same K/V: each CTA's
     producer copies half of every K/V tile and multicasts it into both
@@ -142,12 +151,13 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        OptionalAttr<I64Attr>:$q_group, UnitAttr:$split_kv,
                        OptionalAttr<I64Attr>:$split_chunk,
                        UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
-                       OptionalAttr<DictionaryAttr>:$schedule);
+                       OptionalAttr<DictionaryAttr>:$schedule,
+                       UnitAttr:$lean);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
-    $block_n `,` `spec` `=` $spec (`persistent` $persistent^)?
+    $block_n `,` `spec` `=` $spec (`persistent` $persistent^)? (`lean` $lean^)?
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
     (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)?
     (`split_chunk` `=` $split_chunk^)? (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?

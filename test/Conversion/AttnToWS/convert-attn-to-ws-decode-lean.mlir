@@ -1,0 +1,43 @@
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true persistent=false" 2>&1 | FileCheck %s --check-prefix=NOTPERSISTENT
+// RUN: sed -e 's/phase = decode/phase = decode, sparsity = blasst(ln_lambda = -8.0)/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=SPARSE
+// RUN: sed -e 's/, phase = decode//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=PREFILL
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / lean /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
+// Lean decode (docs/design.md "Lean decode"): persistent decode CTAs, one
+// per SM, each an even share of the launch's KV blocks across tile
+// boundaries; each tile merges the parts its CTAs wrote.
+
+// CHECK: ws.kernel @gqa_kernel
+// CHECK-SAME: persistent lean q_group = 4 split_kv
+// CHECK-SAME: lean = true
+// CHECK-SAME: persistent = true
+
+// SYNC: remark: synchronisation verified ({{[0-9]+}} states): deadlock-free
+
+// The share: W = batch (parameter 20) x KV heads x query tiles x ceil(seq_kv
+// / 64) blocks, per = ceil(W / nctaid.x); the CTA walks the tiles its
+// blocks [ctaid.x per, min(+ per, W)) touch, one after another.
+// LLVM-LABEL: llvm.func @gqa_kernel(
+// LLVM-SAME: %arg19: i32, %arg20: i32)
+// LLVM-SAME: blasst.lean
+// LLVM-SAME: blasst.persistent
+// LLVM: %[[TILES:[0-9]+]] = arith.muli %arg20, %{{[0-9]+}} : i32
+// LLVM: %[[U:[0-9]+]] = arith.divui %{{[0-9]+}}, %c64_i32{{.*}} : i32
+// LLVM: %[[W:[0-9]+]] = arith.muli %[[TILES]], %[[U]] : i32
+// LLVM: %[[C:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// LLVM: %[[PER:[0-9]+]] = arith.divui %{{[0-9]+}}, %[[C]] : i32
+// LLVM: nvvm.read.ptx.sreg.ctaid.x : i32
+// LLVM: scf.for %{{.*}} = %{{[0-9]+}} to %{{[0-9]+}} step %c1_i32{{.*}} iter_args
+
+// NOTPERSISTENT: error: 'attn.attention' op decode schedule: lean=true with persistent=false: lean is how persistent decode CTAs share the KV blocks
+// SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention
+// PREFILL: error: 'attn.attention' op lean=true is an sm_90a decode schedule (CTAs sharing the KV blocks of every tile)
+// BAD: lean
+// VERIFY: error: 'ws.kernel' op lean shares KV blocks among persistent decode CTAs: it needs persistent and q_group
+func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
+  return
+}
