@@ -814,6 +814,11 @@ struct ConvertAttnToWSPass
         else if (opts.lean.value_or(false) && !*opts.persistent)
           why = "lean=true with persistent=false: lean is how persistent "
                 "decode CTAs share the KV blocks";
+        else if (opts.lean.value_or(false) && opts.kvSplits &&
+                 *opts.kvSplits > 0)
+          why = "lean=true with kv-splits=" + std::to_string(*opts.kvSplits) +
+                ": lean CTAs share the KV blocks evenly (one per SM); they "
+                "take no split count";
         else if (*opts.persistent &&
                  (!spec.sparsity.isDense() || spec.kvPerSequence ||
                   spec.paged() || opts.splitInterleave.value_or(false)))

@@ -5,6 +5,7 @@
 // RUN: sed -e 's/phase = decode/phase = decode, sparsity = blasst(ln_lambda = -8.0)/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=SPARSE
 // RUN: sed -e 's/, phase = decode//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=PREFILL
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true kv-splits=4" 2>&1 | FileCheck %s --check-prefix=SPLITS
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / lean /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
 // Lean decode (docs/design.md "Lean decode"): persistent decode CTAs, one
 // per SM, each an even share of the launch's KV blocks across tile
@@ -36,6 +37,7 @@
 // SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention
 // PREFILL: error: 'attn.attention' op lean=true is an sm_90a decode schedule (CTAs sharing the KV blocks of every tile)
 // BAD: lean
+// SPLITS: error: 'attn.attention' op decode schedule: lean=true with kv-splits=4: lean CTAs share the KV blocks evenly (one per SM); they take no split count
 // VERIFY: error: 'ws.kernel' op lean shares KV blocks among persistent decode CTAs: it needs persistent and q_group
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
