@@ -153,6 +153,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.smemBytes = lowered->smemBytes;
   info.persistent = lowered->persistent ? 1 : 0;
   info.lean = lowered->lean ? 1 : 0;
+  info.ctasPerSM = lowered->ctasPerSM;
   info.clusterM = lowered->clusterM;
   info.qGroup = lowered->qGroup;
   info.splitKV = lowered->splitKV ? 1 : 0;

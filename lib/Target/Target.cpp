@@ -294,6 +294,9 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   }
   k.persistent = kernelFunc->hasAttr("blasst.persistent");
   k.lean = kernelFunc->hasAttr("blasst.lean");
+  if (auto n = dyn_cast_or_null<IntegerAttr>(
+          kernelFunc->getAttr("blasst.ctas_per_sm")))
+    k.ctasPerSM = int(n.getInt());
   if (auto c = dyn_cast_or_null<IntegerAttr>(
           kernelFunc->getAttr("blasst.cluster_m")))
     k.clusterM = int(c.getInt());

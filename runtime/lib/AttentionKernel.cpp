@@ -124,6 +124,9 @@ const IntKey kIntKeys[] = {
      "decode: KV blocks per chunk when the splits take chunks in turn (split "
      "s of S: chunks s, s + S, ...), 0 for one contiguous range per split; "
      "optional, default 0"},
+    {"ctas_per_sm", &KernelInfo::ctasPerSM, 1, 2,
+     "CTAs resident per SM the kernel was built for (registers, shared "
+     "memory); optional, default 1"},
     {"lean", &KernelInfo::lean, 0, 1,
      "persistent decode: 1 when one CTA per SM takes an even share of all "
      "tiles' KV blocks across tile boundaries; optional, default 0"},
@@ -135,7 +138,7 @@ const char *const kKnownKeys[] = {
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
     "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
-    "split_chunk", "lean"};
+    "split_chunk", "lean",      "ctas_per_sm"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -313,7 +316,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::sinkSeed || info.sinkSeed) &&
         (k.field != &KernelInfo::voteFirstBlock || info.voteFirstBlock) &&
         (k.field != &KernelInfo::splitChunk || info.splitChunk) &&
-        (k.field != &KernelInfo::lean || info.lean))
+        (k.field != &KernelInfo::lean || info.lean) &&
+        (k.field != &KernelInfo::ctasPerSM || info.ctasPerSM != 1))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -878,7 +882,9 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   result.kernelInfo = info;
   result.kernelSpec = spec;
   result.ctx = context.get();
-  result.numSMs = context.info().multiprocessorCount;
+  // Resident CTA slots: persistent grids, lean CTAs and the split model
+  // count a kernel built for two CTAs per SM twice per SM.
+  result.numSMs = context.info().multiprocessorCount * info.ctasPerSM;
   *out = std::move(result);
   return Status::success();
 }
@@ -900,10 +906,10 @@ Status AttentionKernel::loadFiles(const Context &context,
                           &result.module, &result.function);
       !s)
     return s;
+  result.numSMs = context.info().multiprocessorCount * files.info.ctasPerSM;
   result.kernelInfo = std::move(files.info);
   result.kernelSpec = std::move(files.spec);
   result.ctx = context.get();
-  result.numSMs = context.info().multiprocessorCount;
   *out = std::move(result);
   return Status::success();
 }

@@ -62,6 +62,9 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a: persistent CTAs that walk the (query block, head) tiles "
            "of their batch entry, longest causal tiles first: auto "
            "(default: off), true or false">,
+    Option<"ctasPerSm", "ctas-per-sm", "int64_t", /*default=*/"0",
+           "sm_90a: CTAs resident per SM, 1 or 2 (2: registers and shared "
+           "memory of half an SM each); 0: 1">,
     Option<"lean", "lean", "std::string", /*default=*/"\"auto\"",
            "sm_90a dense decode: persistent CTAs, one per SM, each taking "
            "an even share of all tiles' KV blocks across tile boundaries "

@@ -68,6 +68,7 @@ struct LoweredKernel {
   bool voteFirstBlock = false; ///< BLASST decode: each split's first block
                                ///< voted on (vote-first-block).
   bool lean = false; ///< Persistent decode: CTAs share all tiles' blocks.
+  int ctasPerSM = 1; ///< CTAs resident per SM (ctas_per_sm).
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

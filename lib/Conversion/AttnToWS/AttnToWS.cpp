@@ -700,7 +700,9 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       decode && spec.paged() ? b.getI64IntegerAttr(spec.kvPageSize)
                              : IntegerAttr(),
       scheduleAttr(ctx, opts),
-      decode && opts.lean.value_or(false) ? b.getUnitAttr() : UnitAttr());
+      decode && opts.lean.value_or(false) ? b.getUnitAttr() : UnitAttr(),
+      opts.ctasPerSm.value_or(1) > 1 ? b.getI64IntegerAttr(*opts.ctasPerSm)
+                                     : IntegerAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -786,6 +788,13 @@ struct ConvertAttnToWSPass
           *target != blasst::Target::SM90a) {
         op.emitOpError() << "overlap, pingpong, p-in-registers and "
                             "q-in-registers are sm_90a schedules";
+        return signalPassFailure();
+      }
+      if (opts.ctasPerSm &&
+          (*opts.ctasPerSm < 1 || *opts.ctasPerSm > 2 ||
+           (*opts.ctasPerSm == 2 && *target != blasst::Target::SM90a))) {
+        op.emitOpError() << "ctas-per-sm=" << *opts.ctasPerSm
+                         << ": 1 or 2 CTAs per SM (2: sm_90a)";
         return signalPassFailure();
       }
       if (opts.lean.value_or(false) &&

@@ -81,7 +81,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
                 b.getDenseI32ArrayAttr({threads, 1, 1}));
   // A register cap at entry is what lets setmaxnreg move registers.
   func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                b.getI32IntegerAttr(1));
+                b.getI32IntegerAttr(int32_t(kernel.getCtasPerSM())));
   auto tmapType = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
   SmallVector<unsigned> tensorMaps = {kTmQ, kTmK, kTmV};
   if (oTensorMap)
@@ -181,6 +181,9 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.persistent", b.getUnitAttr());
   if (kernel.getLean())
     func->setAttr("blasst.lean", b.getUnitAttr());
+  if (kernel.getCtasPerSM() > 1)
+    func->setAttr("blasst.ctas_per_sm",
+                  b.getI64IntegerAttr(kernel.getCtasPerSM()));
   if (kernel.getKvMulticast()) {
     func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
                   b.getDenseI32ArrayAttr({2, 1, 1}));
@@ -341,7 +344,8 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   // setmaxnreg moves registers between warpgroups relative to the cap the
   // kernel starts with (65536 / threads, rounded down to a multiple of 8).
   if (std::optional<int64_t> regs = role.getRegs()) {
-    int64_t start = (kRegistersPerCTA / (kernel.getNumWarps() * 32)) / 8 * 8;
+    int64_t start =
+        (kernel.getRegistersPerCTA() / (kernel.getNumWarps() * 32)) / 8 * 8;
     if (*regs != start)
       NVVM::SetMaxRegisterOp::create(
           b, loc, b.getI32IntegerAttr(*regs),
@@ -967,7 +971,8 @@ LogicalResult KernelLowering::emitRolesExclusive() {
 /// executes it in its own branch, as CUTLASS's sm_100 kernels do.
 LogicalResult KernelLowering::emitWarpgroupRegs() {
   int64_t numGroups = (kernel.getNumWarps() + 3) / 4;
-  int64_t start = (kRegistersPerCTA / (kernel.getNumWarps() * 32)) / 8 * 8;
+  int64_t start =
+      (kernel.getRegistersPerCTA() / (kernel.getNumWarps() * 32)) / 8 * 8;
   for (int64_t g = 0; g < numGroups; ++g) {
     std::optional<int64_t> regs;
     SmallVector<bool, 4> held(4, false);

@@ -53,10 +53,10 @@ FailureOr<SmemLayout> blasst::ws::lowering::computeLayout(KernelOp kernel) {
     offset += 8 * (1 + stages);
   }
   layout.totalBytes = offset;
-  if (offset > kSharedMemoryBytes)
+  if (offset > kernel.getSharedMemoryLimit())
     return kernel.emitOpError()
            << "needs " << offset << " bytes of shared memory with barriers, "
-           << "the limit is " << kSharedMemoryBytes;
+           << "the limit is " << kernel.getSharedMemoryLimit();
   return layout;
 }
 

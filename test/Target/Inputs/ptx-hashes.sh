@@ -78,6 +78,7 @@ variants() {
   # Persistent and lean decode (dense, head_dim 128; session 23).
   echo "decode_persistent_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--persistent"
   echo "decode_lean_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean"
+  echo "decode_2ctas_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--ctas-per-sm=2 --consumer-regs=232"
   # Decode KV caches (issue 20 part 2): per-sequence lengths, paged caches
   # (several pages per block, one, blocks inside a page), one length paged.
   echo "decode_kv_perseq_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence|"

@@ -178,6 +178,10 @@ LogicalResult KernelOp::verifyRegions() {
              << "persistent with q_group needs split_kv over one contiguous "
                 "range per split (no split_chunk, per_seq_kv or page_size)";
   }
+  if (std::optional<uint64_t> n = getCtasPerSm();
+      n && (*n < 1 || *n > 2 || (*n > 1 && getTarget() != Target::sm_90a)))
+    return emitOpError() << "ctas_per_sm = " << *n
+                         << " must be 1 or 2 (2: sm_90a only)";
   if (getLean() && (!getPersistent() || !getQGroup()))
     return emitOpError() << "lean shares KV blocks among persistent decode "
                             "CTAs: it needs persistent and q_group";
@@ -311,17 +315,26 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "warpgroup " << wg
                            << " has no register budget while other "
                               "warpgroups set one";
-    totalRegs += 128 * budget.value_or(kRegistersPerCTA / (numWarps * 32));
+    totalRegs +=
+        128 * budget.value_or(getRegistersPerCTA() / (numWarps * 32) / 8 * 8);
   }
-  if (anyBudget && totalRegs > kRegistersPerCTA)
+  if (anyBudget && totalRegs > getRegistersPerCTA())
     return emitOpError() << "register budgets need " << totalRegs
-                         << " registers, a CTA has " << kRegistersPerCTA;
+                         << " registers, a CTA has " << getRegistersPerCTA()
+                         << (getCtasPerSM() > 1
+                                 ? " (ctas_per_sm = " +
+                                       std::to_string(getCtasPerSM()) + ")"
+                                 : std::string());
 
   int64_t smem = getSharedMemoryBytes();
-  if (smem > kSharedMemoryBytes)
+  if (smem > getSharedMemoryLimit())
     return emitOpError() << "shared memory buffers need " << smem << " bytes, "
                          << stringifyTarget(getTarget()) << " allows at most "
-                         << kSharedMemoryBytes;
+                         << getSharedMemoryLimit()
+                         << (getCtasPerSM() > 1
+                                 ? " (ctas_per_sm = " +
+                                       std::to_string(getCtasPerSM()) + ")"
+                                 : std::string());
 
   for (auto buffer : getBody().getOps<BufferOp>())
     if (buffer.getSpace() == MemorySpace::tmem &&
@@ -755,6 +768,15 @@ LogicalResult MmaWaitOp::verify() {
                             "got "
                          << int64_t(getPending());
   return success();
+}
+
+int64_t KernelOp::getRegistersPerCTA() {
+  return kRegistersPerCTA / getCtasPerSM();
+}
+int64_t KernelOp::getSharedMemoryLimit() {
+  return getCtasPerSM() == 1
+             ? kSharedMemoryBytes
+             : kSharedMemoryPerSM / getCtasPerSM() - kReservedSharedPerCTA;
 }
 
 LogicalResult TmaLoadOp::verify() {

@@ -238,7 +238,7 @@ private:
   KernelInfo kernelInfo;
   AttentionSpec kernelSpec;
   CUcontext ctx = nullptr; // made current before each launch
-  int numSMs = 0;          // the device's, for persistent grids
+  int numSMs = 0;          // the device's x ctas_per_sm: resident CTA slots
 };
 
 /// The KV split count of a decode launch when nobody chose one: the count

@@ -160,6 +160,10 @@ struct KernelInfo {
   /// blocks evenly across tile boundaries; parameter 19 is then the
   /// workspace's slots per tile (leanSlots).
   int lean = 0;
+  /// CTAs the kernel was built to keep resident per SM (registers and
+  /// shared memory sized for it): the decode split model's and persistent
+  /// grids' SM count is multiplied by it.
+  int ctasPerSM = 1;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

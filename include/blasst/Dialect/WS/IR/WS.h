@@ -39,6 +39,10 @@ constexpr int64_t kTensorMemoryColumns = 512;
 constexpr int64_t kTensorMemoryLanes = 128;
 /// Opt-in dynamic shared memory per block on sm_90a and sm_100a.
 constexpr int64_t kSharedMemoryBytes = 232448;
+/// Shared memory of an SM, and what the hardware reserves per resident CTA
+/// (ctas_per_sm: each CTA gets kSharedMemoryPerSM / n - kReservedPerCTA).
+constexpr int64_t kSharedMemoryPerSM = 233472;
+constexpr int64_t kReservedSharedPerCTA = 1024;
 } // namespace blasst::ws
 
 #endif // BLASST_DIALECT_WS_IR_WS_H

@@ -96,6 +96,13 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     parameter 19 is the workspace's slots per tile), merged like splits. The
     CTAs' shares differ by at most one block, whatever the tile count.
 
+    With `ctas_per_sm = n` (sm_90a, 1 or 2), n CTAs share an SM: the
+    registers at entry are 65536 / (n x threads) (rounded down to a multiple
+    of 8; setmaxnreg moves them between warpgroups within that), the shared
+    memory at most 233472 / n - 1024 bytes, and the kernel asks ptxas for n
+    CTAs per SM (`.minnctapersm`). More copies in flight per SM, at fewer
+    registers per thread.
+
     With `kv_multicast`, CTAs run in clusters of two neighbouring query
     blocks of one (batch, head), which read the same K/V: each CTA's
     producer copies half of every K/V tile and multicasts it into both
@@ -152,7 +159,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        OptionalAttr<I64Attr>:$split_chunk,
                        UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<DictionaryAttr>:$schedule,
-                       UnitAttr:$lean);
+                       UnitAttr:$lean, OptionalAttr<I64Attr>:$ctas_per_sm);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
@@ -161,10 +168,16 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
     (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)?
     (`split_chunk` `=` $split_chunk^)? (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
+    (`ctas_per_sm` `=` $ctas_per_sm^)?
     (`schedule` $schedule^)?
     attr-dict-with-keyword $body
   }];
     let extraClassDeclaration = [{
+    /// CTAs resident per SM (ctas_per_sm, default 1).
+    int64_t getCtasPerSM() { return int64_t(getCtasPerSm().value_or(1)); }
+    /// The registers of one CTA and its shared memory limit at that residency.
+    int64_t getRegistersPerCTA();
+    int64_t getSharedMemoryLimit();
     /// Number of warps the CTA launches (roles rounded up to warpgroups).
     int64_t getNumWarps();
     /// Shared memory bytes of all non-aliasing smem buffers.
