@@ -35,6 +35,16 @@ run() { local name="$1"; shift; runs=$((runs + 1))
     echo "!! $name exited $rc"; grep -E "FAIL|error|launch:" "$OUT/$name.log" | head -n 8
     fails=$((fails + 1))
   fi; }
+# racecheck and memcheck of one launch: sanitize TAG blasst-bench-args...
+# (logs sanitizer[_TAG]_TOOL.log; each tool a run, a failure if it reports).
+sanitize() { local tag="$1"; shift
+  for tool in racecheck memcheck; do
+    local log="$OUT/sanitizer${tag:+_$tag}_$tool.log"; runs=$((runs + 1))
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" "$@" \
+      --warmup 0 --iters 1 >"$log" 2>&1
+    local rc=$?; echo "${tag:+$tag }$tool exit $rc: $(grep -E 'SUMMARY' "$log")"
+    [[ $rc -eq 0 ]] || fails=$((fails + 1))
+  done; }
 if [[ ${ONLY:-} == gqa ]]; then CHECKS=0 SANITIZER=0 BENCH=0 GQA=1; fi
 if [[ ${CHECKS:-1} == 1 ]]; then
   echo "=== decode vs the CPU reference (every element) ==="
@@ -84,15 +94,8 @@ if [[ ${CHECKS:-1} == 1 ]]; then
 fi
 if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
   echo "=== compute-sanitizer racecheck and memcheck, 3 KV splits ==="
-  for _ in once; do
-    for tool in racecheck memcheck; do
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
-        --kernel "$K/dec_hd128_q32kv8_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
-        --kv-splits 3 --warmup 0 --iters 1 >"$OUT/sanitizer_$tool.log" 2>&1
-      rc=$?; echo "$tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_$tool.log")"
-      [[ $rc -eq 0 ]] || fails=$((fails + 1))
-    done
-  done
+  sanitize "" --kernel "$K/dec_hd128_q32kv8_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
+    --kv-splits 3
 fi
 if [[ ${GQA:-0} == 1 ]]; then
   # G q heads by floor(64 / G) tokens per tile, the last 64 mod G rows
@@ -136,13 +139,8 @@ if [[ ${GQA:-0} == 1 ]]; then
   done
   if [[ ${SANITIZER:-1} == 1 || ${ONLY:-} == gqa ]] &&
      command -v compute-sanitizer >/dev/null; then
-    for tool in racecheck memcheck; do
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
-        --kernel "$K/dec_gqa_hd128_q9kv3_ctrue" --batch 2 --seq-q 8 --seq-kv 1500 \
-        --kv-splits 3 --warmup 0 --iters 1 >"$OUT/sanitizer_gqa_$tool.log" 2>&1
-      rc=$?; echo "$tool (G = 3) exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_gqa_$tool.log")"
-      [[ $rc -eq 0 ]] || fails=$((fails + 1))
-    done
+    sanitize gqa --kernel "$K/dec_gqa_hd128_q9kv3_ctrue" --batch 2 --seq-q 8 \
+      --seq-kv 1500 --kv-splits 3
   fi
   echo "gqa: $((runs - g0)) runs, $((fails - gf)) failed"
 fi
@@ -170,13 +168,7 @@ if [[ ${LEAN:-0} == 1 ]]; then
   run lean_1000launch --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 8 --seq-q 4 \
     --seq-kv 4099 --warmup 0 --iters 1 --repeat-launches 1000
   if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
-    for tool in racecheck memcheck; do
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" \
-        --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 3 --seq-q 4 --seq-kv 3001 \
-        --warmup 0 --iters 1 >"$OUT/sanitizer_lean_$tool.log" 2>&1
-      rc=$?; echo "lean $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_lean_$tool.log")"
-      runs=$((runs + 1)); [[ $rc -eq 0 ]] || fails=$((fails + 1))
-    done
+    sanitize lean --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 3 --seq-q 4 --seq-kv 3001
   fi
   echo "lean: $((runs - l0)) runs, $((fails - lf)) failed"
 fi
