@@ -1043,6 +1043,13 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
             "SM across tiles; it takes no split count (0)");
       int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
       int64_t all = int64_t(args.batch) * args.numKVHeads * tiles;
+      // The kernel numbers the launch's blocks in 32 bits.
+      if (all * blocks > INT32_MAX)
+        return Status::error(doing + "a lean decode launch numbers its " +
+                             std::to_string(all * blocks) +
+                             " KV blocks (tiles x blocks) in 32 bits; at "
+                             "most " +
+                             std::to_string(INT32_MAX));
       launch.grid = Dim3(unsigned(leanCtas(all * blocks)), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
