@@ -154,6 +154,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.persistent = lowered->persistent ? 1 : 0;
   info.lean = lowered->lean ? 1 : 0;
   info.ctasPerSM = lowered->ctasPerSM;
+  info.mergeKernel = lowered->mergeKernel ? 1 : 0;
   info.clusterM = lowered->clusterM;
   info.qGroup = lowered->qGroup;
   info.splitKV = lowered->splitKV ? 1 : 0;

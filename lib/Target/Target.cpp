@@ -320,6 +320,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
           kernelFunc->getAttr("blasst.split_chunk")))
     k.splitChunk = int(n.getInt());
   k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
+  k.mergeKernel = kernelFunc->hasAttr("blasst.merge_kernel");
   return k;
 }
 

@@ -130,6 +130,9 @@ const IntKey kIntKeys[] = {
     {"lean", &KernelInfo::lean, 0, 1,
      "persistent decode: 1 when one CTA per SM takes an even share of all "
      "tiles' KV blocks across tile boundaries; optional, default 0"},
+    {"merge_kernel", &KernelInfo::mergeKernel, 0, 1,
+     "decode: 1 when the cubin's <kernel>_merge merges the KV splits after "
+     "the kernel; optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -138,7 +141,7 @@ const char *const kKnownKeys[] = {
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
     "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
-    "split_chunk", "lean",      "ctas_per_sm"};
+    "split_chunk", "lean",      "ctas_per_sm",    "merge_kernel"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -259,6 +262,10 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("persistent decode (q_group with persistent) needs "
                          "split_kv over contiguous splits (no split_chunk, "
                          "per_seq_kv or page_size)");
+  if (info.mergeKernel && (!info.splitKV || info.persistent))
+    return Status::error("merge_kernel needs split_kv = 1 and no persistent "
+                         "(the merge kernel follows a one-CTA-per-split "
+                         "decode grid)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -317,7 +324,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::voteFirstBlock || info.voteFirstBlock) &&
         (k.field != &KernelInfo::splitChunk || info.splitChunk) &&
         (k.field != &KernelInfo::lean || info.lean) &&
-        (k.field != &KernelInfo::ctasPerSM || info.ctasPerSM != 1))
+        (k.field != &KernelInfo::ctasPerSM || info.ctasPerSM != 1) &&
+        (k.field != &KernelInfo::mergeKernel || info.mergeKernel))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -815,7 +823,8 @@ void requiredCapability(Target target, int *major, int *minor) {
 
 Status loadImpl(const Context &context, const void *cubin, size_t size,
                 const std::string &moduleName, const KernelInfo &info,
-                const AttentionSpec &spec, Module *module, Function *function) {
+                const AttentionSpec &spec, Module *module, Function *function,
+                Function *merge) {
   std::string doing = "cannot load attention kernel " +
                       quoted(info.kernelName) + " from " + moduleName + ": ";
   if (Status s = checkKernelDescription(info, spec); !s)
@@ -846,6 +855,10 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
     return s;
   if (Status s = module->getFunction(info.kernelName, function); !s)
     return s;
+  if (info.mergeKernel)
+    if (Status s = module->getFunction(info.kernelName + "_merge", merge); !s)
+      return Status::error(doing + "its metadata says merge_kernel = 1 but " +
+                           s.message());
   int maxThreads = 0;
   if (Status s = function->getAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                                         &maxThreads);
@@ -876,7 +889,8 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   AttentionKernel result;
   if (Status s = loadImpl(context, cubin, size,
                           "cubin '" + info.kernelName + "' (in memory)", info,
-                          spec, &result.module, &result.function);
+                          spec, &result.module, &result.function,
+                          &result.mergeFunction);
       !s)
     return s;
   result.kernelInfo = info;
@@ -903,7 +917,8 @@ Status AttentionKernel::loadFiles(const Context &context,
   AttentionKernel result;
   if (Status s = loadImpl(context, files.cubin.data(), files.cubin.size(),
                           quoted(stem + ".cubin"), files.info, files.spec,
-                          &result.module, &result.function);
+                          &result.module, &result.function,
+                          &result.mergeFunction);
       !s)
     return s;
   result.numSMs = context.info().multiprocessorCount * files.info.ctasPerSM;
@@ -1053,6 +1068,17 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.grid = Dim3(unsigned(leanCtas(all * blocks)), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
+    } else if (kernelInfo.mergeKernel && launch.workspace) {
+      // The merge kernel (parameter 19: the split count): per tile,
+      // ceil(units / 32) CTAs, units = the four-column units of the rows
+      // with a token (q_group x min(seq_q, tokens per tile) rows).
+      int64_t rows = int64_t(g) * std::min<int64_t>(args.seqQ, tokens);
+      int64_t units = rows * kernelSpec.headDimV / 4;
+      int64_t perTile = (units + kMergeUnitsPerCTA - 1) / kMergeUnitsPerCTA;
+      launch.mergeGrid = Dim3(unsigned(tiles * perTile),
+                              unsigned(args.numKVHeads), unsigned(args.batch));
+      launch.decodeSplits = splits;
+      launch.decodeBatch = int32_t(args.batch);
     } else if (kernelInfo.persistent) {
       // One resident CTA per SM walking the (batch, KV head, query tile,
       // split) items; the split count and batch are parameters 19, 20.
@@ -1112,7 +1138,8 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
                    std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ));
     splits = chooseDecodeSplits(
         tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
-        kernelInfo.persistent != 0, rows * kernelSpec.headDimV / 4);
+        kernelInfo.persistent != 0, rows * kernelSpec.headDimV / 4,
+        kernelInfo.mergeKernel != 0);
   }
   // No empty split beyond the blocks (interleaved: beyond the chunks of C
   // blocks), and grid x within its limit.
@@ -1123,7 +1150,7 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
 
 int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
                                    int64_t blockBytes, int sms, bool persistent,
-                                   int64_t mergeQuads) {
+                                   int64_t mergeQuads, bool mergeKernel) {
   if (tiles < 1 || blocks < 2 || blockBytes < 1 || sms < 1)
     return 1;
   // Launches repeat shapes: the last answer per thread (the search below is
@@ -1133,15 +1160,18 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
     int sms;
     bool persistent;
     int64_t mergeQuads;
+    bool mergeKernel;
     bool operator==(const Query &o) const {
       return tiles == o.tiles && blocks == o.blocks &&
              blockBytes == o.blockBytes && sms == o.sms &&
-             persistent == o.persistent && mergeQuads == o.mergeQuads;
+             persistent == o.persistent && mergeQuads == o.mergeQuads &&
+             mergeKernel == o.mergeKernel;
     }
   };
-  thread_local Query lastQuery{0, 0, 0, 0, false, 0};
+  thread_local Query lastQuery{0, 0, 0, 0, false, 0, false};
   thread_local int lastSplits = 1;
-  Query query{tiles, blocks, blockBytes, sms, persistent, mergeQuads};
+  Query query{tiles,      blocks,     blockBytes, sms,
+              persistent, mergeQuads, mergeKernel};
   if (query == lastQuery)
     return lastSplits;
   // The model's constants (bytes per microsecond, microseconds), fitted on
@@ -1177,9 +1207,15 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   // the measured best, 32 and 64 splits; 1.8 us each picked 16 and 32,
   // 17-23% slower).
   constexpr double kMergeFirstUs = 1.8, kMergeNextUs = 0.7;
+  // The merge kernel (merge_kernel): each warp folds every eighth split in
+  // chunks of 8, so a round trip per 64 splits, on many CTAs; its launch
+  // overlaps the attention kernel's end (programmatic dependent launch).
+  constexpr double kMergeKernelUs = 3.0;
   auto mergeUs = [&](int64_t s) {
     if (s < 2 || mergeQuads < 1)
       return 0.0;
+    if (mergeKernel)
+      return kMergeKernelUs + double((s - 1) / 64) * kMergeNextUs;
     int64_t trips = (mergeQuads + 127) / 128 * ((s + 15) / 16);
     return kMergeFirstUs + double(trips - 1) * kMergeNextUs;
   };
@@ -1264,8 +1300,17 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
                  quoted(kernelInfo.kernelName)));
   void *params[AttentionLaunch::kNumParams];
   copy.fillParams(params);
-  return rt::launch(function, copy.grid, copy.block, copy.smemBytes, stream,
-                    params, std::nullopt);
+  if (Status s = rt::launch(function, copy.grid, copy.block, copy.smemBytes,
+                            stream, params, std::nullopt);
+      !s || copy.mergeGrid.x == 0)
+    return s;
+  // The splits' merge: a programmatic dependent of the attention kernel
+  // (scheduled once all its CTAs started; it waits for their writes).
+  if (!mergeFunction.valid())
+    return Status::error("launch of kernel " + quoted(kernelInfo.kernelName) +
+                         " asks for its merge kernel, which is not loaded");
+  return rt::launch(mergeFunction, copy.mergeGrid, Dim3(kMergeThreads), 0,
+                    stream, params, std::nullopt, /*programmaticDependent=*/true);
 }
 
 Status AttentionKernel::run(const AttentionArgs &args, CUstream stream,

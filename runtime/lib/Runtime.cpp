@@ -9,6 +9,7 @@
 
 #include "Driver.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -438,7 +439,8 @@ Status Function::setMaxDynamicSharedMemory(size_t bytes) const {
 
 Status blasst::rt::launch(const Function &function, Dim3 grid, Dim3 block,
                           size_t dynamicSharedBytes, CUstream stream,
-                          void **kernelParams, std::optional<Dim3> cluster) {
+                          void **kernelParams, std::optional<Dim3> cluster,
+                          bool programmaticDependent) {
   if (!function.valid())
     return Status::error("cannot launch: the Function is not looked up (use "
                          "Module::getFunction)");
@@ -456,7 +458,7 @@ Status blasst::rt::launch(const Function &function, Dim3 grid, Dim3 block,
   BLASST_RT_TRY(validateLaunchConfig(function.name(), grid, block,
                                      dynamicSharedBytes, cluster, limits));
 
-  CUlaunchAttribute attributes[1] = {};
+  CUlaunchAttribute attributes[2] = {};
   CUlaunchConfig config = {};
   config.gridDimX = grid.x;
   config.gridDimY = grid.y;
@@ -473,6 +475,13 @@ Status blasst::rt::launch(const Function &function, Dim3 grid, Dim3 block,
     attributes[0].value.clusterDim.z = cluster->z;
     config.attrs = attributes;
     config.numAttrs = 1;
+  }
+  if (programmaticDependent) {
+    CUlaunchAttribute &a = attributes[config.numAttrs];
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attributes;
+    config.numAttrs += 1;
   }
 
   const DriverApi *api;
@@ -590,10 +599,25 @@ Status blasst::rt::encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
   const uint64_t strideBytes[3] = {bytes(strides.head), bytes(strides.seq),
                                    bytes(strides.batch)};
   const uint32_t box[4] = {boxHeadDim, boxHeads, boxSeq, 1};
-  return encodeTensorMap(
-      out, tensorName, dataType, 4, globalAddress, dims, strideBytes, box,
-      nullptr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  // BLASST_TMA_L2_PROMOTION (none, 64, 128, 256; default 256): a measuring
+  // knob for the L2 sector promotion of the attention tensors' copies.
+  CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  if (const char *env = std::getenv("BLASST_TMA_L2_PROMOTION"); env && *env) {
+    std::string v = env;
+    if (v == "none")
+      l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE;
+    else if (v == "64")
+      l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_64B;
+    else if (v == "128")
+      l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+    else if (v != "256")
+      return Status::error("BLASST_TMA_L2_PROMOTION is '" + v +
+                           "'; expected none, 64, 128 or 256");
+  }
+  return encodeTensorMap(out, tensorName, dataType, 4, globalAddress, dims,
+                         strideBytes, box, nullptr,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 //===----------------------------------------------------------------------===//

@@ -980,6 +980,77 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
                         "split_kv over contiguous splits"));
 }
 
+// merge_kernel (.meta merge_kernel = 1): with several splits the launch is
+// the attention kernel, then <kernel>_merge as its programmatic dependent on
+// grid (query tiles x ceil(units / 32), kv heads, batch) with 256 threads and
+// the split count in parameter 19; with one split no merge launch.
+TEST_F(FakeDriverTest, MergeKernelFollowsTheSplits) {
+  KernelInfo info = decodeInfo();
+  info.mergeKernel = 1;
+  AttentionSpec spec = decodeSpec(); // head_dim 128
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  void (*shape)(int, unsigned[3], unsigned *, int *) = nullptr;
+  resolve("blasstFakeLaunchShape", &shape);
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads
+  a.seqQ = 3;                     // 4 x 3 rows x 32 units: 12 merge CTAs
+  a.seqKV = 5000;
+  a.kvSplits = 5;
+  a.workspace = 0x50000000;
+  a.workspaceBytes = kernel.workspaceBytes(a);
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(5,8,2)");
+  EXPECT_EQ(prepared.mergeGrid.str(), "(12,8,2)");
+  EXPECT_EQ(prepared.decodeSplits, 5);
+  int before = launches();
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  EXPECT_EQ(launches(), before + 2);
+  unsigned grid[3], block;
+  int dependent;
+  shape(1, grid, &block, &dependent);
+  EXPECT_EQ(grid[0], 5u);
+  EXPECT_EQ(block, 256u);
+  EXPECT_EQ(dependent, 0);
+  shape(0, grid, &block, &dependent);
+  EXPECT_EQ(grid[0], 12u);
+  EXPECT_EQ(grid[1], 8u);
+  EXPECT_EQ(grid[2], 2u);
+  EXPECT_EQ(block, kMergeThreads);
+  EXPECT_EQ(dependent, 1);
+  // seq_q 8: 4 x 8 rows, 32 merge CTAs per tile.
+  a.seqQ = 8;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.mergeGrid.str(), "(32,8,2)");
+  // One split: the attention kernel stores O itself.
+  a.kvSplits = 1;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
+  before = launches();
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  EXPECT_EQ(launches(), before + 1);
+  // The metadata: merge_kernel needs split KV without persistent CTAs.
+  KernelInfo bad = info;
+  bad.persistent = 1;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              bad, spec, &kernel),
+                        "merge_kernel needs split_kv = 1 and no persistent"));
+}
+
+// The merge kernel's cost is not the last split's: MQA (one KV head, 32 rows
+// of a tile) at batch 1 x 128K takes more splits with it than without.
+TEST(DecodeSplitsTest, AMergeKernelAllowsMoreSplits) {
+  int64_t blockBytes = 64 * 256 * 2;
+  int inKernel = chooseDecodeSplits(1, 2048, blockBytes, 132, false, 32 * 32);
+  int second =
+      chooseDecodeSplits(1, 2048, blockBytes, 132, false, 32 * 32, true);
+  EXPECT_EQ(inKernel, 64);
+  EXPECT_GT(second, inKernel);
+  EXPECT_LE(second, 132);
+}
+
 // Whatever the shape: a count in [1, max(1, min(blocks / 2, 1024))], so no
 // split is empty and the workspace stays bounded.
 TEST(DecodeSplitsTest, TheCountStaysInItsRange) {

@@ -59,12 +59,28 @@ uint64_t lastKVCache[3] = {};
 /// The last launch's pointer parameters 3 (O), 4 (LSE), 5 (statistics), 13
 /// (the threshold's device pointer) and 14 (the split-KV workspace).
 uint64_t lastPointers[5] = {};
+/// The last launch's grid, block x and whether it allowed programmatic
+/// stream serialization (a dependent launch), and the previous launch's.
+struct Shape {
+  unsigned grid[3], block;
+  int dependent;
+} lastShape{}, previousShape{};
 } // namespace
 
 extern "C" {
 
 // What the tests read.
 int blasstFakeLaunches() { return launches; }
+/// The grid, block x and dependent flag of the last launch (`which` 0) or
+/// the one before it (1).
+void blasstFakeLaunchShape(int which, unsigned grid[3], unsigned *block,
+                           int *dependent) {
+  const Shape &s = which == 0 ? lastShape : previousShape;
+  for (int i = 0; i < 3; ++i)
+    grid[i] = s.grid[i];
+  *block = s.block;
+  *dependent = s.dependent;
+}
 /// The last launch's pointer parameters 3, 4, 5, 13 and 14 (O, LSE,
 /// statistics, the threshold pointer, the workspace), in that order.
 void blasstFakeLastPointers(uint64_t out[5]) {
@@ -232,11 +248,20 @@ CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a,
   }
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *, CUfunction,
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction,
                                   void **params, void **) {
   if (!current)
     return CUDA_ERROR_INVALID_CONTEXT;
   ++launches;
+  previousShape = lastShape;
+  lastShape = Shape{{config->gridDimX, config->gridDimY, config->gridDimZ},
+                    config->blockDimX,
+                    0};
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id ==
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      lastShape.dependent =
+          int(config->attrs[i].value.programmaticStreamSerializationAllowed);
   contextAtLaunch = current;
   if (!params)
     return CUDA_SUCCESS;

@@ -69,6 +69,10 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a dense decode: persistent CTAs, one per SM, each taking "
            "an even share of all tiles' KV blocks across tile boundaries "
            "(implies persistent): auto (default: off), true or false">,
+    Option<"mergeKernel", "merge-kernel", "std::string", /*default=*/"\"auto\"",
+           "sm_90a decode: merge the splits' partials in a second kernel "
+           "over many CTAs instead of in each tile's last split: auto "
+           "(default: off), true or false">,
     Option<"pInRegisters", "p-in-registers", "std::string", /*default=*/"\"auto\"",
            "sm_90a: keep P in registers (wgmma with A from registers) "
            "instead of a round trip through shared memory: auto (default: "

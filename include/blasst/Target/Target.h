@@ -69,6 +69,8 @@ struct LoweredKernel {
                                ///< voted on (vote-first-block).
   bool lean = false; ///< Persistent decode: CTAs share all tiles' blocks.
   int ctasPerSM = 1; ///< CTAs resident per SM (ctas_per_sm).
+  /// Decode: the splits are merged by `<name>_merge` (merge_kernel).
+  bool mergeKernel = false;
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -702,7 +702,9 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       scheduleAttr(ctx, opts),
       decode && opts.lean.value_or(false) ? b.getUnitAttr() : UnitAttr(),
       opts.ctasPerSm.value_or(1) > 1 ? b.getI64IntegerAttr(*opts.ctasPerSm)
-                                     : IntegerAttr());
+                                     : IntegerAttr(),
+      decode && opts.mergeKernel.value_or(false) ? b.getUnitAttr()
+                                                 : UnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -797,6 +799,12 @@ struct ConvertAttnToWSPass
                          << ": 1 or 2 CTAs per SM (2: sm_90a)";
         return signalPassFailure();
       }
+      if (opts.mergeKernel.value_or(false) &&
+          (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
+        op.emitOpError() << "merge-kernel=true merges the KV splits of "
+                            "sm_90a decode (phase = decode)";
+        return signalPassFailure();
+      }
       if (opts.lean.value_or(false) &&
           (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
         op.emitOpError() << "lean=true is an sm_90a decode schedule (CTAs "
@@ -823,6 +831,10 @@ struct ConvertAttnToWSPass
         else if (opts.lean.value_or(false) && !*opts.persistent)
           why = "lean=true with persistent=false: lean is how persistent "
                 "decode CTAs share the KV blocks";
+        else if (opts.mergeKernel.value_or(false) && *opts.persistent)
+          why = "merge-kernel=true with persistent CTAs: the second merge "
+                "kernel is for the one-CTA-per-split grid (persistent and "
+                "lean CTAs merge in the kernel)";
         else if (opts.lean.value_or(false) && opts.kvSplits &&
                  *opts.kvSplits > 0)
           why = "lean=true with kv-splits=" + std::to_string(*opts.kvSplits) +

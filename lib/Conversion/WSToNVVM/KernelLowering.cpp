@@ -151,6 +151,11 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     stamp(kTimelineSmid, first, ext64(NVVM::SmIdOp::create(b, loc, i32)));
   }
   emitPrologue();
+  // merge_kernel: the merge kernel may be scheduled as soon as every CTA of
+  // this grid has started (it waits for this grid's end before reading).
+  if (kernel.getMergeKernel())
+    NVVM::GriddepcontrolOp::create(b, loc,
+                                   NVVM::GridDepActionKind::launch_dependents);
   target.emitKernelStart();
   // Named barriers (the protocol allocates them: turns first, then one
   // per compute warpgroup); the hardware has 16, id 0 is __syncthreads.
@@ -231,6 +236,10 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());
+  if (kernel.getMergeKernel()) {
+    func->setAttr("blasst.merge_kernel", b.getUnitAttr());
+    return target.emitMergeKernel(module);
+  }
   return success();
 }
 

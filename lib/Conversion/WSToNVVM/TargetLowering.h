@@ -68,6 +68,11 @@ public:
   virtual void emitKernelStart() {}
   /// Before the kernel returns, in every thread.
   virtual void emitKernelEnd() {}
+  /// ws.kernel merge_kernel: the second kernel that merges the splits, after
+  /// the kernel's function (env.func) is complete.
+  virtual LogicalResult emitMergeKernel(ModuleOp module) {
+    return kernel.emitOpError() << "merge_kernel is not lowered on " << name();
+  }
   /// Roles share warpgroups: their setmaxnreg must agree, and idle warps of
   /// such a warpgroup set it too (KernelLowering::emitWarpgroupRegs).
   virtual bool regsPerWarpgroup() const { return false; }

@@ -150,6 +150,10 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
                                         ext64(row)))});
     LLVM::StoreOp::create(b, loc, lse2[i], ptr, /*alignment=*/4);
   }
+  // merge_kernel: the second kernel (emitMergeKernel) merges the partials
+  // once this grid has finished (griddepcontrol.wait).
+  if (kernel.getMergeKernel())
+    return success();
   // Release: the partials are visible GPU-wide before the counter moves.
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
   int64_t roleThreads = st.role.getNumWarps() * 32;
@@ -202,109 +206,255 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   // session 22 timed the merge at 3.8 µs with column pairs in chunks of 8,
   // four round trips at 16 splits).
   // Indices past S are clamped to S - 1 and weigh 0.
-  constexpr int64_t kMergeChunk = 16, kCols = 4;
-  auto quadTy = VectorType::get({kCols}, f32);
+  constexpr int64_t kMergeChunk = 16;
   Value tileSlot = mul64(ext64(tile), ext64(numSplits));
-  Value quads = c32(blockM * n / kCols);
+  Value quads = c32(blockM * n / kMergeCols);
   auto loop = scf::ForOp::create(b, loc, t, quads, c32(roleThreads));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value idx = loop.getInductionVar();
-    Value row = divu(idx, c32(n / kCols));
-    Value col = mul(remu(idx, c32(n / kCols)), c32(kCols));
+    Value row = divu(idx, c32(n / kMergeCols));
+    Value col = mul(remu(idx, c32(n / kMergeCols)), c32(kMergeCols));
     openIf(cmp(arith::CmpIPredicate::slt, tokenOfRow(row), param(kSeqQ)));
-    // Split s's LSE at lseRow + s x block_m, its columns at oRow + s x
-    // block_m x n (floats).
-    Value rowSlot = add64(mul64(tileSlot, c64(blockM)), ext64(row));
-    Value lseRow = add64(lseBase, rowSlot);
-    Value oRow = add64(mul64(rowSlot, c64(n)), ext64(col));
-    Value lastSplit = sub(tileSplits, c32(1));
-    Value zeroQuad = LLVM::ZeroOp::create(b, loc, quadTy);
-    auto splat = [&](Value x) {
-      Value v = LLVM::UndefOp::create(b, loc, quadTy);
-      for (int64_t k = 0; k < kCols; ++k)
-        v = LLVM::InsertElementOp::create(b, loc, v, x, c32(k));
-      return v;
-    };
-    auto chunks =
-        scf::ForOp::create(b, loc, c32(0), tileSplits, c32(kMergeChunk),
-                           ValueRange{cf(-INFINITY), cf(0.0f), zeroQuad});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(chunks.getBody());
-      Value s0 = chunks.getInductionVar();
-      Value m = chunks.getRegionIterArgs()[0];
-      SmallVector<Value> lse, part;
-      for (int64_t k = 0; k < kMergeChunk; ++k) {
-        Value s = add(s0, c32(k));
-        Value inRange = cmp(arith::CmpIPredicate::slt, s, tileSplits);
-        Value sc = ext64(select(inRange, s, lastSplit));
-        Value lsePtr = LLVM::GEPOp::create(
-            b, loc, ptrGen, f32, ws,
-            ValueRange{add64(lseRow, mul64(sc, c64(blockM)))});
-        Value oPtr = LLVM::GEPOp::create(
-            b, loc, ptrGen, f32, ws,
-            ValueRange{add64(oRow, mul64(sc, c64(blockM * n)))});
-        lse.push_back(select(
-            inRange,
-            LLVM::LoadOp::create(b, loc, f32, lsePtr, /*alignment=*/4)
-                .getResult(),
-            cf(-INFINITY)));
-        part.push_back(LLVM::LoadOp::create(b, loc, quadTy, oPtr,
-                                            /*alignment=*/4 * kCols));
-      }
-      Value mNew = m;
-      for (Value x : lse)
-        mNew = fmax(mNew, x);
-      // m stays -inf while every split so far was empty: weights 0.
-      Value mSafe = select(arith::CmpFOp::create(b, loc,
-                                                 arith::CmpFPredicate::OEQ,
-                                                 mNew, cf(-INFINITY)),
-                           cf(0.0f), mNew);
-      Value scale = exp2(fsub(m, mSafe));
-      Value sum = fmul(chunks.getRegionIterArgs()[1], scale);
-      Value acc = arith::MulFOp::create(b, loc, chunks.getRegionIterArgs()[2],
-                                        splat(scale));
-      for (int64_t k = 0; k < kMergeChunk; ++k) {
-        Value wgt = exp2(fsub(lse[k], mSafe));
-        sum = fadd(sum, wgt);
-        acc = arith::AddFOp::create(
-            b, loc, acc, arith::MulFOp::create(b, loc, splat(wgt), part[k]));
-      }
-      scf::YieldOp::create(b, loc, ValueRange{mNew, sum, acc});
-    }
-    Value mx = chunks.getResult(0);
-    // Every split empty (a row that sees no key): O = 0, LSE = -inf.
-    Value none =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx,
-                              cf(-INFINITY));
-    Value sum = chunks.getResult(1);
-    Value inverse = select(none, cf(0.0f),
-                           arith::DivFOp::create(b, loc, cf(1.0f), sum));
-    Value out = arith::MulFOp::create(b, loc, chunks.getResult(2),
-                                      splat(inverse));
-    SmallVector<std::pair<Value, Value>> cols;
-    for (int64_t h = 0; h < kCols / 2; ++h) {
-      Value pair = LLVM::UndefOp::create(b, loc, pairTy);
-      for (int64_t k = 0; k < 2; ++k)
-        pair = LLVM::InsertElementOp::create(
-            b, loc, pair,
-            LLVM::ExtractElementOp::create(b, loc, out, c32(2 * h + k)),
-            c32(k));
-      cols.push_back({add(col, c32(2 * h)), pair});
-    }
-    storeDecodeRow(row, cols, Value());
-    if (op.getLse()) {
-      OpBuilder::InsertionGuard inner(b);
-      openIf(cmp(arith::CmpIPredicate::eq, col, c32(0)));
-      Value log2s = LLVM::CallIntrinsicOp::create(
-                        b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
-                        ValueRange{sum})
-                        .getResult(0);
-      storeDecodeRow(row, {},
-                     select(none, cf(-INFINITY), fadd(mx, log2s)));
-    }
+    MergedQuad r = foldSplits(ws, lseBase, tileSlot, row, col, c32(0),
+                              /*stride=*/1, tileSplits, kMergeChunk, n);
+    storeMergedQuad(op, row, col, r);
   }
+  return success();
+}
+
+SM90Lowering::MergedQuad
+SM90Lowering::foldSplits(Value ws, Value lseBase, Value tileSlot, Value row,
+                         Value col, Value first, int64_t stride, Value count,
+                         int64_t chunk, int64_t n) {
+  auto quadTy = VectorType::get({kMergeCols}, f32);
+  // Split s's LSE at lseRow + s x block_m, its columns at oRow + s x
+  // block_m x n (floats).
+  Value rowSlot = add64(mul64(tileSlot, c64(blockM)), ext64(row));
+  Value lseRow = add64(lseBase, rowSlot);
+  Value oRow = add64(mul64(rowSlot, c64(n)), ext64(col));
+  Value lastSplit = sub(count, c32(1));
+  Value zeroQuad = LLVM::ZeroOp::create(b, loc, quadTy);
+  auto chunks = scf::ForOp::create(b, loc, first, count, c32(chunk * stride),
+                                   ValueRange{cf(-INFINITY), cf(0.0f), zeroQuad});
+  OpBuilder::InsertionGuard inner(b);
+  b.setInsertionPointToStart(chunks.getBody());
+  Value s0 = chunks.getInductionVar();
+  Value m = chunks.getRegionIterArgs()[0];
+  SmallVector<Value> lse, part;
+  for (int64_t k = 0; k < chunk; ++k) {
+    Value s = add(s0, c32(k * stride));
+    Value inRange = cmp(arith::CmpIPredicate::slt, s, count);
+    Value sc = ext64(select(inRange, s, lastSplit));
+    Value lsePtr = LLVM::GEPOp::create(
+        b, loc, ptrGen, f32, ws,
+        ValueRange{add64(lseRow, mul64(sc, c64(blockM)))});
+    Value oPtr = LLVM::GEPOp::create(
+        b, loc, ptrGen, f32, ws,
+        ValueRange{add64(oRow, mul64(sc, c64(blockM * n)))});
+    lse.push_back(select(
+        inRange,
+        LLVM::LoadOp::create(b, loc, f32, lsePtr, /*alignment=*/4).getResult(),
+        cf(-INFINITY)));
+    part.push_back(LLVM::LoadOp::create(b, loc, quadTy, oPtr,
+                                        /*alignment=*/4 * kMergeCols));
+  }
+  Value mNew = m;
+  for (Value x : lse)
+    mNew = fmax(mNew, x);
+  // m stays -inf while every split so far was empty: weights 0.
+  Value mSafe = nonInfinite(mNew);
+  Value scale = exp2(fsub(m, mSafe));
+  Value sum = fmul(chunks.getRegionIterArgs()[1], scale);
+  Value acc = arith::MulFOp::create(b, loc, chunks.getRegionIterArgs()[2],
+                                    splat(scale));
+  for (int64_t k = 0; k < chunk; ++k) {
+    Value wgt = exp2(fsub(lse[k], mSafe));
+    sum = fadd(sum, wgt);
+    acc = arith::AddFOp::create(b, loc, acc,
+                                arith::MulFOp::create(b, loc, splat(wgt), part[k]));
+  }
+  scf::YieldOp::create(b, loc, ValueRange{mNew, sum, acc});
+  return {chunks.getResult(0), chunks.getResult(1), chunks.getResult(2)};
+}
+
+Value SM90Lowering::splat(Value x) {
+  auto quadTy = VectorType::get({kMergeCols}, f32);
+  Value v = LLVM::UndefOp::create(b, loc, quadTy);
+  for (int64_t k = 0; k < kMergeCols; ++k)
+    v = LLVM::InsertElementOp::create(b, loc, v, x, c32(k));
+  return v;
+}
+
+Value SM90Lowering::nonInfinite(Value m) {
+  return select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                      cf(-INFINITY)),
+                cf(0.0f), m);
+}
+
+void SM90Lowering::storeMergedQuad(EpilogueOp op, Value row, Value col,
+                                   MergedQuad r) {
+  auto pairTy = VectorType::get({2}, f32);
+  // Every split empty (a row that sees no key): O = 0, LSE = -inf.
+  Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, r.m,
+                                     cf(-INFINITY));
+  Value inverse =
+      select(none, cf(0.0f), arith::DivFOp::create(b, loc, cf(1.0f), r.sum));
+  Value out = arith::MulFOp::create(b, loc, r.acc, splat(inverse));
+  SmallVector<std::pair<Value, Value>> cols;
+  for (int64_t h = 0; h < kMergeCols / 2; ++h) {
+    Value pair = LLVM::UndefOp::create(b, loc, pairTy);
+    for (int64_t k = 0; k < 2; ++k)
+      pair = LLVM::InsertElementOp::create(
+          b, loc, pair,
+          LLVM::ExtractElementOp::create(b, loc, out, c32(2 * h + k)), c32(k));
+    cols.push_back({add(col, c32(2 * h)), pair});
+  }
+  storeDecodeRow(row, cols, Value());
+  if (op.getLse()) {
+    OpBuilder::InsertionGuard inner(b);
+    openIf(cmp(arith::CmpIPredicate::eq, col, c32(0)));
+    Value log2s = LLVM::CallIntrinsicOp::create(
+                      b, loc, f32, b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+                      ValueRange{r.sum})
+                      .getResult(0);
+    storeDecodeRow(row, {}, select(none, cf(-INFINITY), fadd(r.m, log2s)));
+  }
+}
+
+// The merge kernel (ws.kernel merge_kernel): grid (query tiles x M, kv
+// heads, batch), 256 threads. CTA g of a tile takes its four-column units
+// 32 g to 32 g + 31 (unit u: row u / (n / 4), columns 4 (u mod n / 4));
+// warp w folds splits w, w + 8, w + 16, ... of the unit its lane names, and
+// the first warp combines the eight partial folds through shared memory and
+// stores the row's columns (and LSE). Its parameters are a persistent
+// decode kernel's (19: the launch's split count), so the runtime passes the
+// attention kernel's parameter array unchanged.
+LogicalResult SM90Lowering::emitMergeKernel(ModuleOp module) {
+  EpilogueOp epilogue;
+  kernel.walk([&](EpilogueOp e) { epilogue = e; });
+  if (!epilogue || !qGroup)
+    return kernel.emitOpError()
+           << "merge_kernel needs a decode kernel (q_group) with a ws.epilogue";
+  int64_t n = bufferOf(epilogue.getAccAttr()).getShape()[1];
+  constexpr int64_t kWarps = 8, kUnitsPerCTA = 32, kFields = 2 + kMergeCols;
+  if (n % kMergeCols)
+    return epilogue.emitOpError()
+           << "merge_kernel: head_dim_v " << n << " is not a multiple of "
+           << kMergeCols;
+
+  // Kernel state the shared helpers (param, tokenOfRow, storeDecodeRow)
+  // read; the attention kernel's is restored afterwards.
+  LLVM::LLVMFuncOp attention = func;
+  Value saved[] = {tid, mBlock, head, batch, kvHead, numQTiles, numSplits};
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  StringRef smemName = "__blasst_merge_smem";
+  auto smemTy = LLVM::LLVMArrayType::get(f32, kWarps * kUnitsPerCTA * kFields);
+  if (!module.lookupSymbol(smemName))
+    LLVM::GlobalOp::create(b, loc, smemTy, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, smemName, Attribute(),
+                           /*alignment=*/16, /*addrSpace=*/3);
+  SmallVector<Type> params(kDecodeBatch + 1, ptrGen);
+  params[kSeqQ] = params[kSeqKV] = params[kMaxPages] = i32;
+  params[kDecodeSplits] = params[kDecodeBatch] = i32;
+  params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
+  params[kScaleLog2] = params[kLog2Threshold] = f32;
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+  func = LLVM::LLVMFuncOp::create(b, loc, (kernel.getSymName() + "_merge").str(),
+                                  fnType);
+  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                b.getDenseI32ArrayAttr({int32_t(kWarps * 32), 1, 1}));
+  func->setAttr("blasst.merge_of", b.getStringAttr(kernel.getSymName()));
+  for (unsigned i : {unsigned(kO), unsigned(kLse), kWorkspace})
+    func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
+  b.setInsertionPointToStart(func.addEntryBlock(b));
+  // The attention kernel's partials, all of them, visible.
+  NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+
+  tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value w = divu(tid, c32(32)), ln = remu(tid, c32(32));
+  numQTiles = divu(add(param(kSeqQ), c32(tokensPerTile - 1)),
+                   c32(tokensPerTile));
+  Value x = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value perTile = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
+  mBlock = divu(x, perTile);
+  Value g = remu(x, perTile);
+  kvHead = NVVM::BlockIdYOp::create(b, loc, i32);
+  head = mul(kvHead, c32(qGroup));
+  batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  numSplits = param(kDecodeSplits);
+  Value batches = NVVM::GridDimZOp::create(b, loc, i32);
+  Value kvHeads = NVVM::GridDimYOp::create(b, loc, i32);
+  // The workspace as the attention kernel's epilogue lays it out.
+  Value ws = param(kWorkspace);
+  Value numTiles = mul(mul(batches, kvHeads), numQTiles);
+  Value tile = add(mul(add(mul(batch, kvHeads), kvHead), numQTiles), mBlock);
+  Value slots = mul64(ext64(numTiles), ext64(numSplits));
+  Value lseBase = mul64(mul64(slots, c64(blockM)), c64(n));
+  Value tileSlot = mul64(ext64(tile), ext64(numSplits));
+  Value unit = add(mul(g, c32(kUnitsPerCTA)), ln);
+  Value row = divu(unit, c32(n / kMergeCols));
+  Value col = mul(remu(unit, c32(n / kMergeCols)), c32(kMergeCols));
+  Value valid = arith::AndIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::ult, row, c32(blockM)),
+      cmp(arith::CmpIPredicate::slt, tokenOfRow(row), param(kSeqQ)));
+  auto quadTy = VectorType::get({kMergeCols}, f32);
+  auto fold = scf::IfOp::create(b, loc, TypeRange{f32, f32, quadTy}, valid,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(fold.thenBlock());
+    MergedQuad r = foldSplits(ws, lseBase, tileSlot, row, col, w, kWarps,
+                              numSplits, /*chunk=*/8, n);
+    scf::YieldOp::create(b, loc, ValueRange{r.m, r.sum, r.acc});
+    b.setInsertionPointToStart(fold.elseBlock());
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{cf(-INFINITY), cf(0.0f), LLVM::ZeroOp::create(b, loc, quadTy)});
+  }
+  // Fields of (warp, lane): max, sum, four columns.
+  Value smem = LLVM::AddressOfOp::create(b, loc, ptrSh, smemName);
+  auto field = [&](Value warp, int64_t f) {
+    Value idx = add(mul(add(mul(warp, c32(kUnitsPerCTA)), ln), c32(kFields)),
+                    c32(f));
+    return LLVM::GEPOp::create(b, loc, ptrSh, f32, smem, ValueRange{idx});
+  };
+  LLVM::StoreOp::create(b, loc, fold.getResult(0), field(w, 0), 4);
+  LLVM::StoreOp::create(b, loc, fold.getResult(1), field(w, 1), 4);
+  LLVM::StoreOp::create(b, loc, fold.getResult(2), field(w, 2), 8);
+  NVVM::Barrier0Op::create(b, loc);
+  openIf(arith::AndIOp::create(b, loc,
+                               cmp(arith::CmpIPredicate::eq, w, c32(0)),
+                               valid));
+  SmallVector<Value> ms, sums, accs;
+  Value mx = cf(-INFINITY);
+  for (int64_t k = 0; k < kWarps; ++k) {
+    ms.push_back(LLVM::LoadOp::create(b, loc, f32, field(c32(k), 0), 4));
+    sums.push_back(LLVM::LoadOp::create(b, loc, f32, field(c32(k), 1), 4));
+    accs.push_back(LLVM::LoadOp::create(b, loc, quadTy, field(c32(k), 2), 8));
+    mx = fmax(mx, ms.back());
+  }
+  Value mSafe = nonInfinite(mx);
+  Value sum = cf(0.0f);
+  Value acc = LLVM::ZeroOp::create(b, loc, quadTy);
+  for (int64_t k = 0; k < kWarps; ++k) {
+    Value wgt = exp2(fsub(ms[k], mSafe));
+    sum = fadd(sum, fmul(sums[k], wgt));
+    acc = arith::AddFOp::create(b, loc, acc,
+                                arith::MulFOp::create(b, loc, splat(wgt), accs[k]));
+  }
+  storeMergedQuad(epilogue, row, col, {mx, sum, acc});
+  b.setInsertionPointToEnd(&func.getBody().front());
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+  func = attention;
+  std::tie(tid, mBlock, head, batch, kvHead, numQTiles, numSplits) =
+      std::make_tuple(saved[0], saved[1], saved[2], saved[3], saved[4],
+                      saved[5], saved[6]);
   return success();
 }

@@ -53,6 +53,28 @@ public:
   /// token is below seqQ.
   void storeDecodeRow(Value row, ArrayRef<std::pair<Value, Value>> cols,
                       Value lseLog2);
+  /// merge_kernel: `<kernel>_merge`, the splits' merge over many CTAs.
+  LogicalResult emitMergeKernel(ModuleOp module) override;
+
+  /// The merge's unit: four columns of a row. A running (max, sum, columns)
+  /// over some of a tile's splits, relative to max (-inf: none yet).
+  static constexpr int64_t kMergeCols = 4;
+  struct MergedQuad {
+    Value m, sum, acc;
+  };
+  /// Folds splits first, first + stride, ... below `count` of the four
+  /// columns at (row, col) of the tile whose first workspace slot is
+  /// `tileSlot`, `chunk` splits' loads at a time (a chunk's loads are
+  /// independent: one memory latency per chunk).
+  MergedQuad foldSplits(Value ws, Value lseBase, Value tileSlot, Value row,
+                        Value col, Value first, int64_t stride, Value count,
+                        int64_t chunk, int64_t n);
+  /// O = acc / sum of the four columns (0 when no split saw a key) and, with
+  /// the epilogue's LSE, m + log2 sum at the row's first column.
+  void storeMergedQuad(EpilogueOp op, Value row, Value col, MergedQuad r);
+  Value splat(Value x);
+  /// m, or 0 where m is -inf (the exponent base of weights that are 0).
+  Value nonInfinite(Value m);
 
 private:
   /// The accumulator fragment of an m64nN tile: n / 2 f32 per thread.

@@ -182,6 +182,10 @@ LogicalResult KernelOp::verifyRegions() {
       n && (*n < 1 || *n > 2 || (*n > 1 && getTarget() != Target::sm_90a)))
     return emitOpError() << "ctas_per_sm = " << *n
                          << " must be 1 or 2 (2: sm_90a only)";
+  if (getMergeKernel() &&
+      (!getSplitKv() || getPersistent() || getTarget() != Target::sm_90a))
+    return emitOpError() << "merge_kernel merges the splits of a decode "
+                            "kernel (sm_90a, split_kv, not persistent)";
   if (getLean() && (!getPersistent() || !getQGroup()))
     return emitOpError() << "lean shares KV blocks among persistent decode "
                             "CTAs: it needs persistent and q_group";

@@ -123,6 +123,11 @@ float log2ThresholdForSpec(const AttentionSpec &spec);
 /// many times keeps descriptor encoding out of timed regions. Holds no
 /// pointers into itself, so it may be copied (CUtensorMap's alignas(64)
 /// keeps the descriptors aligned, also on the heap).
+/// merge_kernel: the merge kernel's block and the four-column units of a
+/// tile each of its CTAs merges (the lowering's, SM90Decode.cpp).
+constexpr unsigned kMergeThreads = 256;
+constexpr int64_t kMergeUnitsPerCTA = 32;
+
 struct AttentionLaunch {
   static constexpr int kNumParams = 21;
 
@@ -147,6 +152,9 @@ struct AttentionLaunch {
   int32_t decodeBatch = 0;  // 20 persistent decode: the batch
   /// Decode kernels: the KV splits of this launch (1 for other kernels).
   int kvSplits = 1;
+  /// merge_kernel with several splits: the merge kernel's grid (x = 0: no
+  /// merge launch).
+  Dim3 mergeGrid = Dim3(0u, 0u, 0u);
 
   Dim3 grid;
   Dim3 block;
@@ -235,6 +243,7 @@ private:
   }
   Module module;
   Function function;
+  Function mergeFunction; // merge_kernel: <kernel>_merge
   KernelInfo kernelInfo;
   AttentionSpec kernelSpec;
   CUcontext ctx = nullptr; // made current before each launch
@@ -259,10 +268,13 @@ private:
 /// split merges in ceil(mergeQuads / 128) x ceil(S / 16) memory round trips,
 /// 1.8 us the first and 0.7 us each after it (sessions 22, 23), which bounds
 /// S where a tile has many rows and the tiles are few (one KV head at batch
-/// 1).
+/// 1). `mergeKernel` (KernelInfo::mergeKernel): the merge is a second
+/// kernel instead, spread over many CTAs: with S > 1 it costs a fixed
+/// 3 us plus 0.7 us per 64 splits after the first 64 (a guess from the
+/// in-kernel merge's round trips, not fitted yet).
 int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
                        int sms, bool persistent = false,
-                       int64_t mergeQuads = 0);
+                       int64_t mergeQuads = 0, bool mergeKernel = false);
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile

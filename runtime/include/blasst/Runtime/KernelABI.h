@@ -164,6 +164,12 @@ struct KernelInfo {
   /// shared memory sized for it): the decode split model's and persistent
   /// grids' SM count is multiplied by it.
   int ctasPerSM = 1;
+  /// Decode: 1 when the splits' partials are merged by a second kernel of
+  /// the cubin, `<kernel>_merge` (256 threads, the same parameter array,
+  /// parameter 19 the split count), launched after the attention kernel on
+  /// grid (query tiles x mergeCtasPerTile, kv heads, batch); 0: each
+  /// tile's last split merges.
+  int mergeKernel = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

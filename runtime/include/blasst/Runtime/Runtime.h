@@ -289,9 +289,13 @@ Status validateLaunchConfig(const std::string &kernelName, Dim3 grid,
 /// clusters of that shape. The current context must be the function's (see
 /// Context::makeCurrent). Asynchronous: kernel faults surface at the next
 /// synchronize.
+/// `programmaticDependent`: the launch may start before the previous work
+/// on `stream` finished (programmatic stream serialization; the kernel
+/// waits with griddepcontrol.wait).
 Status launch(const Function &function, Dim3 grid, Dim3 block,
               size_t dynamicSharedBytes, CUstream stream, void **kernelParams,
-              std::optional<Dim3> cluster = std::nullopt);
+              std::optional<Dim3> cluster = std::nullopt,
+              bool programmaticDependent = false);
 
 /// Waits for `stream` (nullptr: the legacy default stream).
 Status synchronize(CUstream stream = nullptr);

@@ -130,7 +130,16 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     split writes its O (f32, normalised) and LSE to a workspace (kernel
     parameter 14), and the last split of a tile to finish merges them by
     LSE into O (a counter per tile in the workspace, reset by that CTA).
-    One split (workspace null) writes O directly. A split takes one
+    One split (workspace null) writes O directly. With `merge_kernel` no
+    split merges: the lowering emits a second kernel, `<sym_name>_merge`
+    (256 threads, the same parameters as a persistent decode kernel: 19 is
+    the launch's split count), that the runtime launches after this one on
+    grid (query tiles x M, kv heads, batch), M = ceil(q_group x min(seq_q,
+    block_m / q_group) x head_dim_v / 128): each of its CTAs merges 32
+    four-column units of a tile, its eight warps folding every eighth split
+    and combining through shared memory. The attention kernel lets it launch
+    early (griddepcontrol.launch_dependents); it waits for the attention
+    kernel's writes (griddepcontrol.wait). A split takes one
     contiguous range of the tile's KV blocks; with `split_chunk = C` the
     splits take chunks of C blocks in turn instead (split s of S: chunks s,
     s + S, s + 2S, ..., each walked in order), so blocks that attention
@@ -159,14 +168,15 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        OptionalAttr<I64Attr>:$split_chunk,
                        UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<DictionaryAttr>:$schedule,
-                       UnitAttr:$lean, OptionalAttr<I64Attr>:$ctas_per_sm);
+                       UnitAttr:$lean, OptionalAttr<I64Attr>:$ctas_per_sm,
+                       UnitAttr:$merge_kernel);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
     $sym_name `target` `=` $target `,` `block_m` `=` $block_m `,` `block_n` `=`
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)? (`lean` $lean^)?
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
-    (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)?
+    (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)? (`merge_kernel` $merge_kernel^)?
     (`split_chunk` `=` $split_chunk^)? (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
     (`ctas_per_sm` `=` $ctas_per_sm^)?
     (`schedule` $schedule^)?
