@@ -51,27 +51,11 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
   bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
-  SmallVector<Type> params(
+  SmallVector<Type> params = abiParamTypes(
       persistentDecode ? kDecodeBatch + 1
       : oTensorMap     ? kTmO + 1
                        : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
                          (hasKVCacheParams() ? kNumKVCacheParams : 0));
-  if (kernel.getSplitKv() || oTensorMap || persistentDecode)
-    params[kWorkspace] = ptrGen;
-  if (hasKVCacheParams() || oTensorMap || persistentDecode) {
-    params[kSeqLensKV] = params[kBlockTable] = ptrGen;
-    params[kMaxPages] = i32;
-  }
-  if (oTensorMap || persistentDecode)
-    params[kTmO] = ptrGen;
-  if (persistentDecode)
-    params[kDecodeSplits] = params[kDecodeBatch] = i32;
-  params[kTmQ] = params[kTmK] = params[kTmV] = ptrGen;
-  params[kO] = params[kLse] = params[kStats] = ptrGen;
-  params[kSeqQ] = params[kSeqKV] = i32;
-  params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
-  params[kScaleLog2] = params[kLog2Threshold] = f32;
-  params[kLog2ThresholdPtr] = ptrGen;
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   func = LLVM::LLVMFuncOp::create(b, loc, kernel.getSymName(), fnType);

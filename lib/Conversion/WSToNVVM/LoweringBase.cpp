@@ -82,6 +82,33 @@ KernelEnv::KernelEnv(KernelOp kernel, const SmemLayout &layout,
   pageSize = int64_t(kernel.getPageSize().value_or(0));
 }
 
+SmallVector<Type> LoweringBase::abiParamTypes(unsigned count) const {
+  SmallVector<Type> params(count, ptrGen);
+  for (unsigned i = 0; i < count; ++i) {
+    switch (i) {
+    case kSeqQ:
+    case kSeqKV:
+    case kMaxPages:
+    case kDecodeSplits:
+    case kDecodeBatch:
+      params[i] = i32;
+      break;
+    case kOStrideB:
+    case kOStrideS:
+    case kOStrideH:
+      params[i] = i64;
+      break;
+    case kScaleLog2:
+    case kLog2Threshold:
+      params[i] = f32;
+      break;
+    default: // tensor maps, pointers
+      break;
+    }
+  }
+  return params;
+}
+
 LoweringBase::LoweringBase(KernelEnv &env)
     : env(env), kernel(env.kernel), layout(env.layout), protocol(env.protocol),
       spec(env.spec), ctx(env.ctx), b(env.b), loc(env.loc), i1(env.i1),

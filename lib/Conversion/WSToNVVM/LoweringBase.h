@@ -318,6 +318,9 @@ protected:
     return LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
   }
   Value param(unsigned p) { return func.getArgument(p); }
+  /// The types of the first `count` kernel parameters: each index of the
+  /// ABI (Param, kWorkspace ... kDecodeBatch) has one type in every kernel.
+  SmallVector<Type> abiParamTypes(unsigned count) const;
   /// Stores `lse` (f32, natural log) at LSE[batchIdx, qHead, row] (kernel
   /// parameter kLse, [B, Hq, Sq] contiguous; i32 indices).
   void storeLse(Value batchIdx, Value qHead, Value seqQ, Value row,

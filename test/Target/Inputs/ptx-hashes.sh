@@ -79,6 +79,11 @@ variants() {
   echo "decode_persistent_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--persistent"
   echo "decode_lean_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean"
   echo "decode_2ctas_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--ctas-per-sm=2 --consumer-regs=232"
+  # The merge kernel (session 24): the attention kernel and <name>_merge.
+  echo "decode_merge_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--merge-kernel"
+  echo "decode_merge_hd64_q32kv1_cfalse|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 phase=decode|--merge-kernel"
+  echo "decode_merge_paged64_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_lengths=per_sequence kv_cache=paged:page=64|--merge-kernel"
+  echo "bdecode_merge_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:a=256 stats=true|--merge-kernel"
   # Decode KV caches (issue 20 part 2): per-sequence lengths, paged caches
   # (several pages per block, one, blocks inside a page), one length paged.
   echo "decode_kv_perseq_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence|"

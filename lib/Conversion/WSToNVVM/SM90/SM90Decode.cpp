@@ -356,11 +356,9 @@ LogicalResult SM90Lowering::emitMergeKernel(ModuleOp module) {
     LLVM::GlobalOp::create(b, loc, smemTy, /*isConstant=*/false,
                            LLVM::Linkage::Internal, smemName, Attribute(),
                            /*alignment=*/16, /*addrSpace=*/3);
-  SmallVector<Type> params(kDecodeBatch + 1, ptrGen);
-  params[kSeqQ] = params[kSeqKV] = params[kMaxPages] = i32;
-  params[kDecodeSplits] = params[kDecodeBatch] = i32;
-  params[kOStrideB] = params[kOStrideS] = params[kOStrideH] = i64;
-  params[kScaleLog2] = params[kLog2Threshold] = f32;
+  // The persistent-decode parameter list: the launch passes the same
+  // arguments to both kernels.
+  SmallVector<Type> params = abiParamTypes(kDecodeBatch + 1);
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   func = LLVM::LLVMFuncOp::create(b, loc, (kernel.getSymName() + "_merge").str(),
