@@ -758,6 +758,7 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[18] = &tmO;
   params[19] = &decodeSplits;
   params[20] = &decodeBatch;
+  params[21] = &mergeLaunch;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1026,7 +1027,13 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                                    kTmaBoxHeadDim, TmaSwizzle::B128, g);
         !s)
       return Status::error(doing + s.message());
-    int splits = kvSplitsFor(args);
+    if (args.splitMerge == SplitMerge::MergeKernel && !kernelInfo.mergeKernel)
+      return Status::error(doing + "splitMerge = MergeKernel, but the kernel "
+                                   "was built without merge_kernel (no " +
+                           quoted(kernelInfo.kernelName + "_merge") +
+                           "; compile with --merge-kernel)");
+    DecodeSplits choice = decodeSplitsFor(args);
+    int splits = choice.splits;
     size_t need = workspaceBytes(args);
     if (need && args.workspace == 0)
       return Status::error(
@@ -1068,7 +1075,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.grid = Dim3(unsigned(leanCtas(all * blocks)), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
-    } else if (kernelInfo.mergeKernel && launch.workspace) {
+    } else if (choice.mergeKernel && launch.workspace) {
       // The merge kernel (parameter 19: the split count): per tile,
       // ceil(units / 32) CTAs, units = the four-column units of the rows
       // with a token (q_group x min(seq_q, tokens per tile) rows).
@@ -1079,6 +1086,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                               unsigned(args.numKVHeads), unsigned(args.batch));
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
+      launch.mergeLaunch = 1;
     } else if (kernelInfo.persistent) {
       // One resident CTA per SM walking the (batch, KV head, query tile,
       // split) items; the split count and batch are parameters 19, 20.
@@ -1116,41 +1124,86 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
 }
 
 int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
+  return decodeSplitsFor(args).splits;
+}
+
+DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   if (!kernelInfo.splitKV || kernelInfo.qGroup < 1 || args.seqKV < 1)
-    return 1;
+    return {};
   int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
   int64_t tiles = std::max<int64_t>(1, args.batch) *
                   std::max<int64_t>(1, args.numKVHeads) *
                   ((std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens);
   int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
   if (kernelInfo.lean)
-    return leanSlots(tiles, blocks, leanCtas(tiles * blocks));
+    return {leanSlots(tiles, blocks, leanCtas(tiles * blocks)), false};
   int64_t splits = args.kvSplits > 0      ? args.kvSplits
                    : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
                                              : 0;
+  // The merge's work per tile: four-column units of its rows with a token
+  // (q_group q heads x the tile's tokens; padding rows are not merged).
+  int64_t rows = kernelInfo.qGroup *
+                 std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ));
+  int64_t quads = rows * kernelSpec.headDimV / 4;
+  // Who may merge: a kernel without merge_kernel only in the kernel (the
+  // launch refuses MergeKernel for it).
+  SplitMerge merge = kernelInfo.mergeKernel ? args.splitMerge
+                                            : SplitMerge::InKernel;
+  bool mergeKernel = merge == SplitMerge::MergeKernel;
   if (!splits) {
     int64_t blockBytes = int64_t(kernelInfo.blockN) *
                          (kernelSpec.headDim + kernelSpec.headDimV) *
                          dtypeBytes(kernelSpec.dtype);
-    // The merge's work per tile: four-column units of its rows with a token
-    // (q_group q heads x the tile's tokens; padding rows are not merged).
-    int64_t rows = kernelInfo.qGroup *
-                   std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ));
-    splits = chooseDecodeSplits(
-        tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
-        kernelInfo.persistent != 0, rows * kernelSpec.headDimV / 4,
-        kernelInfo.mergeKernel != 0);
+    splits = chooseDecodeSplits(tiles, blocks, blockBytes,
+                                numSMs > 0 ? numSMs : 132,
+                                kernelInfo.persistent != 0, quads, merge,
+                                &mergeKernel);
   }
   // No empty split beyond the blocks (interleaved: beyond the chunks of C
   // blocks), and grid x within its limit.
   int64_t chunk = std::max(1, kernelInfo.splitChunk);
-  splits = std::min<int64_t>({splits, (blocks + chunk - 1) / chunk, 1024});
-  return int(std::max<int64_t>(1, splits));
+  splits = std::max<int64_t>(
+      1, std::min<int64_t>({splits, (blocks + chunk - 1) / chunk, 1024}));
+  // A given count: the cheaper merge at that count.
+  if (merge == SplitMerge::Auto)
+    mergeKernel = decodeMergeUs(splits, quads, true) <
+                  decodeMergeUs(splits, quads, false);
+  return {int(splits), mergeKernel && splits > 1};
+}
+
+double blasst::rt::decodeMergeUs(int64_t s, int64_t mergeQuads,
+                                 bool mergeKernel) {
+  if (s < 2 || mergeQuads < 1)
+    return 0.0;
+  // The merge: the tile's last split merges every split's partial rows on
+  // one warpgroup of 128 threads, one memory round trip per 16 splits for
+  // each 128 four-column units of the rows with a token, one after another
+  // (SM90Decode.cpp). 1.8 us a round trip: the merging CTA's counter ->
+  // end at 16 and 64 splits, batch 1 x 128K, 32/8 heads (session 22 §6).
+  // With one KV head and 32 rows (MQA) at batch 1 that is what bounds the
+  // split count: 128 splits would merge in 64 round trips. The round trips
+  // after the first overlap in part: 0.7 us each, fitted to MQA 32/1 at
+  // batch 1 x 32K / 128K, 16-128 splits (session 23 §2: the fit's pick is
+  // the measured best, 32 and 64 splits; 1.8 us each picked 16 and 32,
+  // 17-23% slower).
+  constexpr double kMergeFirstUs = 1.8, kMergeNextUs = 0.7;
+  // The merge kernel (merge_kernel): each warp folds every eighth split in
+  // chunks of 8, so a round trip per 64 splits, on many CTAs; its launch
+  // overlaps the attention kernel's end (programmatic dependent launch).
+  constexpr double kMergeKernelUs = 3.0;
+  constexpr double kMergeKernelNextUs = 0.7;
+  if (mergeKernel)
+    return kMergeKernelUs + double((s - 1) / 64) * kMergeKernelNextUs;
+  int64_t trips = (mergeQuads + 127) / 128 * ((s + 15) / 16);
+  return kMergeFirstUs + double(trips - 1) * kMergeNextUs;
 }
 
 int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
                                    int64_t blockBytes, int sms, bool persistent,
-                                   int64_t mergeQuads, bool mergeKernel) {
+                                   int64_t mergeQuads, SplitMerge merge,
+                                   bool *mergeKernelChosen) {
+  if (mergeKernelChosen)
+    *mergeKernelChosen = false;
   if (tiles < 1 || blocks < 2 || blockBytes < 1 || sms < 1)
     return 1;
   // Launches repeat shapes: the last answer per thread (the search below is
@@ -1160,20 +1213,23 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
     int sms;
     bool persistent;
     int64_t mergeQuads;
-    bool mergeKernel;
+    SplitMerge merge;
     bool operator==(const Query &o) const {
       return tiles == o.tiles && blocks == o.blocks &&
              blockBytes == o.blockBytes && sms == o.sms &&
              persistent == o.persistent && mergeQuads == o.mergeQuads &&
-             mergeKernel == o.mergeKernel;
+             merge == o.merge;
     }
   };
-  thread_local Query lastQuery{0, 0, 0, 0, false, 0, false};
+  thread_local Query lastQuery{0, 0, 0, 0, false, 0, SplitMerge::InKernel};
   thread_local int lastSplits = 1;
-  Query query{tiles,      blocks,     blockBytes, sms,
-              persistent, mergeQuads, mergeKernel};
-  if (query == lastQuery)
+  thread_local bool lastMergeKernel = false;
+  Query query{tiles, blocks, blockBytes, sms, persistent, mergeQuads, merge};
+  if (query == lastQuery) {
+    if (mergeKernelChosen)
+      *mergeKernelChosen = lastMergeKernel;
     return lastSplits;
+  }
   // The model's constants (bytes per microsecond, microseconds), fitted on
   // 35 (shape, kernel) pairs x 1-13 split counts of dense and BLASST decode
   // (batch 1-128, 1K-64K keys, 32/8 heads, head_dim 128): it picks the
@@ -1195,33 +1251,10 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   // the H200, batch 64 x 4K at 2-8 splits, session 21 §7; where the time
   // goes is not located).
   constexpr double kItemUs = 4.5;
-  // The merge: the tile's last split merges every split's partial rows on
-  // one warpgroup of 128 threads, one memory round trip per 16 splits for
-  // each 128 four-column units of the rows with a token, one after another
-  // (SM90Decode.cpp). 1.8 us a round trip: the merging CTA's counter ->
-  // end at 16 and 64 splits, batch 1 x 128K, 32/8 heads (session 22 §6).
-  // With one KV head and 32 rows (MQA) at batch 1 that is what bounds the
-  // split count: 128 splits would merge in 64 round trips. The round trips
-  // after the first overlap in part: 0.7 us each, fitted to MQA 32/1 at
-  // batch 1 x 32K / 128K, 16-128 splits (session 23 §2: the fit's pick is
-  // the measured best, 32 and 64 splits; 1.8 us each picked 16 and 32,
-  // 17-23% slower).
-  constexpr double kMergeFirstUs = 1.8, kMergeNextUs = 0.7;
-  // The merge kernel (merge_kernel): each warp folds every eighth split in
-  // chunks of 8, so a round trip per 64 splits, on many CTAs; its launch
-  // overlaps the attention kernel's end (programmatic dependent launch).
-  constexpr double kMergeKernelUs = 3.0;
-  auto mergeUs = [&](int64_t s) {
-    if (s < 2 || mergeQuads < 1)
-      return 0.0;
-    if (mergeKernel)
-      return kMergeKernelUs + double((s - 1) / 64) * kMergeNextUs;
-    int64_t trips = (mergeQuads + 127) / 128 * ((s + 15) / 16);
-    return kMergeFirstUs + double(trips - 1) * kMergeNextUs;
-  };
   int64_t maxSplits = std::min<int64_t>(
       {blocks / 2, 1024, (persistent ? 64 : 8) * sms / tiles});
   int best = 1;
+  bool bestMergeKernel = false;
   double bestUs = 0;
   for (int64_t s = 1; s <= std::max<int64_t>(1, maxSplits); ++s) {
     int64_t ctas = tiles * s;
@@ -1236,16 +1269,24 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
       us = double(ctas / sms) * waveUs(sms, bytes) +
            (ctas % sms ? waveUs(ctas % sms, bytes) : 0.0);
     }
-    us += mergeUs(s);
+    double inKernelUs = decodeMergeUs(s, mergeQuads, false);
+    double kernelUs = decodeMergeUs(s, mergeQuads, true);
+    bool byKernel = s > 1 && (merge == SplitMerge::MergeKernel ||
+                              (merge == SplitMerge::Auto && kernelUs < inKernelUs));
+    us += byKernel ? kernelUs : inKernelUs;
     // A split more must win by 0.5% (the workspace it adds is not in the
     // model).
     if (s == 1 || us < bestUs * 0.995) {
       best = int(s);
+      bestMergeKernel = byKernel;
       bestUs = us;
     }
   }
   lastQuery = query;
   lastSplits = best;
+  lastMergeKernel = bestMergeKernel;
+  if (mergeKernelChosen)
+    *mergeKernelChosen = bestMergeKernel;
   return best;
 }
 

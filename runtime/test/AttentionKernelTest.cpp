@@ -544,9 +544,10 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
                       &l.workspace,     &l.seqLensKV,
                       &l.blockTable,    &l.maxPages,
                       &l.tmO,           &l.decodeSplits,
-                      &l.decodeBatch};
-  static_assert(AttentionLaunch::kNumParams == 21,
-                "ABI 4: 19 parameters, 21 for persistent decode");
+                      &l.decodeBatch,   &l.mergeLaunch};
+  static_assert(AttentionLaunch::kNumParams == 22,
+                "ABI 4: 19 parameters, 21 for persistent decode, 22 for "
+                "merge_kernel decode");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -980,10 +981,12 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
                         "split_kv over contiguous splits"));
 }
 
-// merge_kernel (.meta merge_kernel = 1): with several splits the launch is
-// the attention kernel, then <kernel>_merge as its programmatic dependent on
-// grid (query tiles x ceil(units / 32), kv heads, batch) with 256 threads and
-// the split count in parameter 19; with one split no merge launch.
+// merge_kernel (.meta merge_kernel = 1): with several splits merged by the
+// merge kernel (splitMerge, else the split model's pick) the launch is the
+// attention kernel with parameter 21 = 1, then <kernel>_merge as its
+// programmatic dependent on grid (query tiles x ceil(units / 32), kv heads,
+// batch) with 256 threads and the split count in parameter 19; with one
+// split, or merged in the kernel, no merge launch (parameter 21 = 0).
 TEST_F(FakeDriverTest, MergeKernelFollowsTheSplits) {
   KernelInfo info = decodeInfo();
   info.mergeKernel = 1;
@@ -1000,11 +1003,13 @@ TEST_F(FakeDriverTest, MergeKernelFollowsTheSplits) {
   a.kvSplits = 5;
   a.workspace = 0x50000000;
   a.workspaceBytes = kernel.workspaceBytes(a);
+  a.splitMerge = SplitMerge::MergeKernel;
   AttentionLaunch prepared;
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_EQ(prepared.grid.str(), "(5,8,2)");
   EXPECT_EQ(prepared.mergeGrid.str(), "(12,8,2)");
   EXPECT_EQ(prepared.decodeSplits, 5);
+  EXPECT_EQ(prepared.mergeLaunch, 1);
   int before = launches();
   ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
   EXPECT_EQ(launches(), before + 2);
@@ -1024,6 +1029,26 @@ TEST_F(FakeDriverTest, MergeKernelFollowsTheSplits) {
   a.seqQ = 8;
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_EQ(prepared.mergeGrid.str(), "(32,8,2)");
+  // Merged in the kernel when asked: one launch, parameter 21 = 0.
+  a.splitMerge = SplitMerge::InKernel;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
+  EXPECT_EQ(prepared.mergeLaunch, 0);
+  before = launches();
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  EXPECT_EQ(launches(), before + 1);
+  // Auto: the split model's cheaper merge. 4 rows (seq_q 1): one round trip
+  // of the last split beats a second launch; 32 rows (seq_q 8) take eight.
+  a.splitMerge = SplitMerge::Auto;
+  a.seqQ = 1;
+  EXPECT_FALSE(kernel.decodeSplitsFor(a).mergeKernel);
+  a.seqQ = 8;
+  EXPECT_TRUE(kernel.decodeSplitsFor(a).mergeKernel);
+  a.kvSplits = 0; // the model's count and merge together
+  DecodeSplits pick = kernel.decodeSplitsFor(a);
+  EXPECT_GT(pick.splits, 1);
+  EXPECT_TRUE(pick.mergeKernel);
+  a.kvSplits = 5;
   // One split: the attention kernel stores O itself.
   a.kvSplits = 1;
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
@@ -1044,11 +1069,47 @@ TEST_F(FakeDriverTest, MergeKernelFollowsTheSplits) {
 TEST(DecodeSplitsTest, AMergeKernelAllowsMoreSplits) {
   int64_t blockBytes = 64 * 256 * 2;
   int inKernel = chooseDecodeSplits(1, 2048, blockBytes, 132, false, 32 * 32);
-  int second =
-      chooseDecodeSplits(1, 2048, blockBytes, 132, false, 32 * 32, true);
+  bool chosen = false;
+  int second = chooseDecodeSplits(1, 2048, blockBytes, 132, false, 32 * 32,
+                                  SplitMerge::MergeKernel, &chosen);
   EXPECT_EQ(inKernel, 64);
   EXPECT_GT(second, inKernel);
   EXPECT_LE(second, 132);
+  EXPECT_TRUE(chosen);
+  // Auto picks the merge kernel there, and the last split's merge for 4
+  // rows (32/8 heads, seq_q 1) at batch 1 x 32K.
+  EXPECT_EQ(chooseDecodeSplits(1, 2048, blockBytes, 132, false, 32 * 32,
+                               SplitMerge::Auto, &chosen),
+            second);
+  EXPECT_TRUE(chosen);
+  EXPECT_EQ(chooseDecodeSplits(8, 512, blockBytes, 132, false, 4 * 32,
+                               SplitMerge::Auto, &chosen),
+            chooseDecodeSplits(8, 512, blockBytes, 132, false, 4 * 32));
+  EXPECT_FALSE(chosen);
+}
+
+// A kernel built without merge_kernel has no merge kernel to ask for.
+TEST_F(FakeDriverTest, MergeKernelNeedsTheMergeKernel) {
+  KernelInfo info = decodeInfo();
+  AttentionSpec spec = decodeSpec();
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs();
+  a.seqQ = 3;
+  a.seqKV = 5000;
+  a.kvSplits = 5;
+  a.workspace = 0x50000000;
+  a.workspaceBytes = kernel.workspaceBytes(a);
+  a.splitMerge = SplitMerge::MergeKernel;
+  AttentionLaunch prepared;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "built without merge_kernel"));
+  a.splitMerge = SplitMerge::Auto; // merges in the kernel
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
+  EXPECT_EQ(prepared.mergeLaunch, 0);
 }
 
 // Whatever the shape: a count in [1, max(1, min(blocks / 2, 1024))], so no

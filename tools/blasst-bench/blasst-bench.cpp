@@ -85,6 +85,11 @@ shape:
                        count); the workspace is allocated and zeroed here.
                        A list runs each kernel once per split count (0: the
                        launch's choice) on the same inputs, one row each
+  --split-merge M[,M..]  decode kernels built with --merge-kernel: who
+                       merges the KV splits: auto (default: the split
+                       model's pick per launch), in-kernel (each tile's
+                       last split) or kernel (the merge kernel); a list runs
+                       each kernel once per entry and split count
   --kv-lengths L       kernels with kv_lengths = per_sequence: each
                        sequence's KV length, a comma list of --batch values
                        (0 allowed) or `random` (seeded, in [0, seq_kv], the
@@ -186,6 +191,8 @@ struct Options {
   /// --kv-splits (decode): one run of each kernel per entry; 0 = the
   /// kernel's / launch's choice.
   std::vector<int64_t> kvSplits = {0};
+  /// --split-merge: one run per entry too (after the split counts).
+  std::vector<SplitMerge> splitMerges = {SplitMerge::Auto};
   /// --kv-lengths: the list, or random (kvLengthsRandom).
   std::vector<int64_t> kvLengths;
   bool kvLengthsRandom = false;
@@ -343,6 +350,25 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         err = parseIntList(arg, v, 0, 1024, &o->kvSplits,
                            "is not a split count in 1..1024 (or 0: the "
                            "launch's choice; a comma list runs each)");
+    } else if (arg == "--split-merge") {
+      if ((err = need(&v)).empty()) {
+        o->splitMerges.clear();
+        std::stringstream items(v);
+        std::string item;
+        while (std::getline(items, item, ',')) {
+          if (item == "auto")
+            o->splitMerges.push_back(SplitMerge::Auto);
+          else if (item == "in-kernel")
+            o->splitMerges.push_back(SplitMerge::InKernel);
+          else if (item == "kernel")
+            o->splitMerges.push_back(SplitMerge::MergeKernel);
+          else {
+            err = "option --split-merge: '" + item +
+                  "' is not auto, in-kernel or kernel";
+            break;
+          }
+        }
+      }
     } else if (arg == "--kv-lengths") {
       if ((err = need(&v)).empty()) {
         o->kvLengthsRandom = v == "random";
@@ -502,6 +528,8 @@ struct KernelResult {
   size_t smemBytes = 0;
   float log2Threshold = 0;
   int64_t kvSplitsAsked = 0; ///< --kv-splits (0: the kernel's / launch's)
+  SplitMerge splitMerge = SplitMerge::Auto; ///< --split-merge
+  bool mergeKernel = false;  ///< the launch's merge is the merge kernel
   int kvSplits = 1;          ///< the launch's KV splits (decode kernels)
   double kvBytes = 0;        ///< K+V bytes a launch reads (bandwidth)
   /// Decode KV caches: the lengths and the page size ("" for uniform,
@@ -1370,6 +1398,7 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
   // Decode: the KV splits' workspace, zeroed once (the kernel leaves its
   // counters at zero for the next launch).
   args.kvSplits = int(r.kvSplitsAsked);
+  args.splitMerge = r.splitMerge;
   if (size_t bytes = kernel.workspaceBytes(args)) {
     if (Status st = DeviceBuffer::allocate(ctx, bytes, "workspace",
                                            &run->workspace);
@@ -1387,14 +1416,19 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
   r.block = run->launch.block;
   r.smemBytes = run->launch.smemBytes;
   r.kvSplits = run->launch.kvSplits;
-  std::printf("  launch: grid %s, block %s, %zu B dynamic smem%s\n",
+  r.mergeKernel = run->launch.mergeLaunch != 0;
+  std::printf("  launch: grid %s, block %s, %zu B dynamic smem%s%s\n",
               run->launch.grid.str().c_str(), run->launch.block.str().c_str(),
               run->launch.smemBytes,
               kernel.info().splitKV
                   ? (", " + std::to_string(r.kvSplits) + " KV split" +
                      (r.kvSplits == 1 ? "" : "s"))
                         .c_str()
-                  : "");
+                  : "",
+              r.mergeKernel ? (", merge kernel grid " +
+                               run->launch.mergeGrid.str())
+                                  .c_str()
+                            : "");
   run->outO.resize(oElements);
   run->outLse.resize(lseElements);
   return true;
@@ -1975,7 +2009,8 @@ bool writeJson(const std::string &path, const Options &opt,
       j << ",\n      \"kv_bytes\": " << jsonNumber(r.kvBytes)
         << ", \"kv_tb_per_s\": "
         << jsonNumber(r.kvBytes / (r.medianMs * 1e-3) / 1e12)
-        << ", \"kv_splits\": " << r.kvSplits;
+        << ", \"kv_splits\": " << r.kvSplits
+        << ", \"merge_kernel\": " << (r.mergeKernel ? "true" : "false");
     if (!r.kvCache.empty())
       j << ", \"kv_cache\": " << jsonString(r.kvCache.substr(1));
     if (r.vsFirstCompared)
@@ -2080,10 +2115,14 @@ int main(int argc, char **argv) {
   // option the kernel cannot run with, is an error (exit 1) on every
   // machine, before any GPU is looked for.
   // One run per kernel and split count (kernel-major).
-  size_t perKernel = opt.kvSplits.size();
+  size_t perKernel = opt.kvSplits.size() * opt.splitMerges.size();
   std::vector<KernelResult> results(opt.kernels.size() * perKernel);
-  for (size_t i = 0; i < results.size(); ++i)
-    results[i].kvSplitsAsked = opt.kvSplits[i % perKernel];
+  for (size_t i = 0; i < results.size(); ++i) {
+    results[i].kvSplitsAsked =
+        opt.kvSplits[i % perKernel % opt.kvSplits.size()];
+    results[i].splitMerge =
+        opt.splitMerges[i % perKernel / opt.kvSplits.size()];
+  }
   bool errors = false;
   if (!opt.json.empty())
     if (std::string bad = checkJsonPath(opt.json); !bad.empty()) {
@@ -2139,8 +2178,10 @@ int main(int argc, char **argv) {
     std::printf("\n[%zu/%zu] %s\n", i + 1, results.size(), stem.c_str());
     runKernel(ctx, opt, stem, results[i]);
     // Rows of one kernel at several split counts: the count in its name.
-    if (perKernel > 1)
+    if (opt.kvSplits.size() > 1)
       results[i].name += " s" + std::to_string(results[i].kvSplits);
+    if (opt.splitMerges.size() > 1)
+      results[i].name += results[i].mergeKernel ? " mk" : " ik";
   }
 
   bool allPassed = true;

@@ -70,9 +70,10 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "an even share of all tiles' KV blocks across tile boundaries "
            "(implies persistent): auto (default: off), true or false">,
     Option<"mergeKernel", "merge-kernel", "std::string", /*default=*/"\"auto\"",
-           "sm_90a decode: merge the splits' partials in a second kernel "
-           "over many CTAs instead of in each tile's last split: auto "
-           "(default: off), true or false">,
+           "sm_90a decode: a second kernel over many CTAs that can merge "
+           "the splits' partials instead of each tile's last split (the "
+           "runtime picks per launch): auto (default: on for decode "
+           "without persistent CTAs), true or false">,
     Option<"pInRegisters", "p-in-registers", "std::string", /*default=*/"\"auto\"",
            "sm_90a: keep P in registers (wgmma with A from registers) "
            "instead of a round trip through shared memory: auto (default: "

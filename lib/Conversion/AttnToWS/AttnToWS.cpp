@@ -92,6 +92,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
     o.persistent = true;
   if (!o.persistent.has_value())
     o.persistent = false;
+  // sm_90a decode with one CTA per split: the merge kernel beside the
+  // in-kernel merge, the runtime picks per launch (the split model: the
+  // last split's round trips against a second launch). H200: MQA 32/1 at
+  // batch 1 1.7-2.3x faster, 32/8 at seq_q 8 and 64/8 at seq_q 4-8 up to
+  // 1.4x, 32/8 at seq_q 1 and batch 1 up to 13% slower by the merge kernel,
+  // which the model leaves to the in-kernel merge
+  // (docs/results/2026-12-04-session25.md). Persistent and lean CTAs merge
+  // in the kernel.
+  if (decode && hopper && !o.mergeKernel.has_value())
+    o.mergeKernel = !*o.persistent;
   if (!o.qInRegisters.has_value())
     o.qInRegisters = false;
   if (!o.kvMulticast.has_value())

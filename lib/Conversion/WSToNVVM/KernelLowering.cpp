@@ -52,7 +52,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
           .wasInterrupted();
   bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
   SmallVector<Type> params = abiParamTypes(
-      persistentDecode ? kDecodeBatch + 1
+      kernel.getMergeKernel() ? kMergeLaunch + 1
+      : persistentDecode      ? kDecodeBatch + 1
       : oTensorMap     ? kTmO + 1
                        : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
                          (hasKVCacheParams() ? kNumKVCacheParams : 0));

@@ -91,6 +91,7 @@ SmallVector<Type> LoweringBase::abiParamTypes(unsigned count) const {
     case kMaxPages:
     case kDecodeSplits:
     case kDecodeBatch:
+    case kMergeLaunch:
       params[i] = i32;
       break;
     case kOStrideB:

@@ -67,6 +67,11 @@ constexpr unsigned kTmO = kMaxPages + 1;
 /// above, 15-18 unused), so each index means one thing.
 constexpr unsigned kDecodeSplits = kTmO + 1;
 constexpr unsigned kDecodeBatch = kTmO + 2;
+/// Decode kernels with merge_kernel take a 22nd (i32): 1 when the launch
+/// runs <kernel>_merge after this grid (the splits write their partials and
+/// return), 0 when each tile's last split merges in the kernel. The runtime
+/// picks per launch (chooseDecodeSplits).
+constexpr unsigned kMergeLaunch = kDecodeBatch + 1;
 
 /// --timeline: the module global `blasst_stamps` holds kTimelineRows rows of
 /// 16 u64, one per (CTA, item): row = CTA linear id x kTimelineItems + the

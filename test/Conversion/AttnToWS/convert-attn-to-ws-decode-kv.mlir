@@ -7,9 +7,9 @@
 // block table before it waits for the stage, and copies a block of 64 keys
 // as 4 pages of 16 (head_dim 128: block_n 64).
 
-// CHECK-LABEL: ws.kernel @perseq_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}kv_lengths = per_sequence> q_group = 4 split_kv per_seq_kv schedule
+// CHECK-LABEL: ws.kernel @perseq_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}kv_lengths = per_sequence> q_group = 4 split_kv merge_kernel per_seq_kv schedule
 // LLVM-LABEL: llvm.func @perseq_kernel(
-// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32)
+// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32, %arg18: !llvm.ptr, %arg19: i32, %arg20: i32, %arg21: i32)
 // LLVM-SAME: blasst.per_seq_kv
 // LLVM-NOT: blasst.page_size
 // LLVM: llvm.addrspacecast %arg15 : !llvm.ptr to !llvm.ptr<1>
@@ -21,7 +21,7 @@ func.func @perseq(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: m
 
 // -----
 
-// CHECK-LABEL: ws.kernel @paged_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}kv_lengths = per_sequence, kv_cache = paged(page = 16)> q_group = 4 split_kv per_seq_kv page_size = 16 schedule
+// CHECK-LABEL: ws.kernel @paged_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}kv_lengths = per_sequence, kv_cache = paged(page = 16)> q_group = 4 split_kv merge_kernel per_seq_kv page_size = 16 schedule
 // LLVM-LABEL: llvm.func @paged_kernel(
 // LLVM-SAME: blasst.page_size = 16
 // LLVM-SAME: blasst.per_seq_kv
@@ -42,7 +42,7 @@ func.func @paged(%q: memref<?x?x32x128xbf16>, %k: memref<?x16x8x128xbf16>, %v: m
 
 // One length for the batch over pages of 256 (blocks of 128 keys at
 // head_dim 64 inside a page): no lengths array, one copy per panel.
-// CHECK-LABEL: ws.kernel @paged_uniform_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}kv_cache = paged(page = 256)> q_group = 16 split_kv page_size = 256 schedule
+// CHECK-LABEL: ws.kernel @paged_uniform_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}kv_cache = paged(page = 256)> q_group = 16 split_kv merge_kernel page_size = 256 schedule
 // LLVM-LABEL: llvm.func @paged_uniform_kernel(
 // LLVM-SAME: blasst.page_size = 256
 // LLVM-NOT: blasst.per_seq_kv

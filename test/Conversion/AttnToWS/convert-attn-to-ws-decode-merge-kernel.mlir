@@ -2,13 +2,19 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a merge-kernel=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a merge-kernel=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a merge-kernel=true persistent=true" 2>&1 | FileCheck %s --check-prefix=PERSISTENT
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=DEFAULT
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a persistent=true" | FileCheck %s --check-prefix=DEFAULT-PERSISTENT
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a merge-kernel=false" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/, phase = decode//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a merge-kernel=true" 2>&1 | FileCheck %s --check-prefix=PREFILL
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a merge-kernel=sometimes" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a merge-kernel=true" | sed -e 's/q_group = 4 split_kv merge_kernel/q_group = 4 merge_kernel/' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
 // The splits' merge as a second kernel (docs/design.md "The merge kernel"):
 // the attention kernel writes every split's partial O and LSE and lets its
-// dependent launch early; <kernel>_merge waits for it, folds every eighth
-// split per warp and combines the eight folds through shared memory.
+// dependent launch early; when the launch says so (parameter 21, the
+// runtime's pick) its splits return there and <kernel>_merge waits for
+// them, folds every eighth split per warp and combines the eight folds
+// through shared memory; otherwise the tile's last split merges as without
+// merge_kernel. sm_90a decode takes it by default (DEFAULT).
 
 // CHECK: ws.kernel @gqa_kernel
 // CHECK-SAME: q_group = 4 split_kv merge_kernel
@@ -17,12 +23,16 @@
 // SYNC: remark: synchronisation verified ({{[0-9]+}} states): deadlock-free
 
 // The attention kernel: the dependents may launch once every CTA started;
-// no split counts in or merges.
+// parameter 21 (the launch runs the merge kernel) decides whether the tile's
+// last split counts in and merges after the partials are written.
 // LLVM-LABEL: llvm.func @gqa_kernel(
+// LLVM-SAME: %arg20: i32, %arg21: i32)
 // LLVM-SAME: blasst.merge_kernel
 // LLVM: nvvm.griddepcontrol launch_dependents
-// LLVM-NOT: llvm.atomicrmw
-// LLVM-NOT: llvm.nvvm.barrier.cta.red.or.aligned.count
+// LLVM: %[[IN:[0-9]+]] = arith.cmpi eq, %arg21, %c0_i32
+// LLVM-NEXT: scf.if %[[IN]] {
+// LLVM: llvm.atomicrmw add
+// LLVM: llvm.nvvm.barrier.cta.red.or.aligned.count
 // LLVM: llvm.return
 // The merge kernel: a persistent decode kernel's 21 parameters (19: the
 // split count), 256 threads; it waits for the attention kernel's writes.
@@ -39,6 +49,13 @@
 // LLVM: nvvm.barrier0
 // LLVM-COUNT-8: llvm.load %{{[0-9]+}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<4xf32>
 
+// DEFAULT: q_group = 4 split_kv merge_kernel schedule
+// DEFAULT-SAME: merge_kernel = true
+// DEFAULT-PERSISTENT: persistent
+// DEFAULT-PERSISTENT-NOT: merge_kernel = true
+// DEFAULT-PERSISTENT-SAME: merge_kernel = false
+// OFF: q_group = 4 split_kv schedule
+// OFF-SAME: merge_kernel = false
 // PERSISTENT: error: 'attn.attention' op decode schedule: merge-kernel=true with persistent CTAs: the second merge kernel is for the one-CTA-per-split grid
 // PREFILL: error: 'attn.attention' op merge-kernel=true merges the KV splits of sm_90a decode (phase = decode)
 // BAD: merge-kernel

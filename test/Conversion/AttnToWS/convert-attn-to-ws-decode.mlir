@@ -9,7 +9,7 @@
 // blocks through 2 K/V stages at head_dim 128 (128 keys, 4 at 64), and the KV blocks
 // split across CTAs (split_kv).
 
-// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv schedule {{{.*}}stages = 2
+// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv merge_kernel schedule {{{.*}}stages = 2
 // CHECK-NOT: reverse_tiles
 // CHECK: ws.buffer @q smem [64, 128] bf16 stages 1
 // CHECK: ws.buffer @k smem [64, 128] bf16 stages 2
@@ -26,7 +26,7 @@
 // workspace is null, else the split's partials, counts the split in and the
 // last split merges.
 // LLVM-LABEL: llvm.func @gqa_kernel(
-// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias})
+// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32, %arg18: !llvm.ptr, %arg19: i32, %arg20: i32, %arg21: i32)
 // LLVM-SAME: blasst.q_group = 4
 // LLVM-SAME: blasst.split_kv
 // LLVM: nvvm.read.ptx.sreg.nctaid.x
@@ -41,13 +41,13 @@
 // LLVM-NOT: vector<4xi32>, !llvm.ptr<3>
 // LLVM-NOT: 1073741824
 
-// SPLITS: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv schedule {{{.*}}kv_splits = 4 : i64
+// SPLITS: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv merge_kernel schedule {{{.*}}kv_splits = 4 : i64
 
 // Interleaved splits (split_chunk = C): split s walks chunks s, s + S, ...
 // of C blocks; a chunk size asks for them (split-interleave defaults to 1
 // block per chunk). Its block count: ceil(blocks / C) chunks, s's share,
 // less the short last chunk's gap when s owns it; no split end to mask.
-// CHUNK: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv split_chunk = 2 schedule {{{.*}}split_chunk = 2 : i64, split_interleave = true
+// CHUNK: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv merge_kernel split_chunk = 2 schedule {{{.*}}split_chunk = 2 : i64, split_interleave = true
 // ILLLVM-LABEL: llvm.func @gqa_kernel(
 // ILLLVM-SAME: blasst.split_chunk = 1 : i64
 // ILLLVM-SAME: blasst.split_kv
@@ -65,7 +65,7 @@ func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memr
 // -----
 
 // MQA at head_dim 64: all 16 q heads in one tile (4 tokens each), 4 stages.
-// CHECK-LABEL: ws.kernel @mqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}> q_group = 16 split_kv schedule {{{.*}}stages = 4
+// CHECK-LABEL: ws.kernel @mqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}> q_group = 16 split_kv merge_kernel schedule {{{.*}}stages = 4
 // CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 8192
 // LLVM-LABEL: llvm.func @mqa_kernel(
 // LLVM-SAME: blasst.q_group = 16

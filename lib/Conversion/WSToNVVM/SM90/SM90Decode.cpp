@@ -150,10 +150,11 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
                                         ext64(row)))});
     LLVM::StoreOp::create(b, loc, lse2[i], ptr, /*alignment=*/4);
   }
-  // merge_kernel: the second kernel (emitMergeKernel) merges the partials
-  // once this grid has finished (griddepcontrol.wait).
+  // merge_kernel: when the launch says so (parameter kMergeLaunch), the
+  // second kernel (emitMergeKernel) merges the partials once this grid has
+  // finished (griddepcontrol.wait); otherwise the tile's last split does.
   if (kernel.getMergeKernel())
-    return success();
+    openIf(cmp(arith::CmpIPredicate::eq, param(kMergeLaunch), c32(0)));
   // Release: the partials are visible GPU-wide before the counter moves.
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
   int64_t roleThreads = st.role.getNumWarps() * 32;

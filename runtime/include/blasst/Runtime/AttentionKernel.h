@@ -129,7 +129,7 @@ constexpr unsigned kMergeThreads = 256;
 constexpr int64_t kMergeUnitsPerCTA = 32;
 
 struct AttentionLaunch {
-  static constexpr int kNumParams = 21;
+  static constexpr int kNumParams = 22;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -150,6 +150,7 @@ struct AttentionLaunch {
   CUtensorMap tmO;                                  // 18 o_tensor_map only
   int32_t decodeSplits = 0; // 19 persistent decode: the launch's KV splits
   int32_t decodeBatch = 0;  // 20 persistent decode: the batch
+  int32_t mergeLaunch = 0;  // 21 merge_kernel: 1 when the merge kernel runs
   /// Decode kernels: the KV splits of this launch (1 for other kernels).
   int kvSplits = 1;
   /// merge_kernel with several splits: the merge kernel's grid (x = 0: no
@@ -171,6 +172,13 @@ struct AttentionLaunch {
 //===----------------------------------------------------------------------===//
 // AttentionKernel
 //===----------------------------------------------------------------------===//
+
+/// A decode launch's split count, and whether its merge kernel merges
+/// them (AttentionKernel::decodeSplitsFor).
+struct DecodeSplits {
+  int splits = 1;
+  bool mergeKernel = false;
+};
 
 /// A loaded attention kernel: its module, entry point, metadata and spec.
 /// Move-only (owns the Module); the Context must outlive it. launch() and
@@ -221,6 +229,10 @@ public:
   /// the workspace bytes it needs (0 with one split). Other kernels: 1, 0.
   /// Lean kernels (info().lean): the workspace's slots per tile (leanSlots).
   int kvSplitsFor(const AttentionArgs &args) const;
+  /// Decode kernels: the split count and whether the merge kernel merges
+  /// them (merge_kernel kernels with more than one split, by
+  /// args.splitMerge or the split model), for a launch with `args`.
+  DecodeSplits decodeSplitsFor(const AttentionArgs &args) const;
   size_t workspaceBytes(const AttentionArgs &args) const;
 
   /// log2ThresholdForSpec(spec()).
@@ -268,13 +280,26 @@ private:
 /// split merges in ceil(mergeQuads / 128) x ceil(S / 16) memory round trips,
 /// 1.8 us the first and 0.7 us each after it (sessions 22, 23), which bounds
 /// S where a tile has many rows and the tiles are few (one KV head at batch
-/// 1). `mergeKernel` (KernelInfo::mergeKernel): the merge is a second
-/// kernel instead, spread over many CTAs: with S > 1 it costs a fixed
-/// 3 us plus 0.7 us per 64 splits after the first 64 (a guess from the
-/// in-kernel merge's round trips, not fitted yet).
+/// 1). The merge kernel (KernelInfo::mergeKernel), spread over many CTAs:
+/// with S > 1 it costs a fixed 3 us plus 0.7 us per 64 splits after the
+/// first 64. H200, 60 shapes (32/8, 32/1, 64/8, 16/2 heads x seq_q 1/4/8 x
+/// batch 1-17 x 8K-128K keys, docs/results/2026-12-04-session25.md): Auto's
+/// merge is the faster of the two measured at all but one (1.3% off), 0.08%
+/// off the better on average; the in-kernel merge alone 24% off.
+/// `merge` says who may merge: InKernel (the default) models the last
+/// split's merge, MergeKernel the merge kernel's, Auto the cheaper of the
+/// two per split count; `mergeKernelChosen` (optional) receives whether
+/// the returned count is the merge kernel's.
 int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
                        int sms, bool persistent = false,
-                       int64_t mergeQuads = 0, bool mergeKernel = false);
+                       int64_t mergeQuads = 0,
+                       SplitMerge merge = SplitMerge::InKernel,
+                       bool *mergeKernelChosen = nullptr);
+
+/// The split model's merge time (us) of `splits` splits of `mergeQuads`
+/// four-column units per tile, in the kernel or by the merge kernel (0 for
+/// one split).
+double decodeMergeUs(int64_t splits, int64_t mergeQuads, bool mergeKernel);
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile

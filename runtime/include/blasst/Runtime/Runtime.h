@@ -389,6 +389,9 @@ Status encodeTiledBSHD(CUtensorMap *out, const char *tensorName,
 // Attention arguments
 //===----------------------------------------------------------------------===//
 
+/// Who merges a decode launch's KV splits (AttentionArgs::splitMerge).
+enum class SplitMerge { Auto, InKernel, MergeKernel };
+
 /// The runtime arguments of one attention launch. Q and O are [batch, seqQ,
 /// numQHeads, headDim], K and V [batch, seqKV, numKVHeads, headDim], each with
 /// its own element strides (innermost stride 1). Pointers are device
@@ -426,6 +429,13 @@ struct AttentionArgs {
   /// Decode kernels: the KV splits (0: the kernel's kv_splits, else chosen
   /// at launch).
   int kvSplits = 0;
+  /// Decode kernels built with merge_kernel (KernelInfo::mergeKernel): who
+  /// merges the splits' partials. Auto: the split model picks per launch
+  /// (chooseDecodeSplits: the in-kernel merge's round trips against the
+  /// merge kernel's launch); InKernel: each tile's last split; MergeKernel:
+  /// the second kernel <kernel>_merge (an error for kernels without it).
+  /// Other kernels merge in the kernel (Auto and InKernel).
+  SplitMerge splitMerge = SplitMerge::Auto;
 
   /// Decode KV caches (the spec's kv_lengths and kv_cache; kernel
   /// parameters 15-17). seqLensKV: int32 [batch] in device memory, each

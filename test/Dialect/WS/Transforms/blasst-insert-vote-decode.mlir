@@ -26,7 +26,7 @@
 // for BLASST decode at head_dim 128), so a run of skipped blocks keeps 4 K
 // tiles in flight; V of block n is copied only when the vote kept it.
 
-// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv split_chunk = 1 schedule {{{.*}}stages = 4
+// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv merge_kernel split_chunk = 1 schedule {{{.*}}stages = 4
 // CHECK: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64)
 // CHECK: ws.kv_loop {
 // CHECK: ws.unless_skipped {

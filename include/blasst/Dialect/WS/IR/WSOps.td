@@ -130,8 +130,11 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     split writes its O (f32, normalised) and LSE to a workspace (kernel
     parameter 14), and the last split of a tile to finish merges them by
     LSE into O (a counter per tile in the workspace, reset by that CTA).
-    One split (workspace null) writes O directly. With `merge_kernel` no
-    split merges: the lowering emits a second kernel, `<sym_name>_merge`
+    One split (workspace null) writes O directly. With `merge_kernel` the
+    kernel takes a 22nd parameter (i32, 21): when it is 1 no split merges
+    (the splits return after writing their partials; 0: the last split
+    merges as above), and the lowering emits a second kernel,
+    `<sym_name>_merge`
     (256 threads, the same parameters as a persistent decode kernel: 19 is
     the launch's split count), that the runtime launches after this one on
     grid (query tiles x M, kv heads, batch), M = ceil(q_group x min(seq_q,
