@@ -138,7 +138,7 @@ TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
-  EXPECT_NE(text.find("abi_version = 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("abi_version = 5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
   EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
   KernelInfo parsed;
@@ -256,7 +256,7 @@ TEST(KernelInfoTest, WriteAndReadFile) {
 TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
   std::string text = "# produced by blasst-compile\r\n"
                      "\r\n"
-                     "  abi_version=4\r\n"
+                     "  abi_version=5\r\n"
                      "kernel   =   k0\r\n"
                      "target = sm_100a\r\n"
                      "block_m = 64\n"
@@ -285,7 +285,7 @@ TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
 
 TEST(KernelInfoTest, MissingRequiredKey) {
   KernelInfo info;
-  Status s = parseKernelInfo("abi_version = 4\nkernel = k\ntarget = sm_90a\n"
+  Status s = parseKernelInfo("abi_version = 5\nkernel = k\ntarget = sm_90a\n"
                              "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
                              "a.meta", &info);
   EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
@@ -299,14 +299,14 @@ TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
   KernelInfo info;
   Status s = parseKernelInfo(text, "v1.meta", &info);
   EXPECT_TRUE(failsWith(s, "v1.meta:3: the kernel was built for kernel ABI "
-                           "version 1, but this runtime implements version 4"));
+                           "version 1, but this runtime implements version 5"));
   EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
                         "m:1: abi_version 'one' is not an integer"));
 }
 
 TEST(KernelInfoTest, BadValuesNameTheLine) {
   KernelInfo info;
-  std::string base = "abi_version = 4\nkernel = k\n";
+  std::string base = "abi_version = 5\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
   // Bytes of a binary file reach the message escaped.
@@ -546,7 +546,7 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
                       &l.tmO,           &l.decodeSplits,
                       &l.decodeBatch,   &l.mergeLaunch};
   static_assert(AttentionLaunch::kNumParams == 22,
-                "ABI 4: 19 parameters, 21 for persistent decode, 22 for "
+                "ABI 5: 19 parameters, 21 for persistent decode, 22 for "
                 "merge_kernel decode");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;

@@ -103,7 +103,10 @@ namespace blasst::rt {
 ///    o_tensor_map kernels (sm_100a) take parameter 18, O's tensor map;
 ///    q_tiles sets the Q box rows (sm_100a kernels of ABI 3 were given a
 ///    Q box of block_m rows, twice their Q tile).
-constexpr int kKernelABIVersion = 4;
+/// 5: decode kernels with merge_kernel take parameter 21 (i32: 1 when the
+///    launch runs <kernel>_merge, 0 when the last split merges); ABI 4's
+///    merge_kernel kernels never merged in the kernel.
+constexpr int kKernelABIVersion = 5;
 /// The most new tokens per sequence a decode kernel takes.
 constexpr int kMaxDecodeSeqQ = 8;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).

@@ -7,7 +7,7 @@
 //
 //   # blasst kernel package
 //   format = 1
-//   abi_version = 4
+//   abi_version = 5
 //   compiler_version = blasst 0.1.0
 //   kernel = k0 target=sm_90a dtype=bf16 head_dim=128 ... stats=false
 //
