@@ -1154,17 +1154,17 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
     int64_t blockBytes = int64_t(kernelInfo.blockN) *
                          (kernelSpec.headDim + kernelSpec.headDimV) *
                          dtypeBytes(kernelSpec.dtype);
-    splits = chooseDecodeSplits(tiles, blocks, blockBytes,
-                                numSMs > 0 ? numSMs : 132,
-                                kernelInfo.persistent != 0, quads, merge,
-                                &mergeKernel);
+    splits =
+        chooseDecodeSplits(tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
+                           kernelInfo.persistent != 0, quads, merge);
   }
   // No empty split beyond the blocks (interleaved: beyond the chunks of C
   // blocks), and grid x within its limit.
   int64_t chunk = std::max(1, kernelInfo.splitChunk);
   splits = std::max<int64_t>(
       1, std::min<int64_t>({splits, (blocks + chunk - 1) / chunk, 1024}));
-  // A given count: the cheaper merge at that count.
+  // Auto: the cheaper merge at the final count (the one the model paired
+  // with the count when it chose it).
   if (merge == SplitMerge::Auto)
     mergeKernel = decodeMergeUs(splits, quads, true) <
                   decodeMergeUs(splits, quads, false);
