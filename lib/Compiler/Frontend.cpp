@@ -373,6 +373,8 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
                        pipe.getProducer().str().c_str(), consumers.c_str());
     if (pipe.getTxBytes())
       os << "  TMA " << *pipe.getTxBytes() << " B/stage";
+    else if (pipe.getCpAsync())
+      os << "  cp.async " << pipe.getLandedBytes() << " B/stage";
     os << "\n";
   }
   // BLASST: how the skip decision is made and what a skipped block saves.

@@ -321,6 +321,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     k.splitChunk = int(n.getInt());
   k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
   k.mergeKernel = kernelFunc->hasAttr("blasst.merge_kernel");
+  k.kvCpAsync = kernelFunc->hasAttr("blasst.kv_cp_async");
   return k;
 }
 

@@ -133,6 +133,9 @@ const IntKey kIntKeys[] = {
     {"merge_kernel", &KernelInfo::mergeKernel, 0, 1,
      "decode: 1 when the cubin's <kernel>_merge merges the KV splits after "
      "the kernel; optional, default 0"},
+    {"kv_cp_async", &KernelInfo::kvCpAsync, 0, 1,
+     "decode: 1 when the kernel copies K/V with cp.async through their "
+     "pointers and strides (parameters 22-29); optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -141,7 +144,8 @@ const char *const kKnownKeys[] = {
     "persistent",  "cluster_m", "content_sha256", "q_group",
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
     "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
-    "split_chunk", "lean",      "ctas_per_sm",    "merge_kernel"};
+    "split_chunk", "lean",      "ctas_per_sm",    "merge_kernel",
+    "kv_cp_async"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -266,6 +270,10 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("merge_kernel needs split_kv = 1 and no persistent "
                          "(the merge kernel follows a one-CTA-per-split "
                          "decode grid)");
+  if (info.kvCpAsync && (!info.splitKV || info.persistent || info.pageSize))
+    return Status::error("kv_cp_async needs split_kv = 1 without persistent "
+                         "or page_size (cp.async decode over a contiguous "
+                         "KV cache)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -325,7 +333,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::splitChunk || info.splitChunk) &&
         (k.field != &KernelInfo::lean || info.lean) &&
         (k.field != &KernelInfo::ctasPerSM || info.ctasPerSM != 1) &&
-        (k.field != &KernelInfo::mergeKernel || info.mergeKernel))
+        (k.field != &KernelInfo::mergeKernel || info.mergeKernel) &&
+        (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -759,6 +768,14 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[19] = &decodeSplits;
   params[20] = &decodeBatch;
   params[21] = &mergeLaunch;
+  params[22] = &kPtr;
+  params[23] = &vPtr;
+  params[24] = &kStrideB;
+  params[25] = &kStrideS;
+  params[26] = &kStrideH;
+  params[27] = &vStrideB;
+  params[28] = &vStrideS;
+  params[29] = &vStrideH;
 }
 
 //===----------------------------------------------------------------------===//
@@ -984,6 +1001,16 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                                  kTmaBoxHeadDim, TmaSwizzle::B128);
       !s)
     return Status::error(doing + s.message());
+  // kv_cp_async: the load warpgroup reads K/V through their pointers and
+  // strides (the tensor maps above go unused).
+  launch.kPtr = args.k;
+  launch.vPtr = args.v;
+  launch.kStrideB = args.kStrides.batch;
+  launch.kStrideS = args.kStrides.seq;
+  launch.kStrideH = args.kStrides.head;
+  launch.vStrideB = args.vStrides.batch;
+  launch.vStrideS = args.vStrides.seq;
+  launch.vStrideH = args.vStrides.head;
   launch.seqLensKV = args.seqLensKV;
   launch.blockTable = args.blockTable;
   launch.maxPages = int32_t(args.maxPages);

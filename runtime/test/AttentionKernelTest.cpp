@@ -138,7 +138,7 @@ TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
-  EXPECT_NE(text.find("abi_version = 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("abi_version = 6\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
   EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
   KernelInfo parsed;
@@ -161,6 +161,16 @@ TEST(KernelInfoTest, FormatParseRoundTrip) {
   EXPECT_TRUE(sameInfo(info, parsed));
   std::string bad = formatKernelInfo(sampleInfo()) + "persistent = 2\n";
   EXPECT_FALSE(succeeds(parseKernelInfo(bad, "x.meta", &parsed)));
+
+  // kv_cp_async: written only when set, read back (load refuses it outside
+  // decode: CpAsyncDecodeTakesKVPointersAndStrides).
+  KernelInfo cpa = sampleInfo();
+  EXPECT_EQ(formatKernelInfo(cpa).find("kv_cp_async"), std::string::npos);
+  cpa.kvCpAsync = 1;
+  text = formatKernelInfo(cpa);
+  EXPECT_NE(text.find("kv_cp_async = 1\n"), std::string::npos) << text;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "x.meta", &parsed)));
+  EXPECT_EQ(parsed.kvCpAsync, 1);
 
   // cluster_m likewise: written only when not 1, 1..2, not with persistent,
   // dividing block_n.
@@ -256,7 +266,7 @@ TEST(KernelInfoTest, WriteAndReadFile) {
 TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
   std::string text = "# produced by blasst-compile\r\n"
                      "\r\n"
-                     "  abi_version=5\r\n"
+                     "  abi_version=6\r\n"
                      "kernel   =   k0\r\n"
                      "target = sm_100a\r\n"
                      "block_m = 64\n"
@@ -285,7 +295,7 @@ TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
 
 TEST(KernelInfoTest, MissingRequiredKey) {
   KernelInfo info;
-  Status s = parseKernelInfo("abi_version = 5\nkernel = k\ntarget = sm_90a\n"
+  Status s = parseKernelInfo("abi_version = 6\nkernel = k\ntarget = sm_90a\n"
                              "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
                              "a.meta", &info);
   EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
@@ -299,14 +309,14 @@ TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
   KernelInfo info;
   Status s = parseKernelInfo(text, "v1.meta", &info);
   EXPECT_TRUE(failsWith(s, "v1.meta:3: the kernel was built for kernel ABI "
-                           "version 1, but this runtime implements version 5"));
+                           "version 1, but this runtime implements version 6"));
   EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
                         "m:1: abi_version 'one' is not an integer"));
 }
 
 TEST(KernelInfoTest, BadValuesNameTheLine) {
   KernelInfo info;
-  std::string base = "abi_version = 5\nkernel = k\n";
+  std::string base = "abi_version = 6\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
   // Bytes of a binary file reach the message escaped.
@@ -544,10 +554,14 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
                       &l.workspace,     &l.seqLensKV,
                       &l.blockTable,    &l.maxPages,
                       &l.tmO,           &l.decodeSplits,
-                      &l.decodeBatch,   &l.mergeLaunch};
-  static_assert(AttentionLaunch::kNumParams == 22,
-                "ABI 5: 19 parameters, 21 for persistent decode, 22 for "
-                "merge_kernel decode");
+                      &l.decodeBatch,   &l.mergeLaunch,
+                      &l.kPtr,          &l.vPtr,
+                      &l.kStrideB,      &l.kStrideS,
+                      &l.kStrideH,      &l.vStrideB,
+                      &l.vStrideS,      &l.vStrideH};
+  static_assert(AttentionLaunch::kNumParams == 30,
+                "ABI 6: 19 parameters, 21 for persistent decode, 22 for "
+                "merge_kernel decode, 30 for kv_cp_async decode");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -979,6 +993,46 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
                                               paged, spec, &kernel),
                         "persistent decode (q_group with persistent) needs "
                         "split_kv over contiguous splits"));
+}
+
+// kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V
+// through their pointers and element strides, parameters 22-29 (K's and
+// V's strides may differ: here V is [B, H, S, D]); the metadata refuses it
+// with the paged cache and persistent CTAs (those copy with TMA).
+TEST_F(FakeDriverTest, CpAsyncDecodeTakesKVPointersAndStrides) {
+  KernelInfo info = decodeInfo();
+  info.kvCpAsync = 1;
+  AttentionSpec spec = decodeSpec();
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, 1000 keys
+  a.seqQ = 1;
+  a.kvSplits = 1;
+  a.vStrides = {8 * 1000 * 128, 128, 1000 * 128};
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  void *p[AttentionLaunch::kNumParams];
+  prepared.fillParams(p);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[22]), 0x20000000u);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[23]), 0x30000000u);
+  int64_t k[3] = {1000 * 8 * 128, 8 * 128, 128};
+  int64_t v[3] = {8 * 1000 * 128, 128, 1000 * 128};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(*static_cast<int64_t *>(p[24 + i]), k[i]) << "K stride " << i;
+    EXPECT_EQ(*static_cast<int64_t *>(p[27 + i]), v[i]) << "V stride " << i;
+  }
+  for (auto [field, why] : {std::pair{&KernelInfo::pageSize, "page_size"},
+                            std::pair{&KernelInfo::persistent, "persistent"}}) {
+    KernelInfo bad = info;
+    bad.*field = field == &KernelInfo::pageSize ? 64 : 1;
+    EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                                bad, spec, &kernel),
+                          "kv_cp_async needs split_kv = 1 without persistent "
+                          "or page_size"))
+        << why;
+  }
 }
 
 // merge_kernel (.meta merge_kernel = 1): with several splits merged by the

@@ -71,6 +71,8 @@ struct LoweredKernel {
   int ctasPerSM = 1; ///< CTAs resident per SM (ctas_per_sm).
   /// Decode: the splits are merged by `<name>_merge` (merge_kernel).
   bool mergeKernel = false;
+  /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
+  bool kvCpAsync = false;
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

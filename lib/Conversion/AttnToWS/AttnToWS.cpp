@@ -68,6 +68,27 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // 4 x 16 KB of K in flight per CTA, what 2 stages of K and V give dense
   // decode (not measured yet).
   // At head_dim 256 a stage of K and V is 64 KB: 2 stages (160 KB with Q).
+  // Dense decode over a contiguous KV cache (one length or per sequence)
+  // copies K/V with cp.async from the load warpgroup's 128 threads: TMA's
+  // bandwidth depends sharply on the bytes in flight per SM (4.12-4.45 TB/s
+  // streaming batch 8 x 128K into shared memory), cp.async's does not
+  // (4.51-4.56). H200, same calls (docs/results/2026-12-04-session26.md):
+  // 32/8 head_dim 128 3-5% faster (batch 8 x 32K / 128K, batch 1 x 128K:
+  // 1.01 / 1.00 / 1.02x cuDNN, TMA 0.96-0.98x), head_dim 64 up to 18%,
+  // head_dim 256 8-10%, MQA 32/1 within 4% either way. BLASST decode (V on
+  // demand, votes in the load role), the paged cache and persistent CTAs
+  // keep TMA. 3 stages: the depth at which the streaming measurement held
+  // its bandwidth whatever the consumer's delay per block (2 stages lost up
+  // to 8% to a 1000-cycle delay); head_dim 256 keeps 2 (64 KB a stage).
+  // Two CTAs per SM keep TMA: their register budget (128 per thread at
+  // entry) leaves the load warpgroup 24, too few for its copies' addresses.
+  if (decode && !o.kvCpAsync.has_value())
+    o.kvCpAsync = spec.sparsity.isDense() && !spec.paged() &&
+                  !o.persistent.value_or(false) && !o.lean.value_or(false) &&
+                  o.ctasPerSm.value_or(1) == 1;
+  if (decode && o.kvCpAsync.value_or(false) && !o.stages &&
+      spec.headDim <= 128 && spec.sparsity.isDense())
+    o.stages = 3;
   if (decode && !o.stages)
     o.stages = spec.headDim > 128  ? (decode256Blasst ? 5 : 2)
                : spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4)
@@ -186,6 +207,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // at 160, 40 at 176). 192 / 80 / 48 and 184 / 88 / 56 spill 4 bytes in
   // some kernels of the ptxas matrix (bf16 head_dim 128); 184 / 80 / 64
   // assembles all of them without.
+  // cp.async K/V: each of the 128 load threads computes its copies'
+  // addresses (64-bit) and row bounds.
+  if (!o.producerRegs && o.kvCpAsync.value_or(false))
+    o.producerRegs = 64;
   if (!o.producerRegs)
     o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
@@ -221,10 +246,13 @@ struct KernelBuilder {
   }
   void pipe(StringRef name, int64_t depth, StringRef producer,
             ArrayRef<StringRef> consumers, ArrayRef<StringRef> buffers,
-            std::optional<int64_t> txBytes) {
+            std::optional<int64_t> txBytes, bool cpAsync = false) {
+    // cp_async: the producer's threads copy (no transaction bytes).
     PipeOp::create(b, loc, b.getStringAttr(name), b.getI64IntegerAttr(depth),
                    sym(producer), syms(consumers), syms(buffers),
-                   txBytes ? b.getI64IntegerAttr(*txBytes) : IntegerAttr());
+                   txBytes && !cpAsync ? b.getI64IntegerAttr(*txBytes)
+                                       : IntegerAttr(),
+                   cpAsync ? b.getUnitAttr() : UnitAttr());
   }
   /// Creates a role and moves the insertion point into its body.
   void role(StringRef name, RoleKind kind, int64_t warpBegin, int64_t warpEnd,
@@ -314,10 +342,11 @@ static void buildHopper(KernelBuilder &kb, KernelOp kernel,
   if (spec.phase == Phase::Decode)
     qRows = spec.gqaRatio() * (o.blockM / spec.gqaRatio());
   kb.pipe("q_pipe", 1, "producer", consumers, {"q"}, qRows * d * bytes);
+  bool cpAsync = o.kvCpAsync.value_or(false);
   kb.pipe("k_pipe", o.stages, "producer", consumers, {"k"},
-          o.blockN * d * bytes);
+          o.blockN * d * bytes, cpAsync);
   kb.pipe("v_pipe", o.stages, "producer", consumers, {"v"},
-          o.blockN * dv * bytes);
+          o.blockN * dv * bytes, cpAsync);
   if (*o.pingpong)
     OrderOp::create(kb.b, kb.loc, kb.b.getStringAttr("gemm_turn"),
                     kb.syms(consumers));
@@ -813,6 +842,15 @@ struct ConvertAttnToWSPass
           (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
         op.emitOpError() << "merge-kernel=true merges the KV splits of "
                             "sm_90a decode (phase = decode)";
+        return signalPassFailure();
+      }
+      if (opts.kvCpAsync.value_or(false) &&
+          (*target != blasst::Target::SM90a || spec.phase != Phase::Decode ||
+           spec.paged() || *opts.persistent)) {
+        op.emitOpError()
+            << "kv-cp-async=true copies K/V with cp.async in sm_90a decode "
+               "over a contiguous KV cache without persistent CTAs (not with "
+               "kv_cache = paged, persistent or lean)";
         return signalPassFailure();
       }
       if (opts.lean.value_or(false) &&

@@ -51,11 +51,15 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
   bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
+  // cp_async K/V pipes: K's and V's pointers and strides (22-29, ABI 6).
+  bool cpAsync = llvm::any_of(kernel.getBody().getOps<PipeOp>(),
+                              [](PipeOp p) { return p.getCpAsync(); });
   SmallVector<Type> params = abiParamTypes(
-      kernel.getMergeKernel() ? kMergeLaunch + 1
-      : persistentDecode      ? kDecodeBatch + 1
-      : oTensorMap     ? kTmO + 1
-                       : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
+      cpAsync                   ? kNumCpAsyncParams
+      : kernel.getMergeKernel() ? kMergeLaunch + 1
+      : persistentDecode        ? kDecodeBatch + 1
+      : oTensorMap              ? kTmO + 1
+                                : kNumParams + (kernel.getSplitKv() ? 1 : 0) +
                          (hasKVCacheParams() ? kNumKVCacheParams : 0));
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
@@ -171,6 +175,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.persistent", b.getUnitAttr());
   if (kernel.getLean())
     func->setAttr("blasst.lean", b.getUnitAttr());
+  if (cpAsync)
+    func->setAttr("blasst.kv_cp_async", b.getUnitAttr());
   if (kernel.getCtasPerSM() > 1)
     func->setAttr("blasst.ctas_per_sm",
                   b.getI64IntegerAttr(kernel.getCtasPerSM()));
@@ -236,7 +242,11 @@ void KernelLowering::emitPrologue() {
     // The arrivals that complete a phase (the protocol; with kv_multicast
     // the partner CTA's consumer warps also release K/V stages here, lane 0
     // of each, emitRelease).
-    int64_t fullCount = protocol.pipe(pipe).fullArrivals;
+    // A cp_async stage: one arrival per producer thread (cp.async.mbarrier.
+    // arrive.noinc once its copies land).
+    const PipeInfo &info = protocol.pipe(pipe);
+    int64_t fullCount =
+        info.cpAsyncThreads ? info.cpAsyncThreads : info.fullArrivals;
     int64_t emptyCount = protocol.pipe(pipe).emptyArrivals;
     for (int64_t s = 0; s < int64_t(pipe.getDepth()); ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(pipe, true, c32(s)),
@@ -365,7 +375,16 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
   if (!kernel.getPersistent())
     startTile(st);
   st.rowBegin = role.getRowBegin().value_or(0);
-  if (role.getKind() == RoleKind::load) {
+  st.allThreadsLoad =
+      role.getKind() == RoleKind::load &&
+      llvm::any_of(kernel.getBody().getOps<PipeOp>(), [&](PipeOp p) {
+        return p.getCpAsync() && p.getProducer() == role.getSymName();
+      });
+  if (st.allThreadsLoad) {
+    // cp_async pipes: every thread of the role copies its share and
+    // arrives; TMA copies and their releases stay with the first thread
+    // (emitTmaLoad, emitRelease).
+  } else if (role.getKind() == RoleKind::load) {
     // One thread issues every TMA copy and drives the pipes.
     openIf(cmp(arith::CmpIPredicate::eq, tid, c32(begin * 32)));
   } else if (role.getKind() == RoleKind::mma) {
@@ -647,6 +666,15 @@ LogicalResult KernelLowering::emitKeptAhead(AcquireOp op, RoleState &st) {
 LogicalResult KernelLowering::emitStep(Operation *op, RoleState &st) {
   if (failed(target.checkPlacement(op, st)))
     return failure();
+  // Every thread of a cp_async load role runs its steps: the pipe steps
+  // and the vote reads are written for that (each thread reads the votes;
+  // the first counts the statistics and issues the TMA copies).
+  if (st.allThreadsLoad &&
+      !isa<KVLoopOp, AcquireOp, ReleaseOp, TmaLoadOp, AwaitVoteOp>(op))
+    return op->emitOpError()
+           << "in a load role that fills cp_async pipes (all of its threads "
+              "run its steps): only acquire, copy, release and await_vote "
+              "are supported";
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](KVLoopOp o) { return emitLoop(o, st); })
       .Case([&](AcquireOp o) {

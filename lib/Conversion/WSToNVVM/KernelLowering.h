@@ -87,6 +87,11 @@ private:
   LogicalResult emitAcquire(AcquireOp op, RoleState &st);
   LogicalResult emitRelease(ReleaseOp op, RoleState &st);
   LogicalResult emitTmaLoad(TmaLoadOp op, RoleState &st);
+  /// A copy on a cp_async pipe: this thread's 16-byte pieces of the K/V
+  /// tile of sequence rows [seqRow0, seqRow0 + rows), into the stage at
+  /// stageBase in the TMA's swizzled layout.
+  LogicalResult emitCpAsyncCopy(TmaLoadOp op, RoleState &st, Value stageBase,
+                                Value seqRow0, int64_t rows, int64_t cols);
   /// Query rows of the Q copies before `op` in its block (several Q tiles).
   int64_t qRowsBefore(TmaLoadOp op);
 

@@ -97,6 +97,12 @@ SmallVector<Type> LoweringBase::abiParamTypes(unsigned count) const {
     case kOStrideB:
     case kOStrideS:
     case kOStrideH:
+    case kKStrideB:
+    case kKStrideS:
+    case kKStrideH:
+    case kVStrideB:
+    case kVStrideS:
+    case kVStrideH:
       params[i] = i64;
       break;
     case kScaleLog2:

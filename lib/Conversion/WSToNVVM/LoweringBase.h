@@ -72,6 +72,18 @@ constexpr unsigned kDecodeBatch = kTmO + 2;
 /// return), 0 when each tile's last split merges in the kernel. The runtime
 /// picks per launch (chooseDecodeSplits).
 constexpr unsigned kMergeLaunch = kDecodeBatch + 1;
+/// Decode kernels whose K/V pipes are cp_async (ABI 6) take K's and V's
+/// base pointers (22, 23) and their strides in elements, int64 (K: batch,
+/// sequence, head 24-26; V: 27-29); 14-21 as above (null / 0 where unused).
+constexpr unsigned kKPtr = kMergeLaunch + 1;
+constexpr unsigned kVPtr = kKPtr + 1;
+constexpr unsigned kKStrideB = kVPtr + 1;
+constexpr unsigned kKStrideS = kKStrideB + 1;
+constexpr unsigned kKStrideH = kKStrideB + 2;
+constexpr unsigned kVStrideB = kKStrideB + 3;
+constexpr unsigned kVStrideS = kKStrideB + 4;
+constexpr unsigned kVStrideH = kKStrideB + 5;
+constexpr unsigned kNumCpAsyncParams = kVStrideH + 1;
 
 /// --timeline: the module global `blasst_stamps` holds kTimelineRows rows of
 /// 16 u64, one per (CTA, item): row = CTA linear id x kTimelineItems + the
@@ -137,6 +149,8 @@ struct RoleState {
   int64_t rowBegin = 0;     // First CTA query row the role owns.
   int64_t barrierId = 0;    // Named barrier of the role's warpgroup.
   Value threadInRole;       // i32 in [0, threads of the role).
+  /// A load role that fills cp_async pipes: all its threads run its steps.
+  bool allThreadsLoad = false;
   // Register tiles and row statistics (compute roles).
   Value s;          // S accumulator struct.
   /// sm_100a: the thread's row of S (f32, masked), read once by

@@ -46,6 +46,12 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
   NVVM::MBarrierTryWaitParityOp::create(
       b, loc, barrier(pipe, /*full=*/!producer, stage), parity,
       c32(kWaitTicks));
+  // A cp_async stage was written through the generic proxy; the consumers'
+  // wgmma read it through the async proxy.
+  if (!producer && pipe.getCpAsync())
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   stampWait(st);
   return success();
 }
@@ -62,7 +68,17 @@ LogicalResult KernelLowering::emitRelease(ReleaseOp op, RoleState &st) {
     target.emitCommitRelease(barrier(pipe, isProducer(pipe, st), stage));
     return success();
   }
+  if (isProducer(pipe, st) && pipe.getCpAsync()) {
+    // Each thread's arrival completes once its copies have landed.
+    NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrier(pipe, true, stage),
+                                          /*noinc=*/true);
+    return success();
+  }
   if (isProducer(pipe, st)) {
+    // A TMA stage of a load role whose threads all run (cp_async pipes
+    // beside it): its first thread arrives, as it copied.
+    if (st.allThreadsLoad)
+      openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
     Value full = barrier(pipe, true, stage);
     // A V copy on demand that was not issued (every voter skipped the
     // block): the arrive completes the stage with no bytes to wait for.
@@ -116,6 +132,8 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
       return op.emitOpError() << "needs a ws.await_vote decision before it";
     openIf(notI1(st.skip));
   }
+  if (st.allThreadsLoad && !pipe.getCpAsync())
+    openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
   auto [stage, phase] = stagePhase(st, pipe, aheadOf(op));
   (void)phase;
   ArrayRef<int64_t> shape = dst.getShape();
@@ -158,6 +176,14 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   }
   Value stageBase =
       add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
+  if (pipe.getCpAsync()) {
+    if (op.getTensor() != Tensor::k && op.getTensor() != Tensor::v)
+      return op.emitOpError() << "copies only K and V on a cp_async pipe";
+    if (pageSize || protocol.isMulticast(pipe))
+      return op.emitOpError() << "cp_async copies need contiguous K/V "
+                                 "without multicast";
+    return emitCpAsyncCopy(op, st, stageBase, seqCoord, rows, cols);
+  }
   Value mbar = barrier(pipe, true, stage);
   if (pageSize && op.getTensor() != Tensor::q) {
     // Paged K/V: one copy per page the block covers (KVCache.cpp).
@@ -191,6 +217,69 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
         b, loc, dstPtr, tmap, coords, mbar, ValueRange{}, mask, Value(),
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, nullptr, Value());
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st,
+                                              Value stageBase, Value seqRow0,
+                                              int64_t rows, int64_t cols) {
+  // The tile [rows x cols] of K or V from sequence row seqRow0 of this
+  // CTA's (batch, KV head), in 16-byte pieces: thread t copies piece
+  // t mod perRow of rows t / perRow, + rowStep, ... into the layout the TMA
+  // unit writes (64-column panels of 128-byte rows, the 16-byte unit j of
+  // row r at unit j ^ (r mod 8)). Rows at or past the sequence's length
+  // read nothing and land as zeros (src-size 0), as TMA's out-of-bounds
+  // fill.
+  int64_t elemBytes = elemTy.getIntOrFloatBitWidth() / 8;
+  int64_t unitElems = 16 / elemBytes, perRow = cols / unitElems;
+  int64_t unitsPerPanel = kSwizzleBytes / 16;
+  int64_t threads = st.role.getNumWarps() * 32;
+  if (threads % perRow || rows % (threads / perRow))
+    return op.emitOpError() << "cp_async: " << threads << " threads cannot "
+                            << "share a " << rows << " x " << cols
+                            << " tile in 16-byte pieces evenly";
+  int64_t rowStep = threads / perRow;
+  bool isK = op.getTensor() == Tensor::k;
+  Value t = st.threadInRole;
+  Value unit = remu(t, c32(perRow)), row0 = divu(t, c32(perRow));
+  Value panel = divu(unit, c32(unitsPerPanel));
+  Value inPanel = remu(unit, c32(unitsPerPanel));
+  auto ext = [&](Value v) { return arith::ExtUIOp::create(b, loc, i64, v); };
+  auto mul64 = [&](Value x, Value y) {
+    return arith::MulIOp::create(b, loc, x, y).getResult();
+  };
+  auto add64 = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y).getResult();
+  };
+  // Element offset of (batch, row 0, KV head, this thread's unit).
+  Value base =
+      add64(add64(mul64(ext(batch), param(isK ? kKStrideB : kVStrideB)),
+                  mul64(ext(kvHead), param(isK ? kKStrideH : kVStrideH))),
+            ext(mul(unit, c32(unitElems))));
+  Value strideS = param(isK ? kKStrideS : kVStrideS);
+  Value ptr = param(isK ? kKPtr : kVPtr);
+  Value len = seqKVLen();
+  auto global = LLVM::LLVMPointerType::get(ctx, 1);
+  Value panelBase = add(stageBase, mul(panel, c32(rows * kSwizzleBytes)));
+  for (int64_t i = 0; i < rows / rowStep; ++i) {
+    Value row = add(row0, c32(i * rowStep));
+    Value seqRow = add(seqRow0, row);
+    Value inside = cmp(arith::CmpIPredicate::ult, seqRow, len);
+    Value elem =
+        add64(base, mul64(ext(select(inside, seqRow, c32(0))), strideS));
+    Value src = LLVM::GEPOp::create(
+        b, loc, ptrGen, b.getI8Type(), ptr,
+        ValueRange{mul64(elem, arith::ConstantOp::create(
+                                   b, loc, b.getI64IntegerAttr(elemBytes)))});
+    src = LLVM::AddrSpaceCastOp::create(b, loc, global, src);
+    Value swizzled = arith::XOrIOp::create(b, loc, inPanel, remu(row, c32(8)));
+    Value dstPtr = smemPtr(add(add(panelBase, mul(row, c32(kSwizzleBytes))),
+                               mul(swizzled, c32(16))));
+    NVVM::CpAsyncOp::create(b, loc, dstPtr, src, b.getI32IntegerAttr(16),
+                            NVVM::LoadCacheModifierKindAttr::get(
+                                ctx, NVVM::LoadCacheModifierKind::CG),
+                            select(inside, c32(16), c32(0)));
   }
   return success();
 }

@@ -136,7 +136,11 @@ void KernelLowering::emitVoteStatsFlush(RoleState &st) {
   // The load role (one thread) adds the voters' counts to stats[b][h] =
   // {visited, skipped}: every voter with rows visits each of the tile's
   // blocks once; a voter whose rows all lie past seqQ is not counted (as
-  // emitStatsFlush leaves it out).
+  // emitStatsFlush leaves it out). A load role whose threads all run
+  // (cp_async pipes): its first thread.
+  OpBuilder::InsertionGuard guard(b);
+  if (st.allThreadsLoad)
+    openIf(cmp(arith::CmpIPredicate::eq, st.threadInRole, c32(0)));
   Value voters = c32(0);
   for (int64_t v = 0; v < int64_t(layout.voterIndex.size()); ++v)
     voters =

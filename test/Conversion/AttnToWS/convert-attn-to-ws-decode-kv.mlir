@@ -9,7 +9,8 @@
 
 // CHECK-LABEL: ws.kernel @perseq_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}kv_lengths = per_sequence> q_group = 4 split_kv merge_kernel per_seq_kv schedule
 // LLVM-LABEL: llvm.func @perseq_kernel(
-// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32, %arg18: !llvm.ptr, %arg19: i32, %arg20: i32, %arg21: i32)
+// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32, %arg18: !llvm.ptr, %arg19: i32, %arg20: i32, %arg21: i32, %arg22: !llvm.ptr, %arg23: !llvm.ptr, %arg24: i64, %arg25: i64, %arg26: i64, %arg27: i64, %arg28: i64, %arg29: i64)
+// LLVM-SAME: blasst.kv_cp_async
 // LLVM-SAME: blasst.per_seq_kv
 // LLVM-NOT: blasst.page_size
 // LLVM: llvm.addrspacecast %arg15 : !llvm.ptr to !llvm.ptr<1>
@@ -23,6 +24,7 @@ func.func @perseq(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: m
 
 // CHECK-LABEL: ws.kernel @paged_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}kv_lengths = per_sequence, kv_cache = paged(page = 16)> q_group = 4 split_kv merge_kernel per_seq_kv page_size = 16 schedule
 // LLVM-LABEL: llvm.func @paged_kernel(
+// LLVM-NOT: blasst.kv_cp_async
 // LLVM-SAME: blasst.page_size = 16
 // LLVM-SAME: blasst.per_seq_kv
 // The table reads (four pages per block) before the producer's wait.

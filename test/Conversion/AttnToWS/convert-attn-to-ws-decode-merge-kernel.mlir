@@ -26,7 +26,7 @@
 // parameter 21 (the launch runs the merge kernel) decides whether the tile's
 // last split counts in and merges after the partials are written.
 // LLVM-LABEL: llvm.func @gqa_kernel(
-// LLVM-SAME: %arg20: i32, %arg21: i32)
+// LLVM-SAME: %arg20: i32, %arg21: i32, %arg22: !llvm.ptr,
 // LLVM-SAME: blasst.merge_kernel
 // LLVM: nvvm.griddepcontrol launch_dependents
 // LLVM: %[[IN:[0-9]+]] = arith.cmpi eq, %arg21, %c0_i32

@@ -3,19 +3,24 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=SPLITS
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a split-chunk=2" | FileCheck %s --check-prefix=CHUNK
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a split-interleave=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=ILLLVM
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a kv-cp-async=false" | FileCheck %s --check-prefix=TMA
+// RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a kv-cp-async=false" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=TMALLVM
 // The decode schedule (phase = decode, sm_90a): the q heads of one KV head
 // packed into one 64-row tile (q_group), a producer warpgroup and one
 // consumer warpgroup (the overlap schedule with P in registers), 64-key
-// blocks through 2 K/V stages at head_dim 128 (128 keys, 4 at 64), and the KV blocks
-// split across CTAs (split_kv).
+// blocks (128 at head_dim 64) through 3 K/V stages that the producer's 128
+// threads fill with cp.async (kv_cp_async, the default of dense decode over
+// a contiguous cache; Q by TMA), and the KV blocks split across CTAs
+// (split_kv). With kv-cp-async=false (TMA), 2 stages (4 at head_dim 64).
 
-// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv merge_kernel schedule {{{.*}}stages = 2
+// CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv merge_kernel schedule {{{.*}}kv_cp_async = true{{.*}}stages = 3
 // CHECK-NOT: reverse_tiles
 // CHECK: ws.buffer @q smem [64, 128] bf16 stages 1
-// CHECK: ws.buffer @k smem [64, 128] bf16 stages 2
+// CHECK: ws.buffer @k smem [64, 128] bf16 stages 3
 // CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16384
-// CHECK: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0]
-// CHECK: ws.role @producer load warps [0, 4) regs 24
+// CHECK: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0] buffers [@k] cp_async
+// CHECK: ws.pipe @v_pipe depth 3 producer @producer consumers [@consumer0] buffers [@v] cp_async
+// CHECK: ws.role @producer load warps [0, 4) regs 64
 // CHECK: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64)
 // CHECK-NOT: ws.role @consumer1
 // CHECK: ws.epilogue @o {lse}
@@ -25,12 +30,26 @@
 // the KV head's first q head; the epilogue writes O directly when the
 // workspace is null, else the split's partials, counts the split in and the
 // last split merges.
+// The K/V copies (kv_cp_async, ABI 6): K's and V's pointers and strides are
+// parameters 22-29; each of the 128 load threads copies 8 16-byte pieces of
+// a 64 x 128 tile (rows at or past the length read nothing: src-size 0)
+// into the TMA's swizzled layout and arrives once they land; the consumer
+// fences the generic proxy's writes before its wgmma.
 // LLVM-LABEL: llvm.func @gqa_kernel(
-// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32, %arg18: !llvm.ptr, %arg19: i32, %arg20: i32, %arg21: i32)
+// LLVM-SAME: %arg14: !llvm.ptr {llvm.noalias}, %arg15: !llvm.ptr, %arg16: !llvm.ptr, %arg17: i32, %arg18: !llvm.ptr, %arg19: i32, %arg20: i32, %arg21: i32, %arg22: !llvm.ptr, %arg23: !llvm.ptr, %arg24: i64, %arg25: i64, %arg26: i64, %arg27: i64, %arg28: i64, %arg29: i64)
+// LLVM-SAME: blasst.kv_cp_async
 // LLVM-SAME: blasst.q_group = 4
 // LLVM-SAME: blasst.split_kv
 // LLVM: nvvm.read.ptx.sreg.nctaid.x
+// LLVM: nvvm.mbarrier.init %{{.*}}, %c128_i32
 // LLVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// LLVM-COUNT-8: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = {{ *}}cg, %{{.*}}
+// LLVM: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
+// LLVM-COUNT-8: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = {{ *}}cg, %{{.*}}
+// LLVM: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
+// LLVM: nvvm.mbarrier.try_wait.parity %{{[0-9]+}}, %{{[0-9]+}}, %c10000000_i32_{{[0-9]+}} : !llvm.ptr<3>, i32, i32
+// LLVM-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// LLVM: nvvm.wgmma.mma_async
 // LLVM: llvm.icmp "eq" %arg14
 // LLVM: nvvm.memory.barrier <gpu>
 // LLVM: llvm.atomicrmw add
@@ -42,6 +61,18 @@
 // LLVM-NOT: 1073741824
 
 // SPLITS: ws.kernel @gqa_kernel {{.*}} q_group = 4 split_kv merge_kernel schedule {{{.*}}kv_splits = 4 : i64
+
+// TMA-LABEL: ws.kernel @gqa_kernel {{.*}} schedule {{{.*}}kv_cp_async = false{{.*}}stages = 2
+// TMA: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0] buffers [@k] tx_bytes 16384
+// TMA: ws.role @producer load warps [0, 4) regs 24
+// TMALLVM-LABEL: llvm.func @gqa_kernel(
+// TMALLVM-SAME: %arg20: i32, %arg21: i32)
+// TMALLVM-NOT: blasst.kv_cp_async
+// TMALLVM-NOT: nvvm.cp.async.shared.global
+// TMALLVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// TMALLVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// TMALLVM-NOT: nvvm.cp.async.shared.global
+// TMALLVM: llvm.func @gqa_kernel_merge
 
 // Interleaved splits (split_chunk = C): split s walks chunks s, s + S, ...
 // of C blocks; a chunk size asks for them (split-interleave defaults to 1
@@ -64,8 +95,10 @@ func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memr
 
 // -----
 
-// MQA at head_dim 64: all 16 q heads in one tile (4 tokens each), 4 stages.
-// CHECK-LABEL: ws.kernel @mqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}> q_group = 16 split_kv merge_kernel schedule {{{.*}}stages = 4
+// MQA at head_dim 64: all 16 q heads in one tile (4 tokens each), 3
+// stages of 128 keys (4 with TMA).
+// CHECK-LABEL: ws.kernel @mqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}> q_group = 16 split_kv merge_kernel schedule {{{.*}}stages = 3
+// TMA-LABEL: ws.kernel @mqa_kernel target = sm_90a, block_m = 64, block_n = 128, spec = <{{.*}}> q_group = 16 split_kv merge_kernel schedule {{{.*}}stages = 4
 // CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 8192
 // LLVM-LABEL: llvm.func @mqa_kernel(
 // LLVM-SAME: blasst.q_group = 16

@@ -553,10 +553,75 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
   ws.buffer @kb smem [64, 64] bf16 stages 1
   ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb]
   ws.role @a load warps [0, 1) {
-    // expected-error @below {{pipe @p has no tx_bytes; TMA completes on a transaction-counting pipe}}
+    // expected-error @below {{pipe @p has neither tx_bytes nor cp_async; TMA completes on a transaction-counting pipe}}
     ws.tma_load k -> @kb via @p
   }
   ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Pipes: cp_async and tx_bytes exclude each other.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  // expected-error @below {{cp_async and tx_bytes exclude each other}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] tx_bytes 8192 cp_async
+  ws.role @a load warps [0, 4) {
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Pipes: a cp_async pipe is filled by a load role's threads.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 1
+  // expected-error @below {{cp_async needs a load role as producer, got @a}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] cp_async
+  ws.role @a compute warps [0, 4) {
+  }
+  ws.role @b load warps [4, 8) {
+  }
+}
+
+// -----
+
+// Pipes: a cp_async pipe guards the smem buffers it fills.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb regs [64, 64] f32 stages 1
+  // expected-error @below {{a cp_async pipe may only guard smem buffers; @kb is not in smem}}
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] cp_async
+  ws.role @a load warps [0, 4) {
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Pipes: a cp_async pipe needs the buffers it fills.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  // expected-error @below {{cp_async needs the buffers it fills}}
+  ws.pipe @p depth 1 producer @a consumers [@b] cp_async
+  ws.role @a load warps [0, 4) {
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Steps: a cp_async pipe copies K or V.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @qb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@qb] cp_async
+  ws.role @a load warps [0, 4) {
+    // expected-error @below {{a cp_async pipe (@p) copies K or V tiles only}}
+    ws.tma_load q -> @qb via @p
+  }
+  ws.role @b compute warps [4, 8) {
   }
 }
 

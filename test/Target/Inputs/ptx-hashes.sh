@@ -75,6 +75,9 @@ variants() {
   done
   echo "decode_f16_hd128_q32kv8_ctrue|dtype=f16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|"
   echo "decode_bf16_hd128_q32kv8_splits4|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--kv-splits=4"
+  # Dense decode with TMA K/V copies (cp.async is the default, session 26).
+  echo "decode_tma_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--kv-cp-async=false"
+  echo "decode_tma_hd64_q32kv1_cfalse|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 phase=decode|--kv-cp-async=false"
   # Persistent and lean decode (dense, head_dim 128; session 23).
   echo "decode_persistent_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--persistent"
   echo "decode_lean_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean"

@@ -42,8 +42,10 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
     info.depth = int64_t(p.getDepth());
     info.perBlock = perBlock.contains(p);
     info.multicast = multicast.contains(p);
-    info.fullArrivals =
-        arrivingThreads(lookupRole(kernel, p.getProducerAttr()));
+    RoleOp producer = lookupRole(kernel, p.getProducerAttr());
+    info.fullArrivals = arrivingThreads(producer);
+    if (p.getCpAsync())
+      info.cpAsyncThreads = producer.getNumWarps() * 32;
     for (Attribute c : p.getConsumers()) {
       RoleOp role = lookupRole(kernel, c);
       info.emptyArrivals += arrivingThreads(role);
@@ -119,7 +121,7 @@ ProtocolAnalysis::ProtocolAnalysis(KernelOp kernel) : kernel(kernel) {
             e.kind = K::Arrive;
             e.barrier = producer ? B::PipeFull : B::PipeEmpty;
             e.arrivals = arrivingThreads(role);
-            e.txBytes = producer ? int64_t(pipe.getTxBytes().value_or(0)) : 0;
+            e.txBytes = producer ? pipe.getLandedBytes() : 0;
             info.events.push_back(e);
           }
         }
@@ -276,7 +278,10 @@ void ProtocolAnalysis::print(raw_ostream &os) const {
     os << "  pipe @" << p.getSymName() << " depth " << info.depth
        << (info.perBlock ? " per-block" : " once") << " full-arrivals "
        << info.fullArrivals << " empty-arrivals " << info.emptyArrivals
-       << (info.multicast ? " multicast" : "") << "\n";
+       << (info.multicast ? " multicast" : "");
+    if (info.cpAsyncThreads)
+      os << " cp-async-threads " << info.cpAsyncThreads;
+    os << "\n";
   }
   static const char *kinds[] = {"once", "first", "n", "last"};
   for (RoleOp role : kernel.getBody().getOps<RoleOp>()) {

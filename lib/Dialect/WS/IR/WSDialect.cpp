@@ -495,6 +495,27 @@ LogicalResult PipeOp::verify() {
     stageBytes += buffer.getStageBytes();
     landedBytes += buffer.getLandedBytes();
   }
+  if (getCpAsync()) {
+    if (getTxBytes())
+      return emitOpError() << "cp_async and tx_bytes exclude each other (a "
+                              "cp_async stage completes by its producer "
+                              "threads' arrivals)";
+    auto producer = lookup<RoleOp>(*this, getProducerAttr());
+    if (producer.getKind() != RoleKind::load)
+      return emitOpError() << "cp_async needs a load role as producer, got "
+                           << getProducerAttr();
+    if (getBuffers().empty())
+      return emitOpError() << "cp_async needs the buffers it fills";
+    for (Attribute a : getBuffers()) {
+      BufferOp buffer = lookup<BufferOp>(*this, cast<FlatSymbolRefAttr>(a));
+      if (buffer.getSpace() != MemorySpace::smem)
+        return emitOpError() << "a cp_async pipe may only guard smem buffers; "
+                             << a << " is not in smem";
+      if (buffer.getLandedBytes() != buffer.getStageBytes())
+        return emitOpError() << "a cp_async pipe copies whole stages; " << a
+                             << " lands only part of its stage";
+    }
+  }
   if (std::optional<int64_t> tx = getTxBytes()) {
     for (Attribute a : getBuffers())
       if (lookup<BufferOp>(*this, cast<FlatSymbolRefAttr>(a)).getSpace() !=
@@ -518,6 +539,18 @@ LogicalResult PipeOp::verify() {
                               "(2^20 - 1)";
   }
   return success();
+}
+
+int64_t PipeOp::getLandedBytes() {
+  if (std::optional<int64_t> tx = getTxBytes())
+    return *tx;
+  if (!getCpAsync())
+    return 0;
+  int64_t bytes = 0;
+  for (Attribute a : getBuffers())
+    bytes +=
+        lookup<BufferOp>(*this, cast<FlatSymbolRefAttr>(a)).getStageBytes();
+  return bytes;
 }
 
 //===----------------------------------------------------------------------===//
@@ -829,10 +862,14 @@ LogicalResult TmaLoadOp::verify() {
   if (!llvm::is_contained(pipe->getBuffers(), getDstAttr()))
     return emitOpError() << "destination " << getDstAttr()
                          << " is not guarded by pipe " << getPipeAttr();
-  if (!pipe->getTxBytes())
+  if (!pipe->getTxBytes() && !pipe->getCpAsync())
     return emitOpError() << "pipe " << getPipeAttr()
-                         << " has no tx_bytes; TMA completes on a "
-                            "transaction-counting pipe";
+                         << " has neither tx_bytes nor cp_async; TMA completes "
+                            "on a transaction-counting pipe";
+  if (pipe->getCpAsync() && getTensor() != Tensor::k &&
+      getTensor() != Tensor::v)
+    return emitOpError() << "a cp_async pipe (" << getPipeAttr()
+                         << ") copies K or V tiles only";
   return success();
 }
 

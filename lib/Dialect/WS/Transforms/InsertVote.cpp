@@ -240,9 +240,10 @@ LogicalResult InsertVotePass::seedFromSink(KernelOp kernel) {
                 kLoad.getPipe() + " and ws.mma qk before its kv_loop)");
   auto kBuf = cast<BufferOp>(symbols.lookup(kLoad.getDst()));
   auto kPipe = cast<PipeOp>(symbols.lookup(kLoad.getPipe()));
+  // The sink's copy comes the way K's do: TMA (tx_bytes) or cp_async.
   std::optional<uint64_t> tx = kPipe.getTxBytes();
-  if (!tx)
-    return fail("expects a K pipe with tx_bytes");
+  if (!tx && !kPipe.getCpAsync())
+    return fail("expects a K pipe with tx_bytes or cp_async");
 
   OpBuilder b(kernel.getContext());
   MLIRContext *ctx = kernel.getContext();
@@ -266,7 +267,9 @@ LogicalResult InsertVotePass::seedFromSink(KernelOp kernel) {
       b, loc, b.getStringAttr("sink_pipe"), b.getI64IntegerAttr(1),
       kPipe.getProducerAttr(),
       b.getArrayAttr({FlatSymbolRefAttr::get(computer.getSymNameAttr())}),
-      b.getArrayAttr({bufRef}), b.getI64IntegerAttr(int64_t(*tx)));
+      b.getArrayAttr({bufRef}),
+      tx ? b.getI64IntegerAttr(int64_t(*tx)) : IntegerAttr(),
+      kPipe.getCpAsync() ? b.getUnitAttr() : UnitAttr());
   auto pipeRef = FlatSymbolRefAttr::get(sinkPipe.getSymNameAttr());
 
   // Load role: the copy right before its kv_loop (after Q; the K copies a

@@ -56,6 +56,15 @@
 //             128B-swizzled staging tile; the TMA unit writes no element
 //             outside the tensor, so rows at or past seqQ are never written.
 //             Other kernels write O through parameter 3 and the strides.
+//   19 decodeSplits, 20 decodeBatch  int32, persistent decode kernels (ABI 4)
+//   21 mergeLaunch int32, merge_kernel kernels (ABI 5): 1 when the launch
+//             runs <kernel>_merge after this grid, 0 when the last split
+//             of each tile merges
+//   22 k, 23 v  kv_cp_async kernels (ABI 6; .meta kv_cp_async = 1): K's and
+//             V's device pointers; 24-26 K's strides (batch, sequence,
+//             head) and 27-29 V's, int64 in elements. The load warpgroup
+//             copies K/V with cp.async through them (rows at or past the
+//             sequence's length read as zeros); 14-21 as above.
 //   (Kernels without these options keep 14 or 15 parameters: their PTX is
 //   unchanged.)
 //
@@ -106,7 +115,9 @@ namespace blasst::rt {
 /// 5: decode kernels with merge_kernel take parameter 21 (i32: 1 when the
 ///    launch runs <kernel>_merge, 0 when the last split merges); ABI 4's
 ///    merge_kernel kernels never merged in the kernel.
-constexpr int kKernelABIVersion = 5;
+/// 6: decode kernels with kv_cp_async take parameters 22-29 (K's and V's
+///    pointers and int64 strides), their K/V tensor maps unused.
+constexpr int kKernelABIVersion = 6;
 /// The most new tokens per sequence a decode kernel takes.
 constexpr int kMaxDecodeSeqQ = 8;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
@@ -173,6 +184,9 @@ struct KernelInfo {
   /// grid (query tiles x mergeCtasPerTile, kv heads, batch); 0: each
   /// tile's last split merges.
   int mergeKernel = 0;
+  /// Decode: 1 when the load warpgroup copies K/V with cp.async (parameters
+  /// 22-29: K's and V's pointers and strides); 0: TMA (the tensor maps).
+  int kvCpAsync = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

@@ -102,6 +102,11 @@ struct PipeInfo {
   /// consumer warps also release them (one remote arrival per warp).
   bool multicast = false;
   int64_t fullArrivals = 0, emptyArrivals = 0;
+  /// cp_async: the producer's threads, each arriving on the full barrier
+  /// once its copies land (the barrier's count in hardware); 0 otherwise.
+  /// The protocol counts them as the one arrival of an elected thread whose
+  /// bytes land later, as for TMA: the threads run the same steps.
+  int64_t cpAsyncThreads = 0;
 };
 
 /// What a role's kv_loop carries across its back-edge besides the running

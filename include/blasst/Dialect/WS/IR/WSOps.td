@@ -249,15 +249,32 @@ def WS_PipeOp : WS_Op<"pipe", [Symbol, HasParent<"KernelOp">]> {
     gives `tx_bytes`, the bytes one stage's copies deliver, which must equal
     one stage of its buffers (for the Q tile of a `q_group` kernel, the rows
     the copy lands: G x floor(block_m / G)).
+
+    `cp_async` (sm_90a decode K/V, instead of `tx_bytes`): every thread of
+    the producer (a load role) copies its share of a stage's tile with
+    16-byte `cp.async` into the same 128B-swizzled layout the TMA unit would
+    write, then arrives on the stage's full barrier once its copies have
+    landed (`cp.async.mbarrier.arrive.noinc`; the barrier counts one arrival
+    per producer thread). The protocol is the TMA pipe's: a stage completes
+    when all of its bytes have landed, and the consumers fence the generic
+    proxy's writes before their wgmma read them.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$depth,
                        FlatSymbolRefAttr:$producer,
                        ArrayAttr:$consumers,
                        DefaultValuedAttr<ArrayAttr, "{}">:$buffers,
-                       OptionalAttr<I64Attr>:$tx_bytes);
+                       OptionalAttr<I64Attr>:$tx_bytes,
+                       UnitAttr:$cp_async);
   let assemblyFormat = [{
     $sym_name `depth` $depth `producer` $producer `consumers` $consumers
-    (`buffers` $buffers^)? (`tx_bytes` $tx_bytes^)? attr-dict
+    (`buffers` $buffers^)? (`tx_bytes` $tx_bytes^)? (`cp_async` $cp_async^)?
+    attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The bytes one stage's copies land, which complete its full barrier:
+    /// tx_bytes, or with cp_async the stage of its buffers; 0 for a pipe
+    /// whose producer only arrives.
+    int64_t getLandedBytes();
   }];
   let hasVerifier = 1;
 }
