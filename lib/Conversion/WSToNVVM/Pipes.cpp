@@ -176,9 +176,8 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   }
   Value stageBase =
       add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
+  // (The ws.tma_load verifier admits only K and V on a cp_async pipe.)
   if (pipe.getCpAsync()) {
-    if (op.getTensor() != Tensor::k && op.getTensor() != Tensor::v)
-      return op.emitOpError() << "copies only K and V on a cp_async pipe";
     if (pageSize || protocol.isMulticast(pipe))
       return op.emitOpError() << "cp_async copies need contiguous K/V "
                                  "without multicast";
