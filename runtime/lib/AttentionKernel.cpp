@@ -270,10 +270,9 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("merge_kernel needs split_kv = 1 and no persistent "
                          "(the merge kernel follows a one-CTA-per-split "
                          "decode grid)");
-  if (info.kvCpAsync && (!info.splitKV || info.persistent || info.pageSize))
+  if (info.kvCpAsync && (!info.splitKV || info.persistent))
     return Status::error("kv_cp_async needs split_kv = 1 without persistent "
-                         "or page_size (cp.async decode over a contiguous "
-                         "KV cache)");
+                         "(cp.async decode CTAs, one per split)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -776,6 +775,7 @@ void AttentionLaunch::fillParams(void *params[kNumParams]) {
   params[27] = &vStrideB;
   params[28] = &vStrideS;
   params[29] = &vStrideH;
+  params[30] = &numPages;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1002,7 +1002,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       !s)
     return Status::error(doing + s.message());
   // kv_cp_async: the load warpgroup reads K/V through their pointers and
-  // strides (the tensor maps above go unused).
+  // strides (the tensor maps above go unused); paged, the "batch" stride
+  // is the page's and the kernel reads no entry outside [0, numPages).
   launch.kPtr = args.k;
   launch.vPtr = args.v;
   launch.kStrideB = args.kStrides.batch;
@@ -1014,6 +1015,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   launch.seqLensKV = args.seqLensKV;
   launch.blockTable = args.blockTable;
   launch.maxPages = int32_t(args.maxPages);
+  launch.numPages = int32_t(args.numPages);
 
   // O stored with TMA (o_tensor_map): a tile's 64-column panels from the
   // 128B-swizzled staging tile; rows at or past seqQ lie outside the

@@ -558,10 +558,12 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
                       &l.kPtr,          &l.vPtr,
                       &l.kStrideB,      &l.kStrideS,
                       &l.kStrideH,      &l.vStrideB,
-                      &l.vStrideS,      &l.vStrideH};
-  static_assert(AttentionLaunch::kNumParams == 30,
+                      &l.vStrideS,      &l.vStrideH,
+                      &l.numPages};
+  static_assert(AttentionLaunch::kNumParams == 31,
                 "ABI 6: 19 parameters, 21 for persistent decode, 22 for "
-                "merge_kernel decode, 30 for kv_cp_async decode");
+                "merge_kernel decode, 30 for kv_cp_async decode, 31 for "
+                "paged kv_cp_async decode");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
     EXPECT_EQ(p[i], expected[i]) << "parameter " << i;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(&l.tmQ) % 64, 0u);
@@ -998,7 +1000,7 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
 // kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V
 // through their pointers and element strides, parameters 22-29 (K's and
 // V's strides may differ: here V is [B, H, S, D]); the metadata refuses it
-// with the paged cache and persistent CTAs (those copy with TMA).
+// with persistent CTAs (those copy with TMA).
 TEST_F(FakeDriverTest, CpAsyncDecodeTakesKVPointersAndStrides) {
   KernelInfo info = decodeInfo();
   info.kvCpAsync = 1;
@@ -1023,16 +1025,45 @@ TEST_F(FakeDriverTest, CpAsyncDecodeTakesKVPointersAndStrides) {
     EXPECT_EQ(*static_cast<int64_t *>(p[24 + i]), k[i]) << "K stride " << i;
     EXPECT_EQ(*static_cast<int64_t *>(p[27 + i]), v[i]) << "V stride " << i;
   }
-  for (auto [field, why] : {std::pair{&KernelInfo::pageSize, "page_size"},
-                            std::pair{&KernelInfo::persistent, "persistent"}}) {
-    KernelInfo bad = info;
-    bad.*field = field == &KernelInfo::pageSize ? 64 : 1;
-    EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
-                                                bad, spec, &kernel),
-                          "kv_cp_async needs split_kv = 1 without persistent "
-                          "or page_size"))
-        << why;
-  }
+  EXPECT_EQ(*static_cast<int32_t *>(p[30]), 0) << "numPages: not paged";
+  KernelInfo bad = info;
+  bad.persistent = 1;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              bad, spec, &kernel),
+                        "kv_cp_async needs split_kv = 1 without persistent"));
+}
+
+// Paged kv_cp_async (ABI 6, parameter 30): K/V's "batch" strides are the
+// pages' and parameter 30 is the pool's page count.
+TEST_F(FakeDriverTest, PagedCpAsyncDecodeTakesThePoolSize) {
+  KernelInfo info = pagedDecodeInfo();
+  info.kvCpAsync = 1;
+  AttentionSpec spec = pagedDecodeSpec();
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, hd 128
+  a.seqQ = 1;
+  a.seqKV = 1000;
+  a.kvSplits = 1;
+  a.seqLensKV = 0x60000000;
+  a.blockTable = 0x70000000;
+  a.maxPages = 63;
+  a.numPages = 200;
+  int64_t row = 8 * 128; // the pool: [200 pages, 16 tokens, 8 heads, 128]
+  a.kStrides = a.vStrides = {16 * row, row, 128};
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  void *p[AttentionLaunch::kNumParams];
+  prepared.fillParams(p);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[22]), 0x20000000u);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[23]), 0x30000000u);
+  EXPECT_EQ(*static_cast<int64_t *>(p[24]), 16 * row) << "K's page stride";
+  EXPECT_EQ(*static_cast<int64_t *>(p[28]), row) << "V's row stride";
+  EXPECT_EQ(*static_cast<uint64_t *>(p[16]), 0x70000000u);
+  EXPECT_EQ(*static_cast<int32_t *>(p[17]), 63);
+  EXPECT_EQ(*static_cast<int32_t *>(p[30]), 200) << "numPages";
 }
 
 // merge_kernel (.meta merge_kernel = 1): with several splits merged by the

@@ -68,27 +68,35 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // 4 x 16 KB of K in flight per CTA, what 2 stages of K and V give dense
   // decode (not measured yet).
   // At head_dim 256 a stage of K and V is 64 KB: 2 stages (160 KB with Q).
-  // Dense decode over a contiguous KV cache (one length or per sequence)
-  // copies K/V with cp.async from the load warpgroup's 128 threads: TMA's
+  // Dense decode (contiguous KV cache, one length or per sequence, or
+  // paged) copies K/V with cp.async from the load warpgroup's 128 threads:
+  // TMA's
   // bandwidth depends sharply on the bytes in flight per SM (4.12-4.45 TB/s
   // streaming batch 8 x 128K into shared memory), cp.async's does not
   // (4.51-4.56). H200, same calls (docs/results/2026-12-04-session26.md):
   // 32/8 head_dim 128 3-5% faster (batch 8 x 32K / 128K, batch 1 x 128K:
   // 1.01 / 1.00 / 1.02x cuDNN, TMA 0.96-0.98x), head_dim 64 up to 18%,
-  // head_dim 256 8-10%, MQA 32/1 within 4% either way. BLASST decode (V on
-  // demand, votes in the load role), the paged cache and persistent CTAs
-  // keep TMA. 3 stages: the depth at which the streaming measurement held
-  // its bandwidth whatever the consumer's delay per block (2 stages lost up
-  // to 8% to a 1000-cycle delay); head_dim 256 keeps 2 (64 KB a stage).
-  // Two CTAs per SM keep TMA: their register budget (128 per thread at
-  // entry) leaves the load warpgroup 24, too few for its copies' addresses.
+  // head_dim 256 8-10%, MQA 32/1 within 4% either way; paged (session 27)
+  // 0.2-1.9% faster than TMA at 3 stages and 2.9-4.9% at 6 (pages of 64;
+  // of 16: 9-17%), head_dim 256 6%. BLASST decode (V on demand, votes in the
+  // load role) and persistent CTAs keep TMA. 3 stages: the depth at which the
+  // streaming measurement held its bandwidth whatever the consumer's delay per
+  // block (2 stages lost up to 8% to a 1000-cycle delay); head_dim 256 keeps 2
+  // (64 KB a stage). Two CTAs per SM keep TMA: their register budget (128 per
+  // thread at entry) leaves the load warpgroup 24, too few for its copies'
+  // addresses.
   if (decode && !o.kvCpAsync.has_value())
-    o.kvCpAsync = spec.sparsity.isDense() && !spec.paged() &&
-                  !o.persistent.value_or(false) && !o.lean.value_or(false) &&
-                  o.ctasPerSm.value_or(1) == 1;
+    o.kvCpAsync = spec.sparsity.isDense() && !o.persistent.value_or(false) &&
+                  !o.lean.value_or(false) && o.ctasPerSm.value_or(1) == 1;
+  // A paged cache takes 6 stages: each block (64-token pages) or quarter
+  // block (16) starts at a page of its own, and the deeper ring hides what
+  // that costs (H200, 32/8 head_dim 128, pages of 64 against the contiguous
+  // cache: 3 stages +5.3-5.7%, 4 +4.2-5.0%, 6 +3.5-4.0%; contiguous itself
+  // is 2-3% slower with 4 stages than 3; head_dim 64 (128-key blocks) 7.7%
+  // at 3, 6.0% at 6; docs/results/2026-12-04-session27.md).
   if (decode && o.kvCpAsync.value_or(false) && !o.stages &&
       spec.headDim <= 128 && spec.sparsity.isDense())
-    o.stages = 3;
+    o.stages = spec.paged() ? 6 : 3;
   if (decode && !o.stages)
     o.stages = spec.headDim > 128  ? (decode256Blasst ? 5 : 2)
                : spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4)
@@ -190,6 +198,15 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                               : 128;
   if (!o.stages)
     o.stages = 2;
+  // cp.async K/V: each of the 128 load threads computes its copies'
+  // addresses (64-bit) and row bounds (paged: its rows' table entries).
+  // ptxas spilled 8-20 bytes at 64 (head_dim 256 contiguous; head_dim 64
+  // and 128 paged), at 72 (128, per-sequence lengths and pages) and at
+  // 80-120 (256): 80, and 128 at head_dim 256, assemble the decode matrix
+  // (head_dim 64/128/256, 32/8, 32/1 and 9/3 heads, causal, contiguous,
+  // per-sequence, pages of 16-256) without.
+  if (!o.producerRegs && o.kvCpAsync.value_or(false))
+    o.producerRegs = spec.headDim > 128 ? 128 : 80;
   // BLASST decode with a paged cache: the load role holds a block's table
   // entries for the K copies streamed ahead and for the on-demand V copy;
   // at 24 registers ptxas spilled 4-8 bytes (head_dim 64, 16-token pages:
@@ -207,10 +224,6 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // at 160, 40 at 176). 192 / 80 / 48 and 184 / 88 / 56 spill 4 bytes in
   // some kernels of the ptxas matrix (bf16 head_dim 128); 184 / 80 / 64
   // assembles all of them without.
-  // cp.async K/V: each of the 128 load threads computes its copies'
-  // addresses (64-bit) and row bounds.
-  if (!o.producerRegs && o.kvCpAsync.value_or(false))
-    o.producerRegs = 64;
   if (!o.producerRegs)
     o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
@@ -846,11 +859,10 @@ struct ConvertAttnToWSPass
       }
       if (opts.kvCpAsync.value_or(false) &&
           (*target != blasst::Target::SM90a || spec.phase != Phase::Decode ||
-           spec.paged() || *opts.persistent)) {
+           *opts.persistent)) {
         op.emitOpError()
             << "kv-cp-async=true copies K/V with cp.async in sm_90a decode "
-               "over a contiguous KV cache without persistent CTAs (not with "
-               "kv_cache = paged, persistent or lean)";
+               "without persistent CTAs (not with persistent or lean)";
         return signalPassFailure();
       }
       if (opts.lean.value_or(false) &&

@@ -21,6 +21,10 @@
 //     too: the kernel never reads outside the page pool. BLASST's V copies
 //     on demand read their entries at the copy, inside the kept branch (a
 //     skipped block reads none); the stage's tx is the same either way.
+//     cp_async pipes (dense decode's default) take the same entries: each
+//     load thread copies its rows from their pages through the page stride
+//     (Pipes.cpp, emitCpAsyncCopy) and reads nothing for an entry outside
+//     [0, num_pages) (parameter 30) or a row past the length.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelLowering.h"
@@ -100,19 +104,21 @@ void KernelLowering::prefetchPageCoords(AcquireOp op, RoleState &st) {
   }
 }
 
-void KernelLowering::emitPagedKVCopies(TmaLoadOp op, RoleState &st,
-                                       Value block, Value tmap,
-                                       Value headCoord, Value stageBase,
-                                       Value mbar, int64_t rows,
-                                       int64_t cols) {
-  SmallVector<std::pair<Value, Value>> coords;
+SmallVector<std::pair<Value, Value>>
+KernelLowering::takePageCoords(TmaLoadOp op, RoleState &st, Value block) {
   auto it = st.pageCoords.find(op);
-  if (it != st.pageCoords.end()) {
-    coords = it->second;
-    st.pageCoords.erase(it);
-  } else {
-    coords = pageCoordsOf(op, block);
-  }
+  if (it == st.pageCoords.end())
+    return pageCoordsOf(op, block);
+  SmallVector<std::pair<Value, Value>> coords = std::move(it->second);
+  st.pageCoords.erase(it);
+  return coords;
+}
+
+void KernelLowering::emitPagedKVCopies(TmaLoadOp op,
+                                       ArrayRef<std::pair<Value, Value>> coords,
+                                       Value tmap, Value headCoord,
+                                       Value stageBase, Value mbar,
+                                       int64_t rows, int64_t cols) {
   int64_t boxRows = std::min(blockN, pageSize);
   for (int64_t p = 0; p < cols / kPanelElems; ++p)
     for (auto [j, rc] : llvm::enumerate(coords)) {

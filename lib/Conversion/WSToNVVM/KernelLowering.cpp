@@ -51,11 +51,13 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
       kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
   bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
-  // cp_async K/V pipes: K's and V's pointers and strides (22-29, ABI 6).
+  // cp_async K/V pipes: K's and V's pointers and strides (22-29, ABI 6),
+  // with page_size the page pool's size (30).
   bool cpAsync = llvm::any_of(kernel.getBody().getOps<PipeOp>(),
                               [](PipeOp p) { return p.getCpAsync(); });
   SmallVector<Type> params = abiParamTypes(
-      cpAsync                   ? kNumCpAsyncParams
+      cpAsync && pageSize       ? kNumPages + 1
+      : cpAsync                 ? kNumCpAsyncParams
       : kernel.getMergeKernel() ? kMergeLaunch + 1
       : persistentDecode        ? kDecodeBatch + 1
       : oTensorMap              ? kTmO + 1

@@ -44,9 +44,12 @@ private:
   void prefetchPageCoords(AcquireOp op, RoleState &st);
   SmallVector<std::pair<Value, Value>> pageCoordsOf(TmaLoadOp op,
                                                     Value block);
-  void emitPagedKVCopies(TmaLoadOp op, RoleState &st, Value block, Value tmap,
-                         Value headCoord, Value stageBase, Value mbar,
-                         int64_t rows, int64_t cols);
+  /// The entries prefetchPageCoords read for `op`, or read them now.
+  SmallVector<std::pair<Value, Value>>
+  takePageCoords(TmaLoadOp op, RoleState &st, Value block);
+  void emitPagedKVCopies(TmaLoadOp op, ArrayRef<std::pair<Value, Value>> coords,
+                         Value tmap, Value headCoord, Value stageBase,
+                         Value mbar, int64_t rows, int64_t cols);
   LogicalResult emitRole(RoleOp role);
   Value launchThreshold();
   LogicalResult emitRolesExclusive();
@@ -91,7 +94,8 @@ private:
   /// tile of sequence rows [seqRow0, seqRow0 + rows), into the stage at
   /// stageBase in the TMA's swizzled layout.
   LogicalResult emitCpAsyncCopy(TmaLoadOp op, RoleState &st, Value stageBase,
-                                Value seqRow0, int64_t rows, int64_t cols);
+                                Value seqRow0, int64_t rows, int64_t cols,
+                                ArrayRef<std::pair<Value, Value>> pages);
   /// Query rows of the Q copies before `op` in its block (several Q tiles).
   int64_t qRowsBefore(TmaLoadOp op);
 

@@ -92,6 +92,7 @@ SmallVector<Type> LoweringBase::abiParamTypes(unsigned count) const {
     case kDecodeSplits:
     case kDecodeBatch:
     case kMergeLaunch:
+    case kNumPages:
       params[i] = i32;
       break;
     case kOStrideB:

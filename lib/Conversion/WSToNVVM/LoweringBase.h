@@ -84,6 +84,10 @@ constexpr unsigned kVStrideB = kKStrideB + 3;
 constexpr unsigned kVStrideS = kKStrideB + 4;
 constexpr unsigned kVStrideH = kKStrideB + 5;
 constexpr unsigned kNumCpAsyncParams = kVStrideH + 1;
+/// cp_async kernels with page_size take the page pool's size (i32) as 30:
+/// a block-table entry outside [0, num_pages) reads nothing (zeros), as
+/// TMA's bounds make it for the TMA copies.
+constexpr unsigned kNumPages = kNumCpAsyncParams;
 
 /// --timeline: the module global `blasst_stamps` holds kTimelineRows rows of
 /// 16 u64, one per (CTA, item): row = CTA linear id x kTimelineItems + the

@@ -178,10 +178,19 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
       add(c32(offsetOf(dst)), mul(stage, c32(dst.getStageBytes())));
   // (The ws.tma_load verifier admits only K and V on a cp_async pipe.)
   if (pipe.getCpAsync()) {
-    if (pageSize || protocol.isMulticast(pipe))
-      return op.emitOpError() << "cp_async copies need contiguous K/V "
-                                 "without multicast";
-    return emitCpAsyncCopy(op, st, stageBase, seqCoord, rows, cols);
+    if (protocol.isMulticast(pipe))
+      return op.emitOpError() << "cp_async copies need K/V without multicast";
+    if (!pageSize)
+      return emitCpAsyncCopy(op, st, stageBase, seqCoord, rows, cols, {});
+    // Paged: the block's pages from the table (read before the acquire's
+    // wait where the copy does not hang on a vote; KVCache.cpp).
+    if (rows != blockN)
+      return op.emitOpError() << "paged K/V copies need whole blocks of "
+                                 "block_n rows";
+    return emitCpAsyncCopy(
+        op, st, stageBase, seqCoord, rows, cols,
+        takePageCoords(op, st,
+                       op.getSink() ? c32(0) : blockOf(st, pipe, aheadOf(op))));
   }
   Value mbar = barrier(pipe, true, stage);
   if (pageSize && op.getTensor() != Tensor::q) {
@@ -189,9 +198,11 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     if (protocol.isMulticast(pipe) || rows != blockN)
       return op.emitOpError() << "paged K/V copies need whole blocks of "
                                  "block_n rows without multicast";
-    emitPagedKVCopies(op, st,
-                      op.getSink() ? c32(0) : blockOf(st, pipe, aheadOf(op)),
-                      tmap, headCoord, stageBase, mbar, rows, cols);
+    emitPagedKVCopies(
+        op,
+        takePageCoords(op, st,
+                       op.getSink() ? c32(0) : blockOf(st, pipe, aheadOf(op))),
+        tmap, headCoord, stageBase, mbar, rows, cols);
     return success();
   }
   // kv_multicast: this CTA copies its half of the block's rows into both
@@ -220,16 +231,20 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
   return success();
 }
 
-LogicalResult KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st,
-                                              Value stageBase, Value seqRow0,
-                                              int64_t rows, int64_t cols) {
+LogicalResult
+KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st, Value stageBase,
+                                Value seqRow0, int64_t rows, int64_t cols,
+                                ArrayRef<std::pair<Value, Value>> pages) {
   // The tile [rows x cols] of K or V from sequence row seqRow0 of this
   // CTA's (batch, KV head), in 16-byte pieces: thread t copies piece
   // t mod perRow of rows t / perRow, + rowStep, ... into the layout the TMA
   // unit writes (64-column panels of 128-byte rows, the 16-byte unit j of
   // row r at unit j ^ (r mod 8)). Rows at or past the sequence's length
   // read nothing and land as zeros (src-size 0), as TMA's out-of-bounds
-  // fill.
+  // fill. Paged (`pages` = the block's (row in page, table entry) per page,
+  // pageCoordsOf): row r is row first + r mod min(block_n, P) of page
+  // entry r / min(block_n, P), read through K/V's page stride (their
+  // "batch" stride); an entry outside [0, num_pages) reads nothing either.
   int64_t elemBytes = elemTy.getIntOrFloatBitWidth() / 8;
   int64_t unitElems = 16 / elemBytes, perRow = cols / unitElems;
   int64_t unitsPerPanel = kSwizzleBytes / 16;
@@ -239,6 +254,13 @@ LogicalResult KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st,
                             << "share a " << rows << " x " << cols
                             << " tile in 16-byte pieces evenly";
   int64_t rowStep = threads / perRow;
+  int64_t boxRows = std::min(blockN, pageSize);
+  // A thread's rows r0 + i * rowStep (r0 < rowStep) then sit in page
+  // i * rowStep / boxRows, known when the kernel is built.
+  if (!pages.empty() && boxRows % rowStep)
+    return op.emitOpError()
+           << "cp_async: pages of " << pageSize << " rows cannot be copied "
+           << rowStep << " rows apart";
   bool isK = op.getTensor() == Tensor::k;
   Value t = st.threadInRole;
   Value unit = remu(t, c32(perRow)), row0 = divu(t, c32(perRow));
@@ -251,11 +273,13 @@ LogicalResult KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st,
   auto add64 = [&](Value x, Value y) {
     return arith::AddIOp::create(b, loc, x, y).getResult();
   };
-  // Element offset of (batch, row 0, KV head, this thread's unit).
-  Value base =
-      add64(add64(mul64(ext(batch), param(isK ? kKStrideB : kVStrideB)),
-                  mul64(ext(kvHead), param(isK ? kKStrideH : kVStrideH))),
-            ext(mul(unit, c32(unitElems))));
+  // Element offset of (batch or page 0, row 0, KV head, this thread's
+  // unit).
+  Value strideB = param(isK ? kKStrideB : kVStrideB);
+  Value base = add64(mul64(ext(kvHead), param(isK ? kKStrideH : kVStrideH)),
+                     ext(mul(unit, c32(unitElems))));
+  if (pages.empty())
+    base = add64(base, mul64(ext(batch), strideB));
   Value strideS = param(isK ? kKStrideS : kVStrideS);
   Value ptr = param(isK ? kKPtr : kVPtr);
   Value len = seqKVLen();
@@ -265,8 +289,20 @@ LogicalResult KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st,
     Value row = add(row0, c32(i * rowStep));
     Value seqRow = add(seqRow0, row);
     Value inside = cmp(arith::CmpIPredicate::ult, seqRow, len);
-    Value elem =
-        add64(base, mul64(ext(select(inside, seqRow, c32(0))), strideS));
+    Value elem;
+    if (pages.empty()) {
+      elem = add64(base, mul64(ext(select(inside, seqRow, c32(0))), strideS));
+    } else {
+      int64_t j = i * rowStep / boxRows;
+      auto [first, entry] = pages[j];
+      Value inPage = add(first, sub(row, c32(j * boxRows)));
+      inside = arith::AndIOp::create(
+          b, loc, inside,
+          cmp(arith::CmpIPredicate::ult, entry, param(kNumPages)));
+      elem =
+          add64(add64(base, mul64(ext(select(inside, entry, c32(0))), strideB)),
+                mul64(ext(select(inside, inPage, c32(0))), strideS));
+    }
     Value src = LLVM::GEPOp::create(
         b, loc, ptrGen, b.getI8Type(), ptr,
         ValueRange{mul64(elem, arith::ConstantOp::create(

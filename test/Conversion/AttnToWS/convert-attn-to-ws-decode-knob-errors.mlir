@@ -10,13 +10,11 @@
 // RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a split-chunk=2" 2>&1 | FileCheck %s --check-prefix=PCHUNK
 // RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a split-interleave=true" 2>&1 | FileCheck %s --check-prefix=PIL
 // RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a kv-cp-async=true" 2>&1 | FileCheck %s --check-prefix=CPAPREFILL
-// RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 64)/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a kv-cp-async=true" 2>&1 | FileCheck %s --check-prefix=CPAPAGED
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=true persistent=true" 2>&1 | FileCheck %s --check-prefix=CPAPERSISTENT
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=often" 2>&1 | FileCheck %s --check-prefix=CPABAD
 // Knobs the decode schedule refuses (and split KV on a prefill spec).
 
-// CPAPREFILL: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode over a contiguous KV cache without persistent CTAs (not with kv_cache = paged, persistent or lean)
-// CPAPAGED: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode
+// CPAPREFILL: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode without persistent CTAs (not with persistent or lean)
 // CPAPERSISTENT: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode
 // CPABAD: convert-attn-to-ws: option kv-cp-async must be auto, true or false, got 'often'
 

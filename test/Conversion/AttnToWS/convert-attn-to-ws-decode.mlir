@@ -20,7 +20,7 @@
 // CHECK: ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16384
 // CHECK: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0] buffers [@k] cp_async
 // CHECK: ws.pipe @v_pipe depth 3 producer @producer consumers [@consumer0] buffers [@v] cp_async
-// CHECK: ws.role @producer load warps [0, 4) regs 64
+// CHECK: ws.role @producer load warps [0, 4) regs 80
 // CHECK: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64)
 // CHECK-NOT: ws.role @consumer1
 // CHECK: ws.epilogue @o {lse}

@@ -129,7 +129,7 @@ constexpr unsigned kMergeThreads = 256;
 constexpr int64_t kMergeUnitsPerCTA = 32;
 
 struct AttentionLaunch {
-  static constexpr int kNumParams = 30;
+  static constexpr int kNumParams = 31;
 
   CUtensorMap tmQ;                                  // 0
   CUtensorMap tmK;                                  // 1
@@ -154,6 +154,7 @@ struct AttentionLaunch {
   uint64_t kPtr = 0, vPtr = 0; // 22, 23 kv_cp_async: K, V device pointers
   int64_t kStrideB = 0, kStrideS = 0, kStrideH = 0; // 24-26 (elements)
   int64_t vStrideB = 0, vStrideS = 0, vStrideH = 0; // 27-29 (elements)
+  int32_t numPages = 0; // 30 kv_cp_async with page_size: the page pool's size
   /// Decode kernels: the KV splits of this launch (1 for other kernels).
   int kvSplits = 1;
   /// merge_kernel with several splits: the merge kernel's grid (x = 0: no

@@ -64,7 +64,14 @@
 //             V's device pointers; 24-26 K's strides (batch, sequence,
 //             head) and 27-29 V's, int64 in elements. The load warpgroup
 //             copies K/V with cp.async through them (rows at or past the
-//             sequence's length read as zeros); 14-21 as above.
+//             sequence's length read as zeros); 14-21 as above. Paged
+//             (page_size = P): K/V are [num_pages, P, H, D] and the
+//             "batch" strides are the pages' strides.
+//   30 numPages int32, kv_cp_async kernels with page_size only: the page
+//             pool's size; a block-table entry outside [0, numPages) reads
+//             as zeros (TMA's bounds do that for the TMA copies). Added
+//             within ABI 6: runtimes before it refuse kv_cp_async with
+//             page_size by the metadata, so no older host launches these.
 //   (Kernels without these options keep 14 or 15 parameters: their PTX is
 //   unchanged.)
 //
