@@ -287,6 +287,8 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     }
     os << "\n";
     if (kernel.getPerSeqKv() || kernel.getPageSize()) {
+      bool cpAsync = llvm::any_of(kernel.getBody().getOps<ws::PipeOp>(),
+                                  [](ws::PipeOp p) { return p.getCpAsync(); });
       os << "  kv cache: "
          << (kernel.getPerSeqKv() ? "per-sequence lengths (int32 [batch], "
                                     "parameter 15)"
@@ -297,7 +299,11 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
            << (int64_t(*p) >= int64_t(kernel.getBlockN())
                    ? std::string("one page per KV block")
                    : std::to_string(kernel.getBlockN() / int64_t(*p)) +
-                         " pages (copies) per KV block");
+                         (cpAsync ? " pages per KV block"
+                                  : " pages (copies) per KV block"))
+           << (cpAsync ? ", cp.async rows through the page stride, the "
+                         "pool's page count parameter 30"
+                       : "");
       else
         os << ", contiguous K/V";
       os << "\n";
