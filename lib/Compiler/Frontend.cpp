@@ -287,8 +287,7 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
     }
     os << "\n";
     if (kernel.getPerSeqKv() || kernel.getPageSize()) {
-      bool cpAsync = llvm::any_of(kernel.getBody().getOps<ws::PipeOp>(),
-                                  [](ws::PipeOp p) { return p.getCpAsync(); });
+      bool cpAsync = kernel.hasCpAsyncPipes();
       os << "  kv cache: "
          << (kernel.getPerSeqKv() ? "per-sequence lengths (int32 [batch], "
                                     "parameter 15)"

@@ -418,6 +418,23 @@ AttentionArgs sampleArgs() {
   return a;
 }
 
+// sampleArgs over a paged pool for pagedDecodeInfo (one new token, up to
+// 1000 keys per sequence, one split): [200 pages, 16 tokens, 8 heads, 128],
+// a 63-column table.
+AttentionArgs pagedDecodeArgs() {
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, hd 128
+  a.seqQ = 1;
+  a.seqKV = 1000;
+  a.kvSplits = 1;
+  a.seqLensKV = 0x60000000;
+  a.blockTable = 0x70000000;
+  a.maxPages = 63;
+  a.numPages = 200;
+  int64_t row = 8 * 128;
+  a.kStrides = a.vStrides = {16 * row, row, 128};
+  return a;
+}
+
 Status check(const AttentionArgs &a, const AttentionSpec &s) {
   return validateArgsForKernel(a, sampleInfo(), s, "attn");
 }
@@ -1043,16 +1060,8 @@ TEST_F(FakeDriverTest, PagedCpAsyncDecodeTakesThePoolSize) {
   AttentionKernel kernel;
   ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
                                              info, spec, &kernel)));
-  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, hd 128
-  a.seqQ = 1;
-  a.seqKV = 1000;
-  a.kvSplits = 1;
-  a.seqLensKV = 0x60000000;
-  a.blockTable = 0x70000000;
-  a.maxPages = 63;
-  a.numPages = 200;
-  int64_t row = 8 * 128; // the pool: [200 pages, 16 tokens, 8 heads, 128]
-  a.kStrides = a.vStrides = {16 * row, row, 128};
+  AttentionArgs a = pagedDecodeArgs();
+  int64_t row = 8 * 128;
   AttentionLaunch prepared;
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   void *p[AttentionLaunch::kNumParams];
@@ -1576,16 +1585,8 @@ TEST_F(FakeDriverTest, DecodeBLASSTWithKVCaches) {
   AttentionKernel kernel;
   ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
                                              info, spec, &kernel)));
-  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads, hd 128
+  AttentionArgs a = pagedDecodeArgs();
   a.seqQ = 4;
-  a.seqKV = 1000;
-  a.kvSplits = 1;
-  a.seqLensKV = 0x60000000;
-  a.blockTable = 0x70000000;
-  a.maxPages = 63;
-  a.numPages = 200;
-  int64_t row = 8 * 128;
-  a.kStrides = a.vStrides = {16 * row, row, 128};
   AttentionLaunch prepared;
   EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
                         "the kernel was compiled with stats = true but no "

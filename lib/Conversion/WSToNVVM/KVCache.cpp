@@ -105,10 +105,12 @@ void KernelLowering::prefetchPageCoords(AcquireOp op, RoleState &st) {
 }
 
 SmallVector<std::pair<Value, Value>>
-KernelLowering::takePageCoords(TmaLoadOp op, RoleState &st, Value block) {
+KernelLowering::takePageCoords(TmaLoadOp op, RoleState &st) {
   auto it = st.pageCoords.find(op);
   if (it == st.pageCoords.end())
-    return pageCoordsOf(op, block);
+    return pageCoordsOf(
+        op, op.getSink() ? c32(0)
+                         : blockOf(st, pipeOf(op.getPipeAttr()), aheadOf(op)));
   SmallVector<std::pair<Value, Value>> coords = std::move(it->second);
   st.pageCoords.erase(it);
   return coords;

@@ -53,8 +53,7 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
   // cp_async K/V pipes: K's and V's pointers and strides (22-29, ABI 6),
   // with page_size the page pool's size (30).
-  bool cpAsync = llvm::any_of(kernel.getBody().getOps<PipeOp>(),
-                              [](PipeOp p) { return p.getCpAsync(); });
+  bool cpAsync = kernel.hasCpAsyncPipes();
   SmallVector<Type> params = abiParamTypes(
       cpAsync && pageSize       ? kNumPages + 1
       : cpAsync                 ? kNumCpAsyncParams

@@ -45,8 +45,8 @@ private:
   SmallVector<std::pair<Value, Value>> pageCoordsOf(TmaLoadOp op,
                                                     Value block);
   /// The entries prefetchPageCoords read for `op`, or read them now.
-  SmallVector<std::pair<Value, Value>>
-  takePageCoords(TmaLoadOp op, RoleState &st, Value block);
+  SmallVector<std::pair<Value, Value>> takePageCoords(TmaLoadOp op,
+                                                      RoleState &st);
   void emitPagedKVCopies(TmaLoadOp op, ArrayRef<std::pair<Value, Value>> coords,
                          Value tmap, Value headCoord, Value stageBase,
                          Value mbar, int64_t rows, int64_t cols);

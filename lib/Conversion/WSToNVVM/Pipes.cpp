@@ -187,10 +187,8 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     if (rows != blockN)
       return op.emitOpError() << "paged K/V copies need whole blocks of "
                                  "block_n rows";
-    return emitCpAsyncCopy(
-        op, st, stageBase, seqCoord, rows, cols,
-        takePageCoords(op, st,
-                       op.getSink() ? c32(0) : blockOf(st, pipe, aheadOf(op))));
+    return emitCpAsyncCopy(op, st, stageBase, seqCoord, rows, cols,
+                           takePageCoords(op, st));
   }
   Value mbar = barrier(pipe, true, stage);
   if (pageSize && op.getTensor() != Tensor::q) {
@@ -198,11 +196,8 @@ LogicalResult KernelLowering::emitTmaLoad(TmaLoadOp op, RoleState &st) {
     if (protocol.isMulticast(pipe) || rows != blockN)
       return op.emitOpError() << "paged K/V copies need whole blocks of "
                                  "block_n rows without multicast";
-    emitPagedKVCopies(
-        op,
-        takePageCoords(op, st,
-                       op.getSink() ? c32(0) : blockOf(st, pipe, aheadOf(op))),
-        tmap, headCoord, stageBase, mbar, rows, cols);
+    emitPagedKVCopies(op, takePageCoords(op, st), tmap, headCoord, stageBase,
+                      mbar, rows, cols);
     return success();
   }
   // kv_multicast: this CTA copies its half of the block's rows into both
@@ -285,6 +280,9 @@ KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st, Value stageBase,
   Value len = seqKVLen();
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
   Value panelBase = add(stageBase, mul(panel, c32(rows * kSwizzleBytes)));
+  // Paged: whether each of the block's table entries names a pool page
+  // (built at its first row).
+  SmallVector<Value> inPool(pages.size());
   for (int64_t i = 0; i < rows / rowStep; ++i) {
     Value row = add(row0, c32(i * rowStep));
     Value seqRow = add(seqRow0, row);
@@ -296,9 +294,9 @@ KernelLowering::emitCpAsyncCopy(TmaLoadOp op, RoleState &st, Value stageBase,
       int64_t j = i * rowStep / boxRows;
       auto [first, entry] = pages[j];
       Value inPage = add(first, sub(row, c32(j * boxRows)));
-      inside = arith::AndIOp::create(
-          b, loc, inside,
-          cmp(arith::CmpIPredicate::ult, entry, param(kNumPages)));
+      if (!inPool[j])
+        inPool[j] = cmp(arith::CmpIPredicate::ult, entry, param(kNumPages));
+      inside = arith::AndIOp::create(b, loc, inside, inPool[j]);
       elem =
           add64(add64(base, mul64(ext(select(inside, entry, c32(0))), strideB)),
                 mul64(ext(select(inside, inPage, c32(0))), strideS));

@@ -84,6 +84,11 @@ int64_t KernelOp::getNumWarps() {
   return llvm::alignTo(end, 4);
 }
 
+bool KernelOp::hasCpAsyncPipes() {
+  return llvm::any_of(getBody().getOps<PipeOp>(),
+                      [](PipeOp p) { return p.getCpAsync(); });
+}
+
 int64_t KernelOp::getSharedMemoryBytes() {
   int64_t bytes = 0;
   for (auto buffer : getBody().getOps<BufferOp>())

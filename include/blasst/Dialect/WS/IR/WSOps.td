@@ -193,6 +193,9 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     int64_t getSharedMemoryLimit();
     /// Number of warps the CTA launches (roles rounded up to warpgroups).
     int64_t getNumWarps();
+    /// Whether a pipe's producer copies with cp.async (sm_90a decode K/V:
+    /// the kernel then takes K's and V's pointers and strides).
+    bool hasCpAsyncPipes();
     /// Shared memory bytes of all non-aliasing smem buffers.
     int64_t getSharedMemoryBytes();
     /// Tensor memory columns of all non-aliasing tmem buffers.
