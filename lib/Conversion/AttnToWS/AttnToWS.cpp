@@ -93,10 +93,15 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // that costs (H200, 32/8 head_dim 128, pages of 64 against the contiguous
   // cache: 3 stages +5.3-5.7%, 4 +4.2-5.0%, 6 +3.5-4.0%; contiguous itself
   // is 2-3% slower with 4 stages than 3; head_dim 64 (128-key blocks) 7.7%
-  // at 3, 6.0% at 6; docs/results/2026-12-04-session27.md).
+  // at 3, 6.0% at 6; docs/results/2026-12-04-session27.md). Pages of 4 blocks
+  // or more (256 tokens at head_dim 128) behave as the contiguous cache: 3
+  // stages, 1.0-1.6% faster than 6 in the same call (2.2 / 2.3 / 1.8% over
+  // contiguous at batch 8 x 32K / 128K, batch 1 x 128K, against 2.5-3.8%;
+  // docs/results/2026-12-04-session28.md). head_dim 64's 128-key blocks
+  // (pages of at most 2 blocks) were not timed there and keep 6.
   if (decode && o.kvCpAsync.value_or(false) && !o.stages &&
       spec.headDim <= 128 && spec.sparsity.isDense())
-    o.stages = spec.paged() ? 6 : 3;
+    o.stages = spec.paged() && spec.kvPageSize < 4 * o.blockN ? 6 : 3;
   if (decode && !o.stages)
     o.stages = spec.headDim > 128  ? (decode256Blasst ? 5 : 2)
                : spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4)

@@ -92,6 +92,7 @@ variants() {
   echo "decode_kv_perseq_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence|"
   echo "decode_kv_paged16_hd128_q32kv8_cfalse|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_lengths=per_sequence kv_cache=paged:page=16|"
   echo "decode_kv_paged64_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=64|"
+  echo "decode_kv_paged256_hd128_q32kv8_cfalse|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_lengths=per_sequence kv_cache=paged:page=256|"
   echo "decode_kv_paged256_hd64_q32kv1_ctrue|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 causal=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=256|"
   echo "decode_kv_paged64u_hd128_q32kv8_cfalse|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode kv_cache=paged:page=64|"
   # BLASST decode: the vote over the packed rows, V on demand with K
