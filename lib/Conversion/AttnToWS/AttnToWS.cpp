@@ -95,7 +95,7 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // is 2-3% slower with 4 stages than 3; head_dim 64 (128-key blocks) 7.7%
   // at 3, 6.0% at 6; docs/results/2026-12-04-session27.md). Pages of 4 blocks
   // or more (256 tokens at head_dim 128) behave as the contiguous cache: 3
-  // stages, 1.0-1.6% faster than 6 in the same call (2.2 / 2.3 / 1.8% over
+  // stages, 0.6-1.6% faster than 6 in the same call (2.2 / 2.3 / 1.8% over
   // contiguous at batch 8 x 32K / 128K, batch 1 x 128K, against 2.5-3.8%;
   // docs/results/2026-12-04-session28.md). head_dim 64's 128-key blocks
   // (pages of at most 2 blocks) were not timed there and keep 6.
