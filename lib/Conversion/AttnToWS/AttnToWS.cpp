@@ -70,21 +70,20 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // At head_dim 256 a stage of K and V is 64 KB: 2 stages (160 KB with Q).
   // Dense decode (contiguous KV cache, one length or per sequence, or
   // paged) copies K/V with cp.async from the load warpgroup's 128 threads:
-  // TMA's
-  // bandwidth depends sharply on the bytes in flight per SM (4.12-4.45 TB/s
-  // streaming batch 8 x 128K into shared memory), cp.async's does not
-  // (4.51-4.56). H200, same calls (docs/results/2026-12-04-session26.md):
-  // 32/8 head_dim 128 3-5% faster (batch 8 x 32K / 128K, batch 1 x 128K:
-  // 1.01 / 1.00 / 1.02x cuDNN, TMA 0.96-0.98x), head_dim 64 up to 18%,
-  // head_dim 256 8-10%, MQA 32/1 within 4% either way; paged (session 27)
-  // 0.2-1.9% faster than TMA at 3 stages and 2.9-4.9% at 6 (pages of 64;
-  // of 16: 9-17%), head_dim 256 6%. BLASST decode (V on demand, votes in the
-  // load role) and persistent CTAs keep TMA. 3 stages: the depth at which the
-  // streaming measurement held its bandwidth whatever the consumer's delay per
-  // block (2 stages lost up to 8% to a 1000-cycle delay); head_dim 256 keeps 2
-  // (64 KB a stage). Two CTAs per SM keep TMA: their register budget (128 per
-  // thread at entry) leaves the load warpgroup 24, too few for its copies'
-  // addresses.
+  // TMA's bandwidth depends sharply on the bytes in flight per SM
+  // (4.12-4.45 TB/s streaming batch 8 x 128K into shared memory), cp.async's
+  // does not (4.51-4.56). H200, same calls
+  // (docs/results/2026-12-04-session26.md): 32/8 head_dim 128 3-5% faster
+  // (batch 8 x 32K / 128K, batch 1 x 128K: 1.01 / 1.00 / 1.02x cuDNN, TMA
+  // 0.96-0.98x), head_dim 64 up to 18%, head_dim 256 8-10%, MQA 32/1 within 4%
+  // either way; paged (session 27) 0.2-1.9% faster than TMA at 3 stages
+  // and 2.9-4.9% at 6 (pages of 64; of 16: 9-17%), head_dim 256 6%. BLASST
+  // decode (V on demand, votes in the load role) and persistent CTAs keep TMA.
+  // 3 stages: the depth at which the streaming measurement held its bandwidth
+  // whatever the consumer's delay per block (2 stages lost up to 8% to a
+  // 1000-cycle delay); head_dim 256 keeps 2 (64 KB a stage). Two CTAs per SM
+  // keep TMA: their register budget (128 per thread at entry) leaves the load
+  // warpgroup 24, too few for its copies' addresses.
   if (decode && !o.kvCpAsync.has_value())
     o.kvCpAsync = spec.sparsity.isDense() && !o.persistent.value_or(false) &&
                   !o.lean.value_or(false) && o.ctasPerSm.value_or(1) == 1;
