@@ -270,9 +270,10 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("merge_kernel needs split_kv = 1 and no persistent "
                          "(the merge kernel follows a one-CTA-per-split "
                          "decode grid)");
-  if (info.kvCpAsync && (!info.splitKV || info.persistent))
-    return Status::error("kv_cp_async needs split_kv = 1 without persistent "
-                         "(cp.async decode CTAs, one per split)");
+  if (info.kvCpAsync && (!info.splitKV || (info.persistent && !info.lean)))
+    return Status::error("kv_cp_async needs split_kv = 1, without persistent "
+                         "unless lean (cp.async decode CTAs: one per split, "
+                         "or lean's one per SM)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -1087,11 +1088,6 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       // even share of every tile's blocks; parameter 19: slots per tile.
       if (numSMs < 1)
         return Status::error(doing + "the device's SM count is unknown");
-      if (args.kvSplits > 0)
-        return Status::error(
-            doing + "kvSplits = " + std::to_string(args.kvSplits) +
-            ": a lean decode kernel shares the KV blocks among one CTA per "
-            "SM across tiles; it takes no split count (0)");
       int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
       int64_t all = int64_t(args.batch) * args.numKVHeads * tiles;
       // The kernel numbers the launch's blocks in 32 bits.
@@ -1101,7 +1097,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                              " KV blocks (tiles x blocks) in 32 bits; at "
                              "most " +
                              std::to_string(INT32_MAX));
-      launch.grid = Dim3(unsigned(leanCtas(all * blocks)), 1u, 1u);
+      launch.grid = Dim3(unsigned(leanCtas(args, all, blocks)), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
     } else if (choice.mergeKernel && launch.workspace) {
@@ -1165,7 +1161,7 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
                   ((std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens);
   int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
   if (kernelInfo.lean)
-    return {leanSlots(tiles, blocks, leanCtas(tiles * blocks)), false};
+    return {leanSlots(tiles, blocks, leanCtas(args, tiles, blocks)), false};
   int64_t splits = args.kvSplits > 0      ? args.kvSplits
                    : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
                                              : 0;
@@ -1317,6 +1313,38 @@ int blasst::rt::chooseDecodeSplits(int64_t tiles, int64_t blocks,
   if (mergeKernelChosen)
     *mergeKernelChosen = bestMergeKernel;
   return best;
+}
+
+int blasst::rt::chooseLeanSplits(int64_t tiles, int64_t blocks,
+                                 int64_t blockBytes, int sms,
+                                 int64_t mergeQuads) {
+  if (tiles < 1 || blocks < 1 || sms < 1)
+    return 1;
+  int64_t s = chooseDecodeSplits(tiles, blocks, blockBytes, sms,
+                                 /*persistent=*/false, mergeQuads);
+  int64_t ctas = tiles * s;
+  int64_t waves = (ctas + sms - 1) / sms;
+  bool underfilled = ctas * 10 < waves * sms * 9;
+  bool short_ = (blocks + s - 1) / s <= 32;
+  return waves >= 2 && (underfilled || short_) ? 0 : int(s);
+}
+
+int64_t AttentionKernel::leanCtas(const AttentionArgs &args, int64_t tiles,
+                                  int64_t blocks) const {
+  int sms = numSMs > 0 ? numSMs : 132;
+  int64_t s = args.kvSplits;
+  if (s < 1) {
+    int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
+    int64_t quads = int64_t(kernelInfo.qGroup) *
+                    std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ)) *
+                    kernelSpec.headDimV / 4;
+    int64_t blockBytes = int64_t(kernelInfo.blockN) *
+                         (kernelSpec.headDim + kernelSpec.headDimV) *
+                         dtypeBytes(kernelSpec.dtype);
+    s = chooseLeanSplits(tiles, blocks, blockBytes, sms, quads);
+  }
+  int64_t ctas = s > 0 ? tiles * s : sms;
+  return std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, ctas));
 }
 
 int blasst::rt::leanSlots(int64_t tiles, int64_t blocks, int64_t ctas) {

@@ -681,6 +681,50 @@ TEST(DecodeSplitsTest, LeanSharesCoverEveryBlockOnce) {
   EXPECT_EQ(leanSlots(64, 2048, 132), 4);
 }
 
+// Lean decode launched without a split count (chooseLeanSplits): one CTA
+// per SM where the H200 measured lean faster than the split grid, the
+// split model's count as tiles x s CTAs where the split grid was as fast or
+// faster (docs/results/2026-12-04-session29.md §2; head_dim 128, 64-key
+// blocks, cp.async K/V, 132 SMs, seq_q 1).
+TEST(DecodeSplitsTest, LeanTakesOneCtaPerSmWhereTheWavesAreRagged) {
+  constexpr int64_t kBlock = 64 * 256 * 2; // K + V of 64 keys, bytes
+  struct Case {
+    int64_t tiles, seqKV;
+    bool lean; // one CTA per SM measured faster
+  };
+  for (Case c :
+       {// 32/8: batch 17 x 4K-32K, 12 x 8K, 20 x 4K / 8K.
+        Case{136, 16384, true}, Case{136, 8192, true}, Case{136, 4096, true},
+        Case{136, 32768, true}, Case{96, 8192, true}, Case{160, 8192, true},
+        Case{160, 4096, true},
+        // 32/8: full waves, long CTAs or one wave.
+        Case{104, 16384, false}, Case{104, 32768, false},
+        Case{192, 8192, false}, Case{512, 4096, false}, Case{256, 4096, false},
+        Case{384, 8192, false}, Case{256, 16384, false},
+        Case{128, 16384, false}, Case{48, 32768, false},
+        Case{24, 100000, false}, Case{64, 32768, false},
+        Case{64, 131072, false}, Case{8, 131072, false}, Case{8, 8192, false},
+        Case{8, 32768, false}, Case{16, 32768, false}, Case{32, 16384, false},
+        Case{32, 65536, false},
+        // 32/32 (MHA): batch 5 x 8K lean; 3 x 32K, 4 x 16K,
+        // 8 x 8K, 16 x 4K, 1 x 32K the split grid.
+        Case{160, 8192, true}, Case{96, 32768, false}, Case{128, 16384, false},
+        Case{256, 8192, false}, Case{512, 4096, false},
+        Case{32, 32768, false}}) {
+    int64_t blocks = (c.seqKV + 63) / 64;
+    int s = chooseLeanSplits(c.tiles, blocks, kBlock, 132, 128);
+    EXPECT_EQ(s == 0, c.lean)
+        << c.tiles << " tiles x " << c.seqKV << " keys: " << s;
+    if (s > 0) // the split grid: the split model's count
+      EXPECT_EQ(s,
+                chooseDecodeSplits(c.tiles, blocks, kBlock, 132, false, 128));
+  }
+  // Degenerate inputs: one split, never 0.
+  EXPECT_EQ(chooseLeanSplits(0, 100, kBlock, 132), 1);
+  EXPECT_EQ(chooseLeanSplits(8, 0, kBlock, 132), 1);
+  EXPECT_EQ(chooseLeanSplits(8, 100, kBlock, 0), 1);
+}
+
 TEST(AttentionKernelTest, UnloadedKernelAndContextAreReported) {
   AttentionKernel kernel;
   EXPECT_FALSE(kernel.valid());
@@ -1014,6 +1058,55 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
                         "split_kv over contiguous splits"));
 }
 
+// Lean decode (.meta lean, here with kv_cp_async): without a split count
+// the grid is one CTA per SM where the split grid's waves are ragged, else
+// the split model's tiles x s CTAs; kvSplits = s asks for tiles x s. The
+// workspace's slots per tile follow the grid (leanSlots).
+TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
+  KernelInfo info = decodeInfo();
+  info.persistent = 1;
+  info.lean = 1;
+  info.kvCpAsync = 1;
+  info.blockN = 64;
+  AttentionSpec spec = decodeSpec();
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // 32 q / 8 kv heads
+  a.seqQ = 1;
+  a.workspace = 0x50000000;
+  a.workspaceBytes = size_t(1) << 30;
+  AttentionLaunch prepared;
+  // Batch 17 x 16K: 136 tiles, the split grid's 6 x 136 CTAs run 7 waves
+  // of 132, the last a fifth full: one CTA per SM.
+  a.batch = 17;
+  a.seqKV = 16384;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(132,1,1)");
+  EXPECT_EQ(kernel.kvSplitsFor(a), leanSlots(136, 256, 132));
+  // Batch 8 x 32K: 64 tiles, 2 splits fill one wave: 128 CTAs, each a
+  // tile's half (leanSlots' bound: 3 slots per tile).
+  a.batch = 8;
+  a.seqKV = 32768;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(128,1,1)");
+  EXPECT_EQ(kernel.kvSplitsFor(a), leanSlots(64, 512, 128));
+  // Asked for: 3 shares per tile's worth of CTAs.
+  a.kvSplits = 3;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(192,1,1)");
+  EXPECT_EQ(kernel.kvSplitsFor(a), leanSlots(64, 512, 192));
+  EXPECT_EQ(kernel.workspaceBytes(a),
+            size_t(64 * leanSlots(64, 512, 192)) * 64 * 129 * 4 + 64 * 4);
+  // Never more CTAs than blocks: batch 1 x 100 keys is 8 tiles x 2 blocks.
+  a.batch = 1;
+  a.seqKV = 100;
+  a.kvSplits = 40;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(16,1,1)");
+}
+
 // kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V
 // through their pointers and element strides, parameters 22-29 (K's and
 // V's strides may differ: here V is [B, H, S, D]); the metadata refuses it
@@ -1047,7 +1140,8 @@ TEST_F(FakeDriverTest, CpAsyncDecodeTakesKVPointersAndStrides) {
   bad.persistent = 1;
   EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
                                               bad, spec, &kernel),
-                        "kv_cp_async needs split_kv = 1 without persistent"));
+                        "kv_cp_async needs split_kv = 1, without persistent "
+                        "unless lean"));
 }
 
 // Paged kv_cp_async (ABI 6, parameter 30): K/V's "batch" strides are the

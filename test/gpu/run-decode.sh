@@ -20,7 +20,8 @@
 # splits, per-sequence and paged lengths, racecheck/memcheck; a few
 # minutes); ONLY=gqa runs just those (kernels from build-decode-kernels.sh,
 # whose default GQA=1 builds them; ONLY=gqa there builds only them). LEAN=1
-# checks the lean decode kernels (lean_*: every element, 1000 launches,
+# checks the lean decode kernels (lean_*: every element with the grid the
+# runtime picks and with forced tiles x s grids, 1000 launches,
 # racecheck/memcheck).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -161,6 +162,18 @@ if [[ ${LEAN:-0} == 1 ]]; then
           --seq-q "$sq" --seq-kv "$skv" --seed $((RANDOM + 1)) --warmup 0 \
           --iters 1 --repeat-launches 2
       done
+    done
+  done
+  # Launched as tiles x s CTAs (kvSplits = s; shares that cross tile
+  # boundaries where s does not divide a tile's blocks).
+  for s in 1 3 16; do
+    for shape in "8 3001 4" "17 517 1" "3 40000 8"; do
+      read -r batch skv sq <<<"$shape"
+      run "lean_s${s}_sq${sq}_b${batch}_kv${skv}" \
+        --kernel "$K/lean_hd128_q32kv8_ctrue" --kernel "$K/lean_hd128_q16kv16_cfalse" \
+        --kernel "$K/lean_hd128_q32kv1_ctrue" --kv-splits "$s" --batch "$batch" \
+        --seq-q "$sq" --seq-kv "$skv" --seed $((RANDOM + 1)) --warmup 0 --iters 1 \
+        --repeat-launches 2
     done
   done
   run lean_nokey --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 2 --seq-q 8 --seq-kv 3 \

@@ -78,7 +78,7 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a decode: the load warpgroup copies K and V with cp.async "
            "(16 bytes per thread, into the TMA's swizzled layout) instead of "
            "TMA: auto (default: on for dense decode, contiguous or paged KV "
-           "cache, without persistent CTAs), true or false">,
+           "cache, with one CTA per split or lean CTAs), true or false">,
     Option<"pInRegisters", "p-in-registers", "std::string", /*default=*/"\"auto\"",
            "sm_90a: keep P in registers (wgmma with A from registers) "
            "instead of a round trip through shared memory: auto (default: "

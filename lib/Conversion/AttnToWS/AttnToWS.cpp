@@ -78,15 +78,22 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // 0.96-0.98x), head_dim 64 up to 18%, head_dim 256 8-10%, MQA 32/1 within 4%
   // either way; paged (session 27) 0.2-1.9% faster than TMA at 3 stages
   // and 2.9-4.9% at 6 (pages of 64; of 16: 9-17%), head_dim 256 6%. BLASST
-  // decode (V on demand, votes in the load role) and persistent CTAs keep TMA.
+  // decode (V on demand, votes in the load role) and persistent CTAs
+  // walking splits keep TMA; lean CTAs take cp.async (below).
   // 3 stages: the depth at which the streaming measurement held its bandwidth
   // whatever the consumer's delay per block (2 stages lost up to 8% to a
   // 1000-cycle delay); head_dim 256 keeps 2 (64 KB a stage). Two CTAs per SM
   // keep TMA: their register budget (128 per thread at entry) leaves the load
   // warpgroup 24, too few for its copies' addresses.
+  // Lean CTAs (persistent, sharing all tiles' blocks) copy by cp.async too:
+  // the rings continue across a CTA's parts as they do with TMA (H200,
+  // docs/results/2026-12-04-session29.md §1: 2-4% faster than lean by TMA
+  // at 24 of 25 shapes; 11% slower at batch 1 x 8K, 8 blocks a CTA).
+  // Persistent CTAs walking splits keep TMA.
   if (decode && !o.kvCpAsync.has_value())
-    o.kvCpAsync = spec.sparsity.isDense() && !o.persistent.value_or(false) &&
-                  !o.lean.value_or(false) && o.ctasPerSm.value_or(1) == 1;
+    o.kvCpAsync = spec.sparsity.isDense() &&
+                  (o.lean.value_or(false) || !o.persistent.value_or(false)) &&
+                  o.ctasPerSm.value_or(1) == 1;
   // A paged cache takes 6 stages: each block (64-token pages) or quarter
   // block (16) starts at a page of its own, and the deeper ring hides what
   // that costs (H200, 32/8 head_dim 128, pages of 64 against the contiguous
@@ -863,10 +870,11 @@ struct ConvertAttnToWSPass
       }
       if (opts.kvCpAsync.value_or(false) &&
           (*target != blasst::Target::SM90a || spec.phase != Phase::Decode ||
-           *opts.persistent)) {
+           (*opts.persistent && !opts.lean.value_or(false)))) {
         op.emitOpError()
-            << "kv-cp-async=true copies K/V with cp.async in sm_90a decode "
-               "without persistent CTAs (not with persistent or lean)";
+            << "kv-cp-async=true copies K/V with cp.async in sm_90a decode, "
+               "with one CTA per split or lean CTAs (not with persistent CTAs "
+               "walking the splits)";
         return signalPassFailure();
       }
       if (opts.lean.value_or(false) &&

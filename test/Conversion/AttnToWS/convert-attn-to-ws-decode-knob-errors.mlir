@@ -14,8 +14,8 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=often" 2>&1 | FileCheck %s --check-prefix=CPABAD
 // Knobs the decode schedule refuses (and split KV on a prefill spec).
 
-// CPAPREFILL: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode without persistent CTAs (not with persistent or lean)
-// CPAPERSISTENT: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode
+// CPAPREFILL: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode, with one CTA per split or lean CTAs (not with persistent CTAs walking the splits)
+// CPAPERSISTENT: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode, with one CTA per split or lean CTAs (not with persistent CTAs walking the splits)
 // CPABAD: convert-attn-to-ws: option kv-cp-async must be auto, true or false, got 'often'
 
 // BLOCKM: error: 'attn.attention' op decode schedule: block-m=128: the decode schedule packs the tokens of a kv head's q heads into one 64-row tile (one consumer warpgroup)

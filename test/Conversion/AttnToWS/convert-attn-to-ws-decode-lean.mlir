@@ -1,4 +1,5 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true kv-cp-async=false" | FileCheck %s --check-prefix=TMA
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true persistent=false" 2>&1 | FileCheck %s --check-prefix=NOTPERSISTENT
@@ -13,16 +14,26 @@
 
 // CHECK: ws.kernel @gqa_kernel
 // CHECK-SAME: persistent lean q_group = 4 split_kv
+// CHECK-SAME: kv_cp_async = true
 // CHECK-SAME: lean = true
 // CHECK-SAME: persistent = true
+// CHECK-SAME: stages = 3
+// CHECK: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0] buffers [@k] cp_async
+// CHECK: ws.pipe @v_pipe depth 3 producer @producer consumers [@consumer0] buffers [@v] cp_async
+
+// TMA on request (lean's copies before session 29).
+// TMA: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0] buffers [@k] tx_bytes 16384
 
 // SYNC: remark: synchronisation verified ({{[0-9]+}} states): deadlock-free
 
 // The share: W = batch (parameter 20) x KV heads x query tiles x ceil(seq_kv
 // / 64) blocks, per = ceil(W / nctaid.x); the CTA walks the tiles its
 // blocks [ctaid.x per, min(+ per, W)) touch, one after another.
+// Lean CTAs copy K/V by cp.async (the pointers and strides, 22-29).
 // LLVM-LABEL: llvm.func @gqa_kernel(
-// LLVM-SAME: %arg19: i32, %arg20: i32)
+// LLVM-SAME: %arg19: i32, %arg20: i32, %arg21: i32, %arg22: !llvm.ptr, %arg23: !llvm.ptr
+// LLVM-SAME: %arg29: i64)
+// LLVM-SAME: blasst.kv_cp_async
 // LLVM-SAME: blasst.lean
 // LLVM-SAME: blasst.persistent
 // LLVM: %[[TILES:[0-9]+]] = arith.muli %arg20, %{{[0-9]+}} : i32

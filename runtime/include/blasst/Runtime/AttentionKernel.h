@@ -251,12 +251,12 @@ public:
   std::string describe() const;
 
 private:
-  /// Lean decode: the CTAs sharing `blocks` KV blocks, one per SM (132
-  /// when the SM count is unknown) and at most one per block.
-  int64_t leanCtas(int64_t blocks) const {
-    return std::max<int64_t>(
-        1, std::min<int64_t>(blocks, numSMs > 0 ? numSMs : 132));
-  }
+  /// Lean decode: the CTAs sharing the `tiles` x `blocks` KV blocks (at
+  /// most one per block): tiles x args.kvSplits when that is set, else
+  /// chooseLeanSplits' pick (tiles x s, or one per SM: 132 when the SM
+  /// count is unknown).
+  int64_t leanCtas(const AttentionArgs &args, int64_t tiles,
+                   int64_t blocks) const;
   Module module;
   Function function;
   Function mergeFunction; // merge_kernel: <kernel>_merge
@@ -304,6 +304,21 @@ int chooseDecodeSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
 /// four-column units per tile, in the kernel or by the merge kernel (0 for
 /// one split).
 double decodeMergeUs(int64_t splits, int64_t mergeQuads, bool mergeKernel);
+
+/// Lean decode (KernelInfo::lean) launched with kvSplits = 0: how its CTAs
+/// share the tiles x `blocks` KV blocks. Returns s > 0 for tiles x s CTAs,
+/// s the split model's count (chooseDecodeSplits, in-kernel merge): the
+/// one-CTA-per-split grid, in shares of ceil(blocks / s); or 0 for one CTA
+/// per SM (`sms` resident slots), each an even share across tile
+/// boundaries. One CTA per SM where the split grid runs 2 waves or more
+/// and either fills under 90% of them or gives a CTA 32 blocks or fewer:
+/// there the waves' quantisation and each CTA's fixed cost outweigh lean's
+/// merges. H200 (32/8 and 32/32, head_dim 128, cp.async K/V, 25 shapes,
+/// docs/results/2026-12-04-session29.md): lean wins 1.6-18% at batch 12-20
+/// x 4K-32K (2-7 waves), the split grid 1-5% at one wave, and where the
+/// waves are full with long CTAs (batch 32-64 x 4K-16K, 13 x 32K).
+int chooseLeanSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
+                     int sms, int64_t mergeQuads = 0);
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile
