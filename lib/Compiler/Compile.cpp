@@ -155,6 +155,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.lean = lowered->lean ? 1 : 0;
   info.ctasPerSM = lowered->ctasPerSM;
   info.mergeKernel = lowered->mergeKernel ? 1 : 0;
+  info.leanEntry = lowered->leanEntry ? 1 : 0;
   info.kvCpAsync = lowered->kvCpAsync ? 1 : 0;
   info.clusterM = lowered->clusterM;
   info.qGroup = lowered->qGroup;

@@ -270,9 +270,18 @@ FailureOr<std::string> blasst::translateToPTX(ModuleOp module, Target target) {
 }
 
 llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
+  // The kernel: the first with blasst.block_m that is not the lean entry
+  // (`<kernel>_lean`) of another.
+  auto isLeanEntryOfAnother = [&](LLVM::LLVMFuncOp f) {
+    StringRef name = f.getName();
+    if (!name.ends_with("_lean"))
+      return false;
+    auto main = module.lookupSymbol<LLVM::LLVMFuncOp>(name.drop_back(5));
+    return main && main->hasAttr("blasst.lean_entry");
+  };
   LLVM::LLVMFuncOp kernelFunc;
   for (auto f : module.getOps<LLVM::LLVMFuncOp>())
-    if (f->hasAttr("blasst.block_m")) {
+    if (f->hasAttr("blasst.block_m") && !isLeanEntryOfAnother(f)) {
       kernelFunc = f;
       break;
     }
@@ -322,6 +331,29 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
   k.mergeKernel = kernelFunc->hasAttr("blasst.merge_kernel");
   k.kvCpAsync = kernelFunc->hasAttr("blasst.kv_cp_async");
+  if (kernelFunc->hasAttr("blasst.lean_entry")) {
+    // Launched with the same parameters and block, and the larger of the
+    // two shared-memory sizes for either.
+    auto lean = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + "_lean");
+    auto threads =
+        lean ? dyn_cast_or_null<IntegerAttr>(lean->getAttr("blasst.threads"))
+             : IntegerAttr();
+    auto smem =
+        lean ? dyn_cast_or_null<IntegerAttr>(lean->getAttr("blasst.smem_bytes"))
+             : IntegerAttr();
+    if (!lean || !lean->hasAttr("blasst.lean") || !threads || !smem)
+      return llvm::createStringError("kernel '" + k.name +
+                                     "' has blasst.lean_entry but no lean "
+                                     "kernel '" +
+                                     k.name + "_lean'");
+    if (threads.getInt() != k.threads)
+      return llvm::createStringError(
+          "the lean entry '" + k.name + "_lean' has " +
+          std::to_string(threads.getInt()) + " threads, its kernel " +
+          std::to_string(k.threads));
+    k.smemBytes = std::max(k.smemBytes, int(smem.getInt()));
+    k.leanEntry = true;
+  }
   return k;
 }
 

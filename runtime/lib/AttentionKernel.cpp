@@ -136,6 +136,10 @@ const IntKey kIntKeys[] = {
     {"kv_cp_async", &KernelInfo::kvCpAsync, 0, 1,
      "decode: 1 when the kernel copies K/V with cp.async through their "
      "pointers and strides (parameters 22-29); optional, default 0"},
+    {"lean_entry", &KernelInfo::leanEntry, 0, 1,
+     "decode: 1 when the cubin's <kernel>_lean, a lean kernel taking the "
+     "same parameters, may be launched instead (the runtime picks per "
+     "launch); optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -145,7 +149,7 @@ const char *const kKnownKeys[] = {
     "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
     "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
     "split_chunk", "lean",      "ctas_per_sm",    "merge_kernel",
-    "kv_cp_async"};
+    "kv_cp_async", "lean_entry"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -274,6 +278,12 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("kv_cp_async needs split_kv = 1, without persistent "
                          "unless lean (cp.async decode CTAs: one per split, "
                          "or lean's one per SM)");
+  if (info.leanEntry &&
+      (!info.qGroup || !info.splitKV || info.persistent || info.perSeqKV ||
+       info.pageSize || info.splitChunk || info.kvSplits))
+    return Status::error("lean_entry needs a one-CTA-per-split decode kernel "
+                         "(q_group, split_kv; no persistent, per_seq_kv, "
+                         "page_size, split_chunk or kv_splits)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -334,7 +344,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::lean || info.lean) &&
         (k.field != &KernelInfo::ctasPerSM || info.ctasPerSM != 1) &&
         (k.field != &KernelInfo::mergeKernel || info.mergeKernel) &&
-        (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync))
+        (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync) &&
+        (k.field != &KernelInfo::leanEntry || info.leanEntry))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -843,7 +854,7 @@ void requiredCapability(Target target, int *major, int *minor) {
 Status loadImpl(const Context &context, const void *cubin, size_t size,
                 const std::string &moduleName, const KernelInfo &info,
                 const AttentionSpec &spec, Module *module, Function *function,
-                Function *merge) {
+                Function *merge, Function *lean) {
   std::string doing = "cannot load attention kernel " +
                       quoted(info.kernelName) + " from " + moduleName + ": ";
   if (Status s = checkKernelDescription(info, spec); !s)
@@ -878,6 +889,17 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
     if (Status s = module->getFunction(info.kernelName + "_merge", merge); !s)
       return Status::error(doing + "its metadata says merge_kernel = 1 but " +
                            s.message());
+  if (info.leanEntry) {
+    if (Status s = module->getFunction(info.kernelName + "_lean", lean); !s)
+      return Status::error(doing + "its metadata says lean_entry = 1 but " +
+                           s.message());
+    if (Status s = lean->setMaxDynamicSharedMemory(size_t(info.smemBytes)); !s)
+      return Status::error(doing +
+                           "raising the dynamic shared memory limit "
+                           "of its lean entry to smem_bytes = " +
+                           std::to_string(info.smemBytes) +
+                           " failed: " + s.message());
+  }
   int maxThreads = 0;
   if (Status s = function->getAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                                         &maxThreads);
@@ -909,7 +931,7 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   if (Status s = loadImpl(context, cubin, size,
                           "cubin '" + info.kernelName + "' (in memory)", info,
                           spec, &result.module, &result.function,
-                          &result.mergeFunction);
+                          &result.mergeFunction, &result.leanFunction);
       !s)
     return s;
   result.kernelInfo = info;
@@ -937,7 +959,7 @@ Status AttentionKernel::loadFiles(const Context &context,
   if (Status s = loadImpl(context, files.cubin.data(), files.cubin.size(),
                           quoted(stem + ".cubin"), files.info, files.spec,
                           &result.module, &result.function,
-                          &result.mergeFunction);
+                          &result.mergeFunction, &result.leanFunction);
       !s)
     return s;
   result.numSMs = context.info().multiprocessorCount * files.info.ctasPerSM;
@@ -1100,6 +1122,13 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.grid = Dim3(unsigned(leanCtas(args, all, blocks)), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
+    } else if (choice.lean) {
+      // The lean entry (<kernel>_lean): choice.leanCtas CTAs sharing the
+      // launch's blocks; parameter 19: slots per tile, 20: the batch.
+      launch.grid = Dim3(unsigned(choice.leanCtas), 1u, 1u);
+      launch.decodeSplits = splits;
+      launch.decodeBatch = int32_t(args.batch);
+      launch.leanEntry = true;
     } else if (choice.mergeKernel && launch.workspace) {
       // The merge kernel (parameter 19: the split count): per tile,
       // ceil(units / 32) CTAs, units = the four-column units of the rows
@@ -1193,7 +1222,20 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   if (merge == SplitMerge::Auto)
     mergeKernel = decodeMergeUs(splits, quads, true) <
                   decodeMergeUs(splits, quads, false);
-  return {int(splits), mergeKernel && splits > 1};
+  mergeKernel = mergeKernel && splits > 1;
+  // The lean entry, where the split grid this launch would take has ragged
+  // waves (leanBeatsSplitGrid); it merges in the kernel, so not where the
+  // merge kernel was chosen or asked for, nor with a split count asked for.
+  if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
+      !mergeKernel && merge != SplitMerge::MergeKernel) {
+    int sms = numSMs > 0 ? numSMs : 132;
+    if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
+      int64_t ctas =
+          std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, sms));
+      return {leanSlots(tiles, blocks, ctas), false, true, ctas};
+    }
+  }
+  return {int(splits), mergeKernel};
 }
 
 double blasst::rt::decodeMergeUs(int64_t s, int64_t mergeQuads,
@@ -1320,13 +1362,20 @@ int blasst::rt::chooseLeanSplits(int64_t tiles, int64_t blocks,
                                  int64_t mergeQuads) {
   if (tiles < 1 || blocks < 1 || sms < 1)
     return 1;
-  int64_t s = chooseDecodeSplits(tiles, blocks, blockBytes, sms,
-                                 /*persistent=*/false, mergeQuads);
-  int64_t ctas = tiles * s;
+  int s = chooseDecodeSplits(tiles, blocks, blockBytes, sms,
+                             /*persistent=*/false, mergeQuads);
+  return leanBeatsSplitGrid(tiles, blocks, s, sms) ? 0 : s;
+}
+
+bool blasst::rt::leanBeatsSplitGrid(int64_t tiles, int64_t blocks,
+                                    int64_t splits, int sms) {
+  if (tiles < 1 || blocks < 1 || splits < 1 || sms < 1)
+    return false;
+  int64_t ctas = tiles * splits;
   int64_t waves = (ctas + sms - 1) / sms;
   bool underfilled = ctas * 10 < waves * sms * 9;
-  bool short_ = (blocks + s - 1) / s <= 32;
-  return waves >= 2 && (underfilled || short_) ? 0 : int(s);
+  bool shortCtas = (blocks + splits - 1) / splits <= 32;
+  return waves >= 2 && (underfilled || shortCtas);
 }
 
 int64_t AttentionKernel::leanCtas(const AttentionArgs &args, int64_t tiles,
@@ -1398,8 +1447,12 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
                  quoted(kernelInfo.kernelName)));
   void *params[AttentionLaunch::kNumParams];
   copy.fillParams(params);
-  if (Status s = rt::launch(function, copy.grid, copy.block, copy.smemBytes,
-                            stream, params, std::nullopt);
+  if (copy.leanEntry && !leanFunction.valid())
+    return Status::error("launch of kernel " + quoted(kernelInfo.kernelName) +
+                         " asks for its lean entry, which is not loaded");
+  if (Status s =
+          rt::launch(copy.leanEntry ? leanFunction : function, copy.grid,
+                     copy.block, copy.smemBytes, stream, params, std::nullopt);
       !s || copy.mergeGrid.x == 0)
     return s;
   // The splits' merge: a programmatic dependent of the attention kernel

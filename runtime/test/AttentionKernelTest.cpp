@@ -1107,6 +1107,65 @@ TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
   EXPECT_EQ(prepared.grid.str(), "(16,1,1)");
 }
 
+// A decode kernel with a lean entry (.meta lean_entry, `<kernel>_lean`):
+// the runtime launches the lean entry where the split grid it would take has
+// ragged waves (leanBeatsSplitGrid), one CTA per SM, and the kernel
+// itself elsewhere, with a split count asked for, or with the merge kernel.
+TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
+  KernelInfo info = decodeInfo();
+  info.kvCpAsync = 1;
+  info.mergeKernel = 1;
+  info.leanEntry = 1;
+  info.blockN = 64;
+  AttentionSpec spec = decodeSpec();
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // 32 q / 8 kv heads
+  a.seqQ = 1;
+  a.workspace = 0x50000000;
+  a.workspaceBytes = size_t(1) << 30;
+  AttentionLaunch prepared;
+  // Batch 17 x 16K: 6 splits of 136 tiles run 7 waves, the last a fifth
+  // full: the lean entry on 132 CTAs, parameter 19 the slots per tile.
+  a.batch = 17;
+  a.seqKV = 16384;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(132,1,1)");
+  EXPECT_EQ(prepared.decodeSplits, leanSlots(136, 256, 132));
+  EXPECT_EQ(prepared.decodeBatch, 17);
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
+  EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
+  EXPECT_EQ(kernel.workspaceBytes(a),
+            size_t(136 * leanSlots(136, 256, 132)) * 64 * 129 * 4 + 136 * 4);
+  // Batch 8 x 32K: 2 splits fill one wave: the kernel itself.
+  a.batch = 8;
+  a.seqKV = 32768;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(2,8,8)");
+  // A split count asked for, or the merge kernel: the kernel itself.
+  a.batch = 17;
+  a.seqKV = 16384;
+  a.kvSplits = 6;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(6,8,17)");
+  a.kvSplits = 0;
+  a.splitMerge = SplitMerge::MergeKernel;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_GT(prepared.mergeGrid.x, 0u);
+  // The metadata refuses a lean entry beside kernels lean does not build.
+  KernelInfo bad = info;
+  bad.perSeqKV = 1;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              bad, spec, &kernel),
+                        "lean_entry needs a one-CTA-per-split decode kernel"));
+}
+
 // kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V
 // through their pointers and element strides, parameters 22-29 (K's and
 // V's strides may differ: here V is [B, H, S, D]); the metadata refuses it

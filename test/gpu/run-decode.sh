@@ -22,7 +22,9 @@
 # whose default GQA=1 builds them; ONLY=gqa there builds only them). LEAN=1
 # checks the lean decode kernels (lean_*: every element with the grid the
 # runtime picks and with forced tiles x s grids, 1000 launches,
-# racecheck/memcheck).
+# racecheck/memcheck). LEANENTRY=1 checks the lean entry of the dense decode
+# kernels (dec_hd128_*: ragged shapes launch <kernel>_lean; every element,
+# 1000 launches, racecheck/memcheck).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-out}}"; mkdir -p "$OUT"
@@ -184,6 +186,37 @@ if [[ ${LEAN:-0} == 1 ]]; then
     sanitize lean --kernel "$K/lean_hd128_q32kv8_ctrue" --batch 3 --seq-q 4 --seq-kv 3001
   fi
   echo "lean: $((runs - l0)) runs, $((fails - lf)) failed"
+fi
+if [[ ${LEANENTRY:-0} == 1 ]]; then
+  # The lean entry of the dense decode kernels (head_dim 128, contiguous):
+  # shapes whose split grid has ragged waves take <kernel>_lean (the launch
+  # line says "the lean entry"), the others the kernel itself; causal with
+  # seq_q 1-8, MHA / GQA / MQA; 1000 launches, racecheck / memcheck.
+  echo "=== the lean entry vs the CPU reference (every element) ==="
+  e0=$runs; ef=$fails
+  for k in dec_hd128_q32kv8 dec_hd128_q16kv4 dec_hd128_q16kv16 dec_hd128_q32kv1 dec_hd128_q8kv1; do
+    ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
+    case $k in
+      *kv8|*kv4) shapes=("17 16384" "17 1000" "20 4096" "8 3001") ;;
+      *kv16) shapes=("9 4096" "17 517" "4 3001") ;;
+      *) shapes=("136 4096" "17 3001") ;;
+    esac
+    for sq in 1 4 8; do
+      for shape in "${shapes[@]}"; do
+        read -r batch skv <<<"$shape"
+        run "leanentry_${k}_sq${sq}_b${batch}_kv${skv}" "${ks[@]}" --batch "$batch" \
+          --seq-q "$sq" --seq-kv "$skv" --seed $((RANDOM + 1)) --warmup 0 \
+          --iters 1 --repeat-launches 2
+      done
+    done
+  done
+  echo "launches by the lean entry: $(cat "$OUT"/leanentry_*.log | grep -c 'the lean entry') of $(cat "$OUT"/leanentry_*.log | grep -c 'launch:')"
+  run leanentry_1000launch --kernel "$K/dec_hd128_q32kv8_ctrue" --batch 17 --seq-q 4 \
+    --seq-kv 1000 --warmup 0 --iters 1 --repeat-launches 1000
+  if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
+    sanitize leanentry --kernel "$K/dec_hd128_q32kv8_ctrue" --batch 17 --seq-q 4 --seq-kv 1000
+  fi
+  echo "lean entry: $((runs - e0)) runs, $((fails - ef)) failed"
 fi
 if [[ ${BENCH:-1} == 1 ]]; then
   echo "=== benchmark: bf16 hd128 32/8 heads, seq_q 1: K+V bandwidth ==="

@@ -1417,18 +1417,21 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
   r.smemBytes = run->launch.smemBytes;
   r.kvSplits = run->launch.kvSplits;
   r.mergeKernel = run->launch.mergeLaunch != 0;
-  std::printf("  launch: grid %s, block %s, %zu B dynamic smem%s%s\n",
-              run->launch.grid.str().c_str(), run->launch.block.str().c_str(),
-              run->launch.smemBytes,
-              kernel.info().splitKV
-                  ? (", " + std::to_string(r.kvSplits) + " KV split" +
-                     (r.kvSplits == 1 ? "" : "s"))
-                        .c_str()
-                  : "",
-              r.mergeKernel ? (", merge kernel grid " +
-                               run->launch.mergeGrid.str())
+  std::printf(
+      "  launch: grid %s, block %s, %zu B dynamic smem%s%s%s\n",
+      run->launch.grid.str().c_str(), run->launch.block.str().c_str(),
+      run->launch.smemBytes,
+      kernel.info().splitKV ? (", " + std::to_string(r.kvSplits) + " KV split" +
+                               (r.kvSplits == 1 ? "" : "s"))
                                   .c_str()
-                            : "");
+                            : "",
+      r.mergeKernel
+          ? (", merge kernel grid " + run->launch.mergeGrid.str()).c_str()
+          : "",
+      run->launch.leanEntry
+          ? ", the lean entry (CTAs sharing all tiles' KV blocks; "
+            "the splits are slots per tile)"
+          : "");
   run->outO.resize(oElements);
   run->outLse.resize(lseElements);
   return true;

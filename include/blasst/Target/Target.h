@@ -71,6 +71,9 @@ struct LoweredKernel {
   int ctasPerSM = 1; ///< CTAs resident per SM (ctas_per_sm).
   /// Decode: the splits are merged by `<name>_merge` (merge_kernel).
   bool mergeKernel = false;
+  /// Decode: `<name>_lean`, a lean kernel the runtime may launch instead
+  /// (same parameters and block; smemBytes covers both).
+  bool leanEntry = false;
   /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
   bool kvCpAsync = false;
 };

@@ -37,6 +37,19 @@ ws::Target blasst::toWSTarget(blasst::Target target) {
   llvm_unreachable("unknown target");
 }
 
+/// Whether dense decode with these (resolved) options can carry a lean
+/// entry (resolveSchedule): what lean CTAs are built for, on the kernel
+/// the entry sits beside.
+static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
+  return o.target == blasst::Target::SM90a && spec.phase == Phase::Decode &&
+         spec.sparsity.isDense() && spec.headDim == 128 &&
+         spec.headDimV == 128 && !spec.kvPerSequence && !spec.paged() &&
+         !o.persistent.value_or(false) && !o.lean.value_or(false) &&
+         o.kvCpAsync.value_or(false) && o.kvSplits.value_or(0) == 0 &&
+         !o.splitInterleave.value_or(false) && o.ctasPerSm.value_or(1) == 1 &&
+         o.blockN == 64 && 64 % spec.gqaRatio() == 0;
+}
+
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
   bool hopper = o.target == blasst::Target::SM90a;
@@ -229,6 +242,17 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   if (!o.producerRegs && decode && !spec.sparsity.isDense() &&
       spec.paged())
     o.producerRegs = 48;
+  // The lean entry: dense decode by cp.async with one CTA per split also
+  // carries a lean kernel (`<kernel>_lean`: the same spec with lean CTAs),
+  // and the runtime launches that where the split grid's waves are ragged
+  // (rt::chooseLeanSplits). H200 (docs/results/2026-12-04-session29.md):
+  // lean at one CTA per SM beat the split grid by 1.6-18% at the 14 shapes
+  // where that rule takes it, and loses 4-7% where the split grid fills its
+  // waves, so neither kernel alone is the default. Where lean is built:
+  // head_dim 128, a contiguous cache of one length, whole tokens per tile
+  // (64 / G rows), the split count chosen at launch, 64-key blocks.
+  if (decode && !o.leanEntry.has_value())
+    o.leanEntry = leanEntryFits(spec, o);
   // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
   // 80 / 48). A softmax thread holds its row of S (128 f32 at block_n 128)
   // in registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes
@@ -877,6 +901,15 @@ struct ConvertAttnToWSPass
                "walking the splits)";
         return signalPassFailure();
       }
+      if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
+        op.emitOpError()
+            << "lean-entry=true needs sm_90a dense decode at head_dim 128 "
+               "over a contiguous KV cache of one length, with cp.async K/V, "
+               "one CTA per split (no persistent, lean, kv-splits, "
+               "split-interleave or ctas-per-sm=2), 64-key blocks and q heads "
+               "per kv head dividing 64";
+        return signalPassFailure();
+      }
       if (opts.lean.value_or(false) &&
           (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
         op.emitOpError() << "lean=true is an sm_90a decode schedule (CTAs "
@@ -1001,11 +1034,29 @@ struct ConvertAttnToWSPass
       b.setInsertionPointToEnd(module.getBody());
       KernelOp kernel = buildKernel(b, op.getLoc(), name, spec, opts);
       symbols.insert(kernel); // Renames on a clash.
+      // The lean entry: the same spec with lean CTAs, `<kernel>_lean`, which
+      // the runtime may launch instead (resolveSchedule).
+      KernelOp leanKernel;
+      if (opts.leanEntry.value_or(false)) {
+        ScheduleOptions leanOpts = opts;
+        leanOpts.lean = leanOpts.persistent = true;
+        leanOpts.leanEntry = leanOpts.mergeKernel = false;
+        std::string leanName = kernel.getSymName().str() + "_lean";
+        leanKernel = buildKernel(b, op.getLoc(), leanName, spec, leanOpts);
+        symbols.insert(leanKernel);
+        if (leanKernel.getSymName() != leanName) {
+          op.emitOpError() << "the lean entry's name " << leanName
+                           << " is taken in this module";
+          return signalPassFailure();
+        }
+      }
       // The verifier's message says what is wrong; a dump of the whole
       // generated kernel would bury it.
       bool printOp = getContext().shouldPrintOpOnDiagnostic();
       getContext().printOpOnDiagnostic(false);
-      LogicalResult verified = verify(kernel);
+      LogicalResult verified =
+          success(succeeded(verify(kernel)) &&
+                  (!leanKernel || succeeded(verify(leanKernel))));
       getContext().printOpOnDiagnostic(printOp);
       if (failed(verified)) {
         op.emitOpError() << "the " << toString(*target)

@@ -178,6 +178,11 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.lean", b.getUnitAttr());
   if (cpAsync)
     func->setAttr("blasst.kv_cp_async", b.getUnitAttr());
+  // The lean entry `<kernel>_lean` beside this one (convert-attn-to-ws
+  // builds it; findLoweredKernel checks it is there).
+  if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+    if (auto e = record->getAs<BoolAttr>("lean_entry"); e && e.getValue())
+      func->setAttr("blasst.lean_entry", b.getUnitAttr());
   if (kernel.getCtasPerSM() > 1)
     func->setAttr("blasst.ctas_per_sm",
                   b.getI64IntegerAttr(kernel.getCtasPerSM()));

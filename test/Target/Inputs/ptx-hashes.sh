@@ -81,6 +81,10 @@ variants() {
   # Persistent and lean decode (dense, head_dim 128; session 23).
   echo "decode_persistent_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--persistent"
   echo "decode_lean_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean"
+  # Without the lean entry (session 29): the one-CTA-per-split kernel alone,
+  # byte-identical to the default before the entry (decode_bf16_hd128_q32kv8_ctrue
+  # then).
+  echo "decode_noleanentry_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean-entry=false"
   echo "decode_2ctas_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--ctas-per-sm=2 --consumer-regs=232"
   # The merge kernel (session 24): the attention kernel and <name>_merge.
   echo "decode_merge_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--merge-kernel"

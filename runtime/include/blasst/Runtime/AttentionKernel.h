@@ -160,6 +160,9 @@ struct AttentionLaunch {
   /// merge_kernel with several splits: the merge kernel's grid (x = 0: no
   /// merge launch).
   Dim3 mergeGrid = Dim3(0u, 0u, 0u);
+  /// lean_entry kernels: launch `<kernel>_lean` instead of the kernel (the
+  /// same parameters; grid x = the lean CTAs).
+  bool leanEntry = false;
 
   Dim3 grid;
   Dim3 block;
@@ -182,6 +185,10 @@ struct AttentionLaunch {
 struct DecodeSplits {
   int splits = 1;
   bool mergeKernel = false;
+  /// The lean entry (KernelInfo::leanEntry) takes the launch: `leanCtas`
+  /// CTAs share the blocks and `splits` is the workspace's slots per tile.
+  bool lean = false;
+  int64_t leanCtas = 0;
 };
 
 /// A loaded attention kernel: its module, entry point, metadata and spec.
@@ -260,6 +267,7 @@ private:
   Module module;
   Function function;
   Function mergeFunction; // merge_kernel: <kernel>_merge
+  Function leanFunction;  // lean_entry: <kernel>_lean
   KernelInfo kernelInfo;
   AttentionSpec kernelSpec;
   CUcontext ctx = nullptr; // made current before each launch
@@ -317,8 +325,13 @@ double decodeMergeUs(int64_t splits, int64_t mergeQuads, bool mergeKernel);
 /// docs/results/2026-12-04-session29.md): lean wins 1.6-18% at batch 12-20
 /// x 4K-32K (2-7 waves), the split grid 1-5% at one wave, and where the
 /// waves are full with long CTAs (batch 32-64 x 4K-16K, 13 x 32K).
-int chooseLeanSplits(int64_t tiles, int64_t blocks, int64_t blockBytes,
-                     int sms, int64_t mergeQuads = 0);
+int chooseLeanSplits(int64_t tiles, int64_t blocks, int64_t blockBytes, int sms,
+                     int64_t mergeQuads = 0);
+/// chooseLeanSplits' rule for a split grid of tiles x `splits` CTAs on `sms`
+/// resident slots: true where one lean CTA per SM is expected faster (2
+/// waves or more, and under 90% full or 32 blocks or fewer a CTA). The
+/// runtime launches a kernel's lean entry (KernelInfo::leanEntry) there.
+bool leanBeatsSplitGrid(int64_t tiles, int64_t blocks, int64_t splits, int sms);
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile

@@ -74,6 +74,10 @@
 //             page_size by the metadata, so no older host launches these.
 //   (Kernels without these options keep 14 or 15 parameters: their PTX is
 //   unchanged.)
+//   lean_entry kernels (.meta lean_entry = 1, within ABI 6) hold a second
+//   entry, <kernel>_lean, a lean kernel over the same parameter array (19
+//   the workspace's slots per tile, 20 the batch); the runtime launches one
+//   or the other. Runtimes before it refuse the metadata key.
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
@@ -194,6 +198,11 @@ struct KernelInfo {
   /// Decode: 1 when the load warpgroup copies K/V with cp.async (parameters
   /// 22-29: K's and V's pointers and strides); 0: TMA (the tensor maps).
   int kvCpAsync = 0;
+  /// Decode: 1 when the cubin also holds `<kernel>_lean`, a lean kernel
+  /// (CTAs sharing all tiles' KV blocks, parameters as this kernel's, 19 the
+  /// workspace's slots per tile, 20 the batch) that the runtime launches
+  /// instead where the split grid's waves are ragged (chooseLeanSplits).
+  int leanEntry = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

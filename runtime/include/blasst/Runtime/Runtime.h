@@ -427,7 +427,8 @@ struct AttentionArgs {
   uint64_t workspace = 0;
   size_t workspaceBytes = 0;
   /// Decode kernels: the KV splits (0: the kernel's kv_splits, else chosen
-  /// at launch).
+  /// at launch, where a kernel with a lean entry may launch that instead).
+  /// Lean kernels: s > 0 asks for tiles x s CTAs (0: chooseLeanSplits).
   int kvSplits = 0;
   /// Decode kernels built with merge_kernel (KernelInfo::mergeKernel): who
   /// merges the splits' partials. Auto: the split model picks per launch

@@ -1,0 +1,51 @@
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=false" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=false" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/phase = decode/phase = decode, sparsity = blasst(ln_lambda = -8.0)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=LEAN
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=true kv-splits=4" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
+// The lean entry (docs/design.md "Lean decode"): dense decode with one CTA
+// per split carries `<kernel>_lean`, the same spec with lean CTAs, which the
+// runtime launches where the split grid's waves are ragged.
+
+// CHECK: ws.launch @gqa_kernel(
+// CHECK: ws.kernel @gqa_kernel
+// CHECK-SAME: q_group = 4 split_kv merge_kernel
+// CHECK-SAME: lean_entry = true
+// CHECK: ws.kernel @gqa_kernel_lean
+// CHECK-SAME: persistent lean q_group = 4 split_kv
+// CHECK-SAME: lean = true
+// CHECK-SAME: lean_entry = false
+// CHECK-SAME: merge_kernel = false
+
+// Both kernels are proven.
+// SYNC: remark: synchronisation verified
+// SYNC: remark: synchronisation verified
+
+// The kernel says so (findLoweredKernel reads it), its entry is lean.
+// LLVM: llvm.func @gqa_kernel(
+// LLVM-SAME: blasst.lean_entry
+// LLVM: llvm.func @gqa_kernel_lean(
+// LLVM-SAME: blasst.lean
+// LLVM-SAME: blasst.persistent
+
+// OFF: ws.kernel @gqa_kernel
+// OFF-NOT: lean_entry = true
+// OFF-NOT: ws.kernel @gqa_kernel_lean
+
+// LEAN: ws.kernel @gqa_kernel
+// LEAN-SAME: lean_entry = false
+// LEAN-NOT: ws.kernel @gqa_kernel_lean
+
+// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 128 over a contiguous KV cache of one length
+// BAD: lean-entry
+func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
+  return
+}
