@@ -1224,10 +1224,13 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
                   decodeMergeUs(splits, quads, false);
   mergeKernel = mergeKernel && splits > 1;
   // The lean entry, where the split grid this launch would take has ragged
-  // waves (leanBeatsSplitGrid); it merges in the kernel, so not where the
-  // merge kernel was chosen or asked for, nor with a split count asked for.
+  // waves (leanBeatsSplitGrid), whichever merge the model paired with it
+  // (the entry merges in the kernel: H200, session 29 §7, where the model
+  // picked the merge kernel (MQA, seq_q 4-8) lean was 2.9-17% faster at 7
+  // of 8 ragged shapes, 1.8% slower at MQA batch 17 x 16K seq_q 8); not
+  // with the merge kernel or a split count asked for.
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
-      !mergeKernel && merge != SplitMerge::MergeKernel) {
+      merge != SplitMerge::MergeKernel) {
     int sms = numSMs > 0 ? numSMs : 132;
     if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
       int64_t ctas =

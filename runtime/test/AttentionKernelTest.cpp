@@ -1109,8 +1109,9 @@ TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
 
 // A decode kernel with a lean entry (.meta lean_entry, `<kernel>_lean`):
 // the runtime launches the lean entry where the split grid it would take has
-// ragged waves (leanBeatsSplitGrid), one CTA per SM, and the kernel
-// itself elsewhere, with a split count asked for, or with the merge kernel.
+// ragged waves (leanBeatsSplitGrid), one CTA per SM, whichever merge the
+// split model paired with that grid, and the kernel itself elsewhere, with a
+// split count asked for, or with the merge kernel asked for.
 TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   KernelInfo info = decodeInfo();
   info.kvCpAsync = 1;
@@ -1158,6 +1159,14 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_FALSE(prepared.leanEntry);
   EXPECT_GT(prepared.mergeGrid.x, 0u);
+  // Seq_q 8 (32 rows a tile): the split model pairs its grid with the
+  // merge kernel; ragged, so the lean entry (merging in the kernel) anyway.
+  a.splitMerge = SplitMerge::Auto;
+  a.seqQ = 8;
+  EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.leanEntry);
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
   // The metadata refuses a lean entry beside kernels lean does not build.
   KernelInfo bad = info;
   bad.perSeqKV = 1;
