@@ -1229,8 +1229,11 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // picked the merge kernel (MQA, seq_q 4-8) lean was 2.9-17% faster at 7
   // of 8 ragged shapes, 1.8% slower at MQA batch 17 x 16K seq_q 8); not
   // with the merge kernel or a split count asked for.
+  // (The lean kernel numbers the launch's blocks in 32 bits; the split
+  // model fills the waves of launches that large anyway, so this only
+  // guards.)
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
-      merge != SplitMerge::MergeKernel) {
+      merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX) {
     int sms = numSMs > 0 ? numSMs : 132;
     if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
       int64_t ctas =
