@@ -1119,7 +1119,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
                              " KV blocks (tiles x blocks) in 32 bits; at "
                              "most " +
                              std::to_string(INT32_MAX));
-      launch.grid = Dim3(unsigned(leanCtas(args, all, blocks)), 1u, 1u);
+      launch.grid = Dim3(unsigned(choice.leanCtas), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
     } else if (choice.lean) {
@@ -1189,29 +1189,36 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
                   std::max<int64_t>(1, args.numKVHeads) *
                   ((std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens);
   int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
-  if (kernelInfo.lean)
-    return {leanSlots(tiles, blocks, leanCtas(args, tiles, blocks)), false};
-  int64_t splits = args.kvSplits > 0      ? args.kvSplits
-                   : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
-                                             : 0;
+  int sms = numSMs > 0 ? numSMs : 132;
   // The merge's work per tile: four-column units of its rows with a token
   // (q_group q heads x the tile's tokens; padding rows are not merged).
   int64_t rows = kernelInfo.qGroup *
                  std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ));
   int64_t quads = rows * kernelSpec.headDimV / 4;
+  int64_t blockBytes = int64_t(kernelInfo.blockN) *
+                       (kernelSpec.headDim + kernelSpec.headDimV) *
+                       dtypeBytes(kernelSpec.dtype);
+  if (kernelInfo.lean) {
+    // tiles x kvSplits CTAs when asked, else chooseLeanSplits' grid; at
+    // most one per block.
+    int64_t s = args.kvSplits > 0
+                    ? args.kvSplits
+                    : chooseLeanSplits(tiles, blocks, blockBytes, sms, quads);
+    int64_t ctas = std::max<int64_t>(
+        1, std::min<int64_t>(tiles * blocks, s > 0 ? tiles * s : sms));
+    return {leanSlots(tiles, blocks, ctas), false, false, ctas};
+  }
+  int64_t splits = args.kvSplits > 0         ? args.kvSplits
+                   : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
+                                             : 0;
   // Who may merge: a kernel without merge_kernel only in the kernel (the
   // launch refuses MergeKernel for it).
   SplitMerge merge = kernelInfo.mergeKernel ? args.splitMerge
                                             : SplitMerge::InKernel;
   bool mergeKernel = merge == SplitMerge::MergeKernel;
-  if (!splits) {
-    int64_t blockBytes = int64_t(kernelInfo.blockN) *
-                         (kernelSpec.headDim + kernelSpec.headDimV) *
-                         dtypeBytes(kernelSpec.dtype);
-    splits =
-        chooseDecodeSplits(tiles, blocks, blockBytes, numSMs > 0 ? numSMs : 132,
-                           kernelInfo.persistent != 0, quads, merge);
-  }
+  if (!splits)
+    splits = chooseDecodeSplits(tiles, blocks, blockBytes, sms,
+                                kernelInfo.persistent != 0, quads, merge);
   // No empty split beyond the blocks (interleaved: beyond the chunks of C
   // blocks), and grid x within its limit.
   int64_t chunk = std::max(1, kernelInfo.splitChunk);
@@ -1234,7 +1241,6 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // guards.)
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
       merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX) {
-    int sms = numSMs > 0 ? numSMs : 132;
     if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
       int64_t ctas =
           std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, sms));
@@ -1382,24 +1388,6 @@ bool blasst::rt::leanBeatsSplitGrid(int64_t tiles, int64_t blocks,
   bool underfilled = ctas * 10 < waves * sms * 9;
   bool shortCtas = (blocks + splits - 1) / splits <= 32;
   return waves >= 2 && (underfilled || shortCtas);
-}
-
-int64_t AttentionKernel::leanCtas(const AttentionArgs &args, int64_t tiles,
-                                  int64_t blocks) const {
-  int sms = numSMs > 0 ? numSMs : 132;
-  int64_t s = args.kvSplits;
-  if (s < 1) {
-    int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
-    int64_t quads = int64_t(kernelInfo.qGroup) *
-                    std::min<int64_t>(tokens, std::max<int64_t>(1, args.seqQ)) *
-                    kernelSpec.headDimV / 4;
-    int64_t blockBytes = int64_t(kernelInfo.blockN) *
-                         (kernelSpec.headDim + kernelSpec.headDimV) *
-                         dtypeBytes(kernelSpec.dtype);
-    s = chooseLeanSplits(tiles, blocks, blockBytes, sms, quads);
-  }
-  int64_t ctas = s > 0 ? tiles * s : sms;
-  return std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, ctas));
 }
 
 int blasst::rt::leanSlots(int64_t tiles, int64_t blocks, int64_t ctas) {

@@ -1163,6 +1163,14 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   // merge kernel; ragged, so the lean entry (merging in the kernel) anyway.
   a.splitMerge = SplitMerge::Auto;
   a.seqQ = 8;
+  {
+    KernelInfo splitOnly = info;
+    splitOnly.leanEntry = 0;
+    AttentionKernel alone;
+    ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                               splitOnly, spec, &alone)));
+    EXPECT_TRUE(alone.decodeSplitsFor(a).mergeKernel);
+  }
   EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_TRUE(prepared.leanEntry);

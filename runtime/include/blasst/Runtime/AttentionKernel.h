@@ -185,9 +185,10 @@ struct AttentionLaunch {
 struct DecodeSplits {
   int splits = 1;
   bool mergeKernel = false;
-  /// The lean entry (KernelInfo::leanEntry) takes the launch: `leanCtas`
-  /// CTAs share the blocks and `splits` is the workspace's slots per tile.
+  /// The lean entry (KernelInfo::leanEntry) takes the launch.
   bool lean = false;
+  /// Lean CTAs (a lean kernel, or the lean entry): how many share the
+  /// launch's blocks; `splits` is then the workspace's slots per tile.
   int64_t leanCtas = 0;
 };
 
@@ -258,12 +259,6 @@ public:
   std::string describe() const;
 
 private:
-  /// Lean decode: the CTAs sharing the `tiles` x `blocks` KV blocks (at
-  /// most one per block): tiles x args.kvSplits when that is set, else
-  /// chooseLeanSplits' pick (tiles x s, or one per SM: 132 when the SM
-  /// count is unknown).
-  int64_t leanCtas(const AttentionArgs &args, int64_t tiles,
-                   int64_t blocks) const;
   Module module;
   Function function;
   Function mergeFunction; // merge_kernel: <kernel>_merge
