@@ -266,10 +266,11 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (info.qGroup && info.clusterM > 1)
     return Status::error("q_group cannot be combined with cluster_m");
   if (info.qGroup && info.persistent &&
-      (!info.splitKV || info.splitChunk || info.perSeqKV || info.pageSize))
+      (!info.splitKV || info.splitChunk || info.perSeqKV ||
+       (info.pageSize && !info.lean)))
     return Status::error("persistent decode (q_group with persistent) needs "
                          "split_kv over contiguous splits (no split_chunk, "
-                         "per_seq_kv or page_size)");
+                         "per_seq_kv, or page_size without lean)");
   if (info.mergeKernel && (!info.splitKV || info.persistent))
     return Status::error("merge_kernel needs split_kv = 1 and no persistent "
                          "(the merge kernel follows a one-CTA-per-split "
@@ -278,12 +279,11 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("kv_cp_async needs split_kv = 1, without persistent "
                          "unless lean (cp.async decode CTAs: one per split, "
                          "or lean's one per SM)");
-  if (info.leanEntry &&
-      (!info.qGroup || !info.splitKV || info.persistent || info.perSeqKV ||
-       info.pageSize || info.splitChunk || info.kvSplits))
+  if (info.leanEntry && (!info.qGroup || !info.splitKV || info.persistent ||
+                         info.perSeqKV || info.splitChunk || info.kvSplits))
     return Status::error("lean_entry needs a one-CTA-per-split decode kernel "
                          "(q_group, split_kv; no persistent, per_seq_kv, "
-                         "page_size, split_chunk or kv_splits)");
+                         "split_chunk or kv_splits)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -1239,8 +1239,17 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // (The lean kernel numbers the launch's blocks in 32 bits; the split
   // model fills the waves of launches that large anyway, so this only
   // guards.)
+  // Not at head_dim 64 with one KV head and one query tile per sequence:
+  // there the entry was 1-27% slower at 12 of 12 ragged shapes (32/1 and
+  // 16/1, seq_q 1-2), where it was 10-21% faster with two KV heads (16/2;
+  // 64/2: 4 of 5) and with two or more query tiles (32/1 at seq_q 4-8:
+  // 11-18%) (H200, docs/results/2026-12-04-session30.md §3; not located).
+  int64_t qTiles = (std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens;
+  bool oneHeadHd64 =
+      kernelSpec.headDim == 64 && args.numKVHeads == 1 && qTiles == 1;
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
-      merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX) {
+      merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX &&
+      !oneHeadHd64) {
     if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
       int64_t ctas =
           std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, sms));

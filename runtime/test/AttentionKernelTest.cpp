@@ -1183,6 +1183,98 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
                         "lean_entry needs a one-CTA-per-split decode kernel"));
 }
 
+// Head_dim 64 with one KV head and one query tile per sequence (MQA at
+// seq_q 1-2) keeps the split grid where the waves are ragged (the entry was
+// slower there on the H200); two query tiles (seq_q 4) take the entry.
+TEST_F(FakeDriverTest, LeanEntrySkipsOneKVHeadAtHeadDim64) {
+  KernelInfo info = decodeInfo();
+  info.kvCpAsync = 1;
+  info.mergeKernel = 1;
+  info.leanEntry = 1;
+  info.blockN = 128;
+  info.qGroup = 32;
+  AttentionSpec spec = decodeSpec();
+  spec.headDim = spec.headDimV = 64;
+  spec.numKVHeads = 1;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs();
+  a.numKVHeads = 1;
+  a.headDim = 64;
+  a.setContiguousStrides();
+  a.batch = 68;
+  a.seqKV = 16384;
+  a.seqQ = 1;
+  a.workspace = 0x50000000;
+  a.workspaceBytes = size_t(1) << 30;
+  EXPECT_FALSE(kernel.decodeSplitsFor(a).lean);
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  a.seqQ = 4; // 2 query tiles of 2 tokens x 32 q heads
+  EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
+}
+
+// The lean entry beside a paged decode kernel (one length, pages of 64):
+// a ragged launch takes <kernel>_lean with the same table parameters (its
+// parts read their tiles' table rows); the metadata still refuses an entry
+// beside per-sequence lengths.
+TEST_F(FakeDriverTest, LeanEntryTakesPagedLaunches) {
+  void (*lastKVCache)(uint64_t *) = nullptr;
+  resolve("blasstFakeLastKVCache", &lastKVCache);
+  KernelInfo info = pagedDecodeInfo();
+  info.perSeqKV = 0;
+  info.pageSize = 64;
+  info.kvCpAsync = 1;
+  info.mergeKernel = 1;
+  info.leanEntry = 1;
+  AttentionSpec spec = pagedDecodeSpec();
+  spec.kvPerSequence = false;
+  spec.kvPageSize = 64;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  // Batch 17 x 16K over [4352 pages, 64 tokens, 8 heads, 128], 256 columns.
+  AttentionArgs a = sampleArgs();
+  a.batch = 17;
+  a.seqQ = 1;
+  a.seqKV = 16384;
+  a.blockTable = 0x70000000;
+  a.maxPages = 256;
+  a.numPages = 17 * 256;
+  int64_t row = 8 * 128;
+  a.kStrides = a.vStrides = {64 * row, row, 128};
+  a.workspace = 0x50000000;
+  a.workspaceBytes = size_t(1) << 30;
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(132,1,1)");
+  EXPECT_EQ(prepared.decodeSplits, leanSlots(136, 256, 132));
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  uint64_t kv[3] = {};
+  lastKVCache(kv);
+  EXPECT_EQ(kv[1], 0x70000000u);
+  EXPECT_EQ(kv[2], 256u);
+  // Batch 8 x 32K fills its waves: the kernel itself.
+  a.batch = 8;
+  a.seqKV = 32768;
+  a.maxPages = 512;
+  a.numPages = 8 * 512;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  KernelInfo perSeq = info;
+  perSeq.perSeqKV = 1;
+  AttentionSpec perSeqSpec = spec;
+  perSeqSpec.kvPerSequence = true;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              perSeq, perSeqSpec, &kernel),
+                        "lean_entry needs a one-CTA-per-split decode kernel"));
+}
+
 // kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V
 // through their pointers and element strides, parameters 22-29 (K's and
 // V's strides may differ: here V is [B, H, S, D]); the metadata refuses it

@@ -5,7 +5,8 @@
 # seq_q (1-8) and the KV split count are launch values: one kernel per spec.
 # With BLASST=1 (default) also the BLASST decode kernels (bdec_*,
 # bench_bdec_*) for run-decode-blasst.sh.
-# With LEAN=1 (default) also the lean decode kernels (lean_*, bench_lean_*).
+# With LEAN=1 (default) also the lean decode kernels (lean_*, bench_lean_*)
+# and paged kernels of one length for the lean entry's checks (pg*_).
 # With GQA=1 (default) also the head ratios that are not a power of two
 # (dec_gqa_*, bdec_gqa_*, kvgqa_*: 9/3, 28/4, 12/2, 40/8 x head_dim 64/128 x
 # causal, 12/1 and 24/1 at 128 (several tiles per kv head), paged and
@@ -100,6 +101,21 @@ if [[ ${LEAN:-1} == 1 ]]; then
   done
   BLASST_COMPILE_FLAGS=--lean mk bench_lean_hd128_q32kv8 \
     "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode"
+  # The lean entry over paged caches of one length (run-decode.sh
+  # LEANENTRY=1; the hd64 entry is in dec_hd64_* above).
+  for pg in 16 64 256; do
+    for heads in "16 16" "32 8" "32 1"; do
+      read -r qh kvh <<<"$heads"
+      for causal in false true; do
+        mk "pg${pg}_hd128_q${qh}kv${kvh}_c${causal}" \
+          "dtype=bf16 head_dim=128 q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode kv_cache=paged:page=$pg"
+      done
+    done
+    for causal in false true; do
+      mk "pg${pg}_hd64_q32kv8_c${causal}" \
+        "dtype=bf16 head_dim=64 q_heads=32 kv_heads=8 causal=$causal lse=true phase=decode kv_cache=paged:page=$pg"
+    done
+  done
 fi
 fi # ONLY != gqa
 # Head ratios that are not a power of two: G = 3, 7, 6, 5 (floor(64 / G)

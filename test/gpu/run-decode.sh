@@ -23,8 +23,8 @@
 # checks the lean decode kernels (lean_*: every element with the grid the
 # runtime picks and with forced tiles x s grids, 1000 launches,
 # racecheck/memcheck). LEANENTRY=1 checks the lean entry of the dense decode
-# kernels (dec_hd128_*: ragged shapes launch <kernel>_lean; every element,
-# 1000 launches, racecheck/memcheck).
+# kernels (dec_hd128_*, dec_hd64_*, paged pg*_: ragged shapes launch
+# <kernel>_lean; every element, 1000 launches, racecheck/memcheck).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 K="${1:-$ROOT/.device/decode}"; OUT="${2:-${OUT:-/tmp/decode-out}}"; mkdir -p "$OUT"
@@ -194,7 +194,11 @@ if [[ ${LEANENTRY:-0} == 1 ]]; then
   # seq_q 1-8, MHA / GQA / MQA; 1000 launches, racecheck / memcheck.
   echo "=== the lean entry vs the CPU reference (every element) ==="
   e0=$runs; ef=$fails
-  for k in dec_hd128_q32kv8 dec_hd128_q16kv4 dec_hd128_q16kv16 dec_hd128_q32kv1 dec_hd128_q8kv1; do
+  # Head_dim 64 (128-key blocks) and paged caches of one length (pages of
+  # 16 / 64 / 256: the parts read their tiles' table rows) too.
+  for k in dec_hd128_q32kv8 dec_hd128_q16kv4 dec_hd128_q16kv16 dec_hd128_q32kv1 dec_hd128_q8kv1 \
+           dec_hd64_q32kv8 dec_hd64_q16kv16 dec_hd64_q32kv1 pg16_hd128_q32kv8 pg64_hd128_q16kv16 \
+           pg256_hd128_q32kv1 pg64_hd64_q32kv8; do
     ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
     case $k in
       *kv8|*kv4) shapes=("17 16384" "17 1000" "20 4096" "8 3001") ;;
@@ -213,8 +217,12 @@ if [[ ${LEANENTRY:-0} == 1 ]]; then
   echo "launches by the lean entry: $(cat "$OUT"/leanentry_*.log | grep -c 'the lean entry') of $(cat "$OUT"/leanentry_*.log | grep -c 'launch:')"
   run leanentry_1000launch --kernel "$K/dec_hd128_q32kv8_ctrue" --batch 17 --seq-q 4 \
     --seq-kv 1000 --warmup 0 --iters 1 --repeat-launches 1000
+  run leanentry_1000launch_pg16 --kernel "$K/pg16_hd128_q32kv8_ctrue" --batch 17 --seq-q 4 \
+    --seq-kv 1000 --warmup 0 --iters 1 --repeat-launches 1000
   if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
     sanitize leanentry --kernel "$K/dec_hd128_q32kv8_ctrue" --batch 17 --seq-q 4 --seq-kv 1000
+    sanitize leanentry_pg16 --kernel "$K/pg16_hd128_q32kv8_ctrue" --batch 17 --seq-q 4 --seq-kv 1000
+    sanitize leanentry_hd64 --kernel "$K/dec_hd64_q32kv8_ctrue" --batch 17 --seq-q 4 --seq-kv 1000
   fi
   echo "lean entry: $((runs - e0)) runs, $((fails - ef)) failed"
 fi

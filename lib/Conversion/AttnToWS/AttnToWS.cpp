@@ -42,12 +42,13 @@ ws::Target blasst::toWSTarget(blasst::Target target) {
 /// the entry sits beside.
 static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Decode &&
-         spec.sparsity.isDense() && spec.headDim == 128 &&
-         spec.headDimV == 128 && !spec.kvPerSequence && !spec.paged() &&
+         spec.sparsity.isDense() &&
+         (spec.headDim == 128 || spec.headDim == 64) &&
+         spec.headDimV == spec.headDim && !spec.kvPerSequence &&
          !o.persistent.value_or(false) && !o.lean.value_or(false) &&
          o.kvCpAsync.value_or(false) && o.kvSplits.value_or(0) == 0 &&
          !o.splitInterleave.value_or(false) && o.ctasPerSm.value_or(1) == 1 &&
-         o.blockN == 64 && 64 % spec.gqaRatio() == 0;
+         o.blockN * spec.headDim == 64 * 128 && 64 % spec.gqaRatio() == 0;
 }
 
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
@@ -903,10 +904,11 @@ struct ConvertAttnToWSPass
       }
       if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
         op.emitOpError()
-            << "lean-entry=true needs sm_90a dense decode at head_dim 128 "
-               "over a contiguous KV cache of one length, with cp.async K/V, "
-               "one CTA per split (no persistent, lean, kv-splits, "
-               "split-interleave or ctas-per-sm=2), 64-key blocks and q heads "
+            << "lean-entry=true needs sm_90a dense decode at head_dim 64 "
+               "or 128 over a KV cache of one length (contiguous or paged), "
+               "with cp.async K/V, one CTA per split (no persistent, lean, "
+               "kv-splits, split-interleave or ctas-per-sm=2), the default "
+               "KV blocks (64 keys at head_dim 128, 128 at 64) and q heads "
                "per kv head dividing 64";
         return signalPassFailure();
       }
@@ -947,15 +949,20 @@ struct ConvertAttnToWSPass
                 "take no split count";
         else if (*opts.persistent &&
                  (!spec.sparsity.isDense() || spec.kvPerSequence ||
-                  spec.paged() || opts.splitInterleave.value_or(false)))
+                  opts.splitInterleave.value_or(false)))
           why = "persistent=true: persistent decode CTAs are implemented "
-                "for dense attention over a contiguous KV cache of one "
-                "length (no sparsity, kv_lengths, kv_cache or "
-                "split-interleave)";
-        else if (*opts.persistent && spec.headDim != 128)
+                "for dense attention over KV caches of one length (no "
+                "sparsity, kv_lengths or split-interleave)";
+        else if (*opts.persistent && !opts.lean.value_or(false) && spec.paged())
+          why = "persistent=true with a paged kv_cache: CTAs walking the "
+                "splits read contiguous K/V only (lean CTAs take pages)";
+        else if (*opts.persistent &&
+                 !(spec.headDim == 128 ||
+                   (spec.headDim == 64 && opts.lean.value_or(false))))
           why = "persistent=true: persistent decode CTAs are available at "
-                "head_dim 128 only (at 64 the item loop makes ptxas spill "
-                "the consumer's registers; 256 as for prefill)";
+                "head_dim 128, lean CTAs at 64 and 128 (CTAs walking the "
+                "splits copy by TMA, and at 64 their item loop makes ptxas "
+                "spill the consumer's registers; 256 as for prefill)";
         else if (opts.splitChunk && !*opts.splitInterleave)
           why = "split-chunk=" + std::to_string(*opts.splitChunk) +
                 " with split-interleave=false: chunks are how interleaved "

@@ -550,6 +550,9 @@ LogicalResult KernelLowering::emitLeanItems(RoleOp role, RoleState &st) {
   Value t1 = select(any, add(divu(sub(end, c32(1)), u), c32(1)), t0);
   return emitItemLoop(role, st, t0, t1, c32(1), [&](Value t) {
     batch = divu(t, perBatch);
+    // A paged cache: the part's table row (KVCache.cpp).
+    if (pageSize)
+      emitKVCacheStart();
     Value inBatch = remu(t, perBatch);
     kvHead = divu(inBatch, numQTiles);
     head = mul(kvHead, c32(qGroup));
@@ -587,6 +590,7 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value lb, Value items,
   auto forOp = scf::ForOp::create(b, loc, first, items, stride,
                                   ValueRange{c32(0), c32(0)});
   Value savedM = mBlock, savedHead = head, savedKV = kvHead, savedB = batch;
+  Value savedRow = tableRow, savedLast = lastTableEntry;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
@@ -612,6 +616,8 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value lb, Value items,
   head = savedHead;
   kvHead = savedKV;
   batch = savedB;
+  tableRow = savedRow;
+  lastTableEntry = savedLast;
   split = kvBegin = kvCount = kvEndKey = Value();
   tileSplits = numSplits;
   blockBase = tileParity = Value();

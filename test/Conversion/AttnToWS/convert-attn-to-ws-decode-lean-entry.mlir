@@ -5,6 +5,12 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=false" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 64)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=PAGED
+// RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=PAGEDLLVM
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=HD64
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a block-n=64" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean-entry=true block-n=64" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/phase = decode/phase = decode, sparsity = blasst(ln_lambda = -8.0)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=LEAN
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=true kv-splits=4" 2>&1 | FileCheck %s --check-prefix=ERR
@@ -35,6 +41,31 @@
 // LLVM-SAME: blasst.lean
 // LLVM-SAME: blasst.persistent
 
+// A paged cache of one length: the entry's parts read their tiles' table
+// rows (the kernel keeps the paged cache's 6 stages).
+// PAGED: ws.kernel @gqa_kernel
+// PAGED-SAME: page_size = 64
+// PAGED-SAME: lean_entry = true
+// PAGED: ws.kernel @gqa_kernel_lean
+// PAGED-SAME: persistent lean q_group = 4 split_kv page_size = 64
+// PAGED-SAME: stages = 6
+
+// Each part's table row follows its batch entry (the tile t / (KV heads x
+// query tiles)): table + batch x max_pages, inside the lean item loop.
+// PAGEDLLVM-LABEL: llvm.func @gqa_kernel_lean(
+// PAGEDLLVM: nvvm.read.ptx.sreg.nctaid.x
+// PAGEDLLVM: scf.for %[[T:[a-z0-9]+]] = %{{[0-9]+}} to %{{[0-9]+}} step %c1_i32{{.*}} iter_args
+// PAGEDLLVM: %[[B:[0-9]+]] = arith.divui %[[T]], %{{[0-9]+}} : i32
+// PAGEDLLVM: %[[B64:[0-9]+]] = arith.extui %[[B]] : i32 to i64
+// PAGEDLLVM: arith.muli %[[B64]], %{{[0-9]+}} : i64
+
+// head_dim 64: 128-key blocks (the default's), lean entry too.
+// HD64: ws.kernel @gqa_kernel
+// HD64-SAME: block_n = 128
+// HD64-SAME: lean_entry = true
+// HD64: ws.kernel @gqa_kernel_lean
+// HD64-SAME: persistent lean q_group = 4 split_kv
+
 // OFF: ws.kernel @gqa_kernel
 // OFF-NOT: lean_entry = true
 // OFF-NOT: ws.kernel @gqa_kernel_lean
@@ -43,7 +74,7 @@
 // LEAN-SAME: lean_entry = false
 // LEAN-NOT: ws.kernel @gqa_kernel_lean
 
-// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 128 over a contiguous KV cache of one length
+// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 64 or 128 over a KV cache of one length (contiguous or paged)
 // BAD: lean-entry
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>

@@ -8,6 +8,10 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true kv-splits=4" 2>&1 | FileCheck %s --check-prefix=SPLITS
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / lean /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=PAGED
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=HD256
+// RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / persistent /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=PAGEDBAD
 // Lean decode (docs/design.md "Lean decode"): persistent decode CTAs, one
 // per SM, each an even share of the launch's KV blocks across tile
 // boundaries; each tile merges the parts its CTAs wrote.
@@ -49,6 +53,12 @@
 // PREFILL: error: 'attn.attention' op lean=true is an sm_90a decode schedule (CTAs sharing the KV blocks of every tile)
 // BAD: lean
 // SPLITS: error: 'attn.attention' op decode schedule: lean=true with kv-splits=4: lean CTAs share the KV blocks evenly (one per SM); they take no split count
+// Head_dim 64 (128-key blocks) and a paged cache of one length: lean too
+// (each part reads its tile's table row).
+// PAGED: ws.kernel @gqa_kernel
+// PAGED-SAME: persistent lean q_group = 4 split_kv page_size = 16
+// HD256: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64 and 128
+// PAGEDBAD: error: 'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk, per_seq_kv, or page_size without lean)
 // VERIFY: error: 'ws.kernel' op lean shares KV blocks among persistent decode CTAs: it needs persistent and q_group
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>

@@ -5,6 +5,7 @@
 // RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a persistent=true" 2>&1 | FileCheck %s --check-prefix=SPARSE
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a persistent=true split-interleave=true" 2>&1 | FileCheck %s --check-prefix=SPARSE
 // RUN: sed -e 's/128/64/g' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a persistent=true" 2>&1 | FileCheck %s --check-prefix=HD64
+// RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 64)/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a persistent=true" 2>&1 | FileCheck %s --check-prefix=PAGED
 // Persistent decode CTAs (dense, head_dim 128): a 1-D grid of CTAs walks the
 // (batch, KV head, query tile, split) items; the launch's split count and
 // batch are kernel parameters 19 and 20 (docs/design.md, "Persistent
@@ -29,8 +30,9 @@
 // LLVM: %[[STRIDE:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x : i32
 // LLVM: scf.for %{{.*}} = %[[FIRST]] to %[[ITEMS]] step %[[STRIDE]] iter_args
 
-// SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention over a contiguous KV cache of one length (no sparsity, kv_lengths, kv_cache or split-interleave)
-// HD64: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128 only
+// SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention over KV caches of one length (no sparsity, kv_lengths or split-interleave)
+// HD64: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64 and 128
+// PAGED: error: 'attn.attention' op decode schedule: persistent=true with a paged kv_cache: CTAs walking the splits read contiguous K/V only (lean CTAs take pages)
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
   return

@@ -177,11 +177,14 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "q_group cannot be combined with kv_multicast";
     // Persistent decode CTAs walk (batch, KV head, query tile, split) items;
     // the launch's split count and batch are kernel parameters 19 and 20.
-    if (getPersistent() &&
-        (!getSplitKv() || getSplitChunk() || getPerSeqKv() || getPageSize()))
+    // Lean CTAs also take a paged cache (each part reads its tile's table
+    // row); every part needs the launch's one length.
+    if (getPersistent() && (!getSplitKv() || getSplitChunk() || getPerSeqKv() ||
+                            (getPageSize() && !getLean())))
       return emitOpError()
              << "persistent with q_group needs split_kv over one contiguous "
-                "range per split (no split_chunk, per_seq_kv or page_size)";
+                "range per split (no split_chunk, per_seq_kv, or page_size "
+                "without lean)";
   }
   if (std::optional<uint64_t> n = getCtasPerSm();
       n && (*n < 1 || *n > 2 || (*n > 1 && getTarget() != Target::sm_90a)))
