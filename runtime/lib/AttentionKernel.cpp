@@ -1239,17 +1239,8 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // (The lean kernel numbers the launch's blocks in 32 bits; the split
   // model fills the waves of launches that large anyway, so this only
   // guards.)
-  // Not at head_dim 64 with one KV head and one query tile per sequence:
-  // there the entry was 1-27% slower at 12 of 12 ragged shapes (32/1 and
-  // 16/1, seq_q 1-2), where it was 10-21% faster with two KV heads (16/2;
-  // 64/2: 4 of 5) and with two or more query tiles (32/1 at seq_q 4-8:
-  // 11-18%) (H200, docs/results/2026-12-04-session30.md §3; not located).
-  int64_t qTiles = (std::max<int64_t>(1, args.seqQ) + tokens - 1) / tokens;
-  bool oneHeadHd64 =
-      kernelSpec.headDim == 64 && args.numKVHeads == 1 && qTiles == 1;
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
-      merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX &&
-      !oneHeadHd64) {
+      merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX) {
     if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
       int64_t ctas =
           std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, sms));

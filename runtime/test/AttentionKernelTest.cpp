@@ -1183,40 +1183,6 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
                         "lean_entry needs a one-CTA-per-split decode kernel"));
 }
 
-// Head_dim 64 with one KV head and one query tile per sequence (MQA at
-// seq_q 1-2) keeps the split grid where the waves are ragged (the entry was
-// slower there on the H200); two query tiles (seq_q 4) take the entry.
-TEST_F(FakeDriverTest, LeanEntrySkipsOneKVHeadAtHeadDim64) {
-  KernelInfo info = decodeInfo();
-  info.kvCpAsync = 1;
-  info.mergeKernel = 1;
-  info.leanEntry = 1;
-  info.blockN = 128;
-  info.qGroup = 32;
-  AttentionSpec spec = decodeSpec();
-  spec.headDim = spec.headDimV = 64;
-  spec.numKVHeads = 1;
-  std::string cubin = tinyCubin(info.kernelName);
-  AttentionKernel kernel;
-  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
-                                             info, spec, &kernel)));
-  AttentionArgs a = sampleArgs();
-  a.numKVHeads = 1;
-  a.headDim = 64;
-  a.setContiguousStrides();
-  a.batch = 68;
-  a.seqKV = 16384;
-  a.seqQ = 1;
-  a.workspace = 0x50000000;
-  a.workspaceBytes = size_t(1) << 30;
-  EXPECT_FALSE(kernel.decodeSplitsFor(a).lean);
-  AttentionLaunch prepared;
-  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
-  EXPECT_FALSE(prepared.leanEntry);
-  a.seqQ = 4; // 2 query tiles of 2 tokens x 32 q heads
-  EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
-}
-
 // The lean entry beside a paged decode kernel (one length, pages of 64):
 // a ragged launch takes <kernel>_lean with the same table parameters (its
 // parts read their tiles' table rows); the metadata still refuses an entry

@@ -23,7 +23,8 @@ mk() { # name spec...
   printf 'name=%s %s\n' "$name" "$*" >"$OUT/$name.in.spec"
   "$C" --spec "$OUT/$name.in.spec" --emit cubin -o "$OUT/$name" -v \
     ${BLASST_COMPILE_FLAGS:-} >"$OUT/$name.ptxas.log" 2>&1
-  grep -q "0 bytes spill stores, 0 bytes spill loads" "$OUT/$name.ptxas.log" ||
+  grep -q "0 bytes spill stores, 0 bytes spill loads" "$OUT/$name.ptxas.log" &&
+    ! grep -qE "[1-9][0-9]* bytes spill (stores|loads)" "$OUT/$name.ptxas.log" ||
     { echo "spills or no ptxas report: $OUT/$name.ptxas.log"; exit 1; }
 }
 if [[ ${ONLY:-} != gqa ]]; then

@@ -51,6 +51,20 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
          o.blockN * spec.headDim == 64 * 128 && 64 % spec.gqaRatio() == 0;
 }
 
+/// The registers of lean decode CTAs' warpgroups (sm_90a; 0: the decode
+/// default). At head_dim 64 the item loop's state beside S (64 x 128 f32 at
+/// 128-key blocks) made ptxas spill 4-136 bytes in the compute warpgroup at
+/// 240 registers (one KV head, causal paged caches) and 32-48 at 248, and
+/// those kernels ran up to 27% slower than the split grid; at 256 beside
+/// the load warpgroup's setmaxnreg.dec ptxas ignored both (C7507). So both
+/// warpgroups keep the 256 registers a 256-thread CTA starts with (no
+/// setmaxnreg; nothing to move at one CTA per SM): no spills in the matrix,
+/// and the entry 3-17% faster than the split grid where it is taken with
+/// one KV head (docs/results/2026-12-04-session30.md §3).
+static int64_t leanRegs(const AttentionSpec &spec) {
+  return spec.headDim == 64 ? 256 : 0;
+}
+
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                                         ScheduleOptions o) {
   bool hopper = o.target == blasst::Target::SM90a;
@@ -230,6 +244,8 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // 80-120 (256): 80, and 128 at head_dim 256, assemble the decode matrix
   // (head_dim 64/128/256, 32/8, 32/1 and 9/3 heads, causal, contiguous,
   // per-sequence, pages of 16-256) without.
+  if (!o.producerRegs && decode && o.lean.value_or(false) && leanRegs(spec))
+    o.producerRegs = leanRegs(spec);
   if (!o.producerRegs && o.kvCpAsync.value_or(false))
     o.producerRegs = spec.headDim > 128 ? 128 : 80;
   // BLASST decode with a paged cache: the load role holds a block's table
@@ -263,7 +279,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   if (!o.producerRegs)
     o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
-    o.consumerRegs = hopper ? 240 : 184;
+    o.consumerRegs = !hopper ? 184
+                     : decode && o.lean.value_or(false) && leanRegs(spec)
+                         ? leanRegs(spec)
+                         : 240;
   return o;
 }
 
@@ -1048,6 +1067,12 @@ struct ConvertAttnToWSPass
         ScheduleOptions leanOpts = opts;
         leanOpts.lean = leanOpts.persistent = true;
         leanOpts.leanEntry = leanOpts.mergeKernel = false;
+        if (leanRegs(spec)) {
+          if (!knobs.producerRegs)
+            leanOpts.producerRegs = leanRegs(spec);
+          if (!knobs.consumerRegs)
+            leanOpts.consumerRegs = leanRegs(spec);
+        }
         std::string leanName = kernel.getSymName().str() + "_lean";
         leanKernel = buildKernel(b, op.getLoc(), leanName, spec, leanOpts);
         symbols.insert(leanKernel);

@@ -59,12 +59,20 @@
 // PAGEDLLVM: %[[B64:[0-9]+]] = arith.extui %[[B]] : i32 to i64
 // PAGEDLLVM: arith.muli %[[B64]], %{{[0-9]+}} : i64
 
-// head_dim 64: 128-key blocks (the default's), lean entry too.
+// head_dim 64: 128-key blocks (the default's), lean entry too; the entry's
+// warpgroups keep the 256 registers they start with (no setmaxnreg: at 240
+// the compute warpgroup spilled), the kernel's move them as before.
 // HD64: ws.kernel @gqa_kernel
 // HD64-SAME: block_n = 128
 // HD64-SAME: lean_entry = true
+// HD64: ws.role @producer load warps [0, 4) regs 80
+// HD64: ws.role @consumer0 compute warps [4, 8) regs 240
 // HD64: ws.kernel @gqa_kernel_lean
 // HD64-SAME: persistent lean q_group = 4 split_kv
+// HD64-SAME: consumer_regs = 256
+// HD64-SAME: producer_regs = 256
+// HD64: ws.role @producer load warps [0, 4) regs 256
+// HD64: ws.role @consumer0 compute warps [4, 8) regs 256
 
 // OFF: ws.kernel @gqa_kernel
 // OFF-NOT: lean_entry = true
