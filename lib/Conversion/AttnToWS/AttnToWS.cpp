@@ -59,8 +59,9 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
 /// the load warpgroup's setmaxnreg.dec ptxas ignored both (C7507). So both
 /// warpgroups keep the 256 registers a 256-thread CTA starts with (no
 /// setmaxnreg; nothing to move at one CTA per SM): no spills in the matrix,
-/// and the entry 3-17% faster than the split grid where it is taken with
-/// one KV head (docs/results/2026-12-04-session30.md §3).
+/// and the entry 3-18% faster than the split grid at 13 of 14 shapes where
+/// it is taken with one KV head, 2.5% slower at the 14th
+/// (docs/results/2026-12-04-session30.md §3).
 static int64_t leanRegs(const AttentionSpec &spec) {
   return spec.headDim == 64 ? 256 : 0;
 }
@@ -244,6 +245,7 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // 80-120 (256): 80, and 128 at head_dim 256, assemble the decode matrix
   // (head_dim 64/128/256, 32/8, 32/1 and 9/3 heads, causal, contiguous,
   // per-sequence, pages of 16-256) without.
+  // (Lean CTAs at head_dim 64: leanRegs.)
   if (!o.producerRegs && decode && o.lean.value_or(false) && leanRegs(spec))
     o.producerRegs = leanRegs(spec);
   if (!o.producerRegs && o.kvCpAsync.value_or(false))
