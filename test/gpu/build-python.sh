@@ -7,6 +7,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${1:-$ROOT/build}"; OUT="${2:-$ROOT/.device/python}"
+# A fresh package: `blasst.aot build` keeps the kernels a package already
+# has for a spec (its key is the spec's, not the compiler build's), so a
+# package left by an older build of the same version would be tested again.
+rm -rf "$OUT/kernels"
 mkdir -p "$OUT/lib"
 cp "$BUILD/lib/libblasst.so" "$OUT/lib/"
 export BLASST_LIBRARY="$BUILD/lib/libblasst.so"
