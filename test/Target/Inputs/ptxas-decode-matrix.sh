@@ -85,4 +85,23 @@ if [[ ${KV:-1} == 1 ]]; then
   build "decode_gqa_kv_paged16_hd128_q28kv4_causal" \
     "dtype=bf16 head_dim=128 q_heads=28 kv_heads=4 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=16"
 fi
+# The lean entries (dense only: `<kernel>_lean` beside the kernel) where
+# they need the most registers: one KV head at head_dim 64 without LSE (240
+# registers spilled 112-136 B there), causal paged caches of one length
+# (4 B at pages of 256), and 32/8 beside them.
+if [[ " ${extra[*]-} " != *" --sparsity"* ]]; then
+  for hd in 64 128; do
+    for heads in "32 1" "16 1" "32 8"; do
+      read -r qh kvh <<<"$heads"
+      for causal in false true; do
+        build "decode_lean_hd${hd}_q${qh}kv${kvh}_causal${causal}" \
+          "dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=false phase=decode"
+      done
+    done
+    for page in 16 64 256; do
+      build "decode_lean_paged${page}_hd${hd}_q32kv8_causal" \
+        "dtype=bf16 head_dim=$hd q_heads=32 kv_heads=8 causal=true lse=false phase=decode kv_cache=paged:page=$page"
+    done
+  done
+fi
 echo "assembled $n sm_90a decode kernels, no spills"
