@@ -1063,18 +1063,14 @@ struct ConvertAttnToWSPass
       KernelOp kernel = buildKernel(b, op.getLoc(), name, spec, opts);
       symbols.insert(kernel); // Renames on a clash.
       // The lean entry: the same spec with lean CTAs, `<kernel>_lean`, which
-      // the runtime may launch instead (resolveSchedule).
+      // the runtime may launch instead: the knobs asked for, resolved as
+      // for `lean=true` (resolveSchedule's lean defaults, e.g. leanRegs).
       KernelOp leanKernel;
       if (opts.leanEntry.value_or(false)) {
-        ScheduleOptions leanOpts = opts;
-        leanOpts.lean = leanOpts.persistent = true;
-        leanOpts.leanEntry = leanOpts.mergeKernel = false;
-        if (leanRegs(spec)) {
-          if (!knobs.producerRegs)
-            leanOpts.producerRegs = leanRegs(spec);
-          if (!knobs.consumerRegs)
-            leanOpts.consumerRegs = leanRegs(spec);
-        }
+        ScheduleOptions leanKnobs = knobs;
+        leanKnobs.lean = leanKnobs.persistent = true;
+        leanKnobs.leanEntry = leanKnobs.mergeKernel = false;
+        ScheduleOptions leanOpts = resolveSchedule(spec, leanKnobs);
         std::string leanName = kernel.getSymName().str() + "_lean";
         leanKernel = buildKernel(b, op.getLoc(), leanName, spec, leanOpts);
         symbols.insert(leanKernel);
