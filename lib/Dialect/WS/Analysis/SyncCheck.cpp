@@ -69,6 +69,8 @@ std::optional<std::string> Model::build() {
     std::optional<std::string> unsupported;
     std::function<void(Operation *, bool)> addOne;
     std::optional<int64_t> keptOverride;
+    // The decision windows (from, run) of kept_ahead conditions.
+    SmallVector<std::pair<int, int>> windows;
     auto isKeptAhead = [](Operation *op) {
       if (auto a = dyn_cast<AcquireOp>(op))
         return bool(a.getKeptAhead());
@@ -109,6 +111,7 @@ std::optional<std::string> Model::build() {
           }
           prog.keptHistory =
               std::max(prog.keptHistory, int(a.getKeptHistory()));
+          windows.push_back({keptInstance ? int(ahead - kept) : 0, run});
           keptFirstBlock = std::max(keptFirstBlock, ahead + run - 1);
         }
         return;
@@ -268,6 +271,23 @@ std::optional<std::string> Model::build() {
     for (const Instr &in : prog.seg[1])
       prog.skipSteps |= in.inSkip;
     prog.branchVotes = prog.skipSteps;
+    // Windows [0, r) and [D, D + r) (as emitKeptAhead's): the D - 1
+    // decisions before the latest exactly, then a saturating count of the
+    // kept ones in a row (RHist; SyncModel.h).
+    if (!windows.empty()) {
+      int maxFrom = 0;
+      for (auto [from, run] : windows)
+        maxFrom = std::max(maxFrom, from);
+      int exact = std::max(0, maxFrom - 1);
+      if (llvm::all_of(windows, [&](std::pair<int, int> w) {
+            return w.first == 0 || w.first == exact + 1;
+          })) {
+        prog.histExact = exact;
+        prog.histCap = 0;
+        for (auto [from, run] : windows)
+          prog.histCap = std::max(prog.histCap, from + run - 1 - exact);
+      }
+    }
     roles.push_back(std::move(prog));
   }
   // A vote matters to the model only when it publishes or decides steps

@@ -142,6 +142,15 @@ struct RoleProg {
   /// A load role with `kept_ahead` steps: how many decisions before the
   /// latest its conditions read (RHist; 0: none).
   int keptHistory = 0;
+  /// How RHist holds that history. Every window the conditions read is
+  /// [0, r) or [D, D + r) of the decisions back (0: the latest), so the
+  /// lowering's carried decisions are a bit vector, but the checker needs
+  /// only the D - 1 decisions before the latest exactly (`histExact` bits)
+  /// and how many kept ones follow them in a row, saturated at `histCap`
+  /// (kept_run 8 took 2^9 history states, 5 s and 670 MB per kernel; with
+  /// the count, 2^(D-1) x 9). histCap < 0: the plain bit vector (windows of
+  /// another shape).
+  int histExact = 0, histCap = -1;
   /// The role votes on block 0 before its kv_loop (vote-first-block): the
   /// loop starts with that decision instead of "kept".
   bool votesFirst = false;
@@ -163,7 +172,9 @@ enum RoleField {
   RWaitGen,
   RPrevKept,
   /// keptHistory roles: the decisions before the latest (bit i: on block
-  /// n - 1 - i skipped; blocks before 0 count as skipped).
+  /// n - 1 - i skipped; blocks before 0 count as skipped), or with
+  /// histCap >= 0 the first histExact of those bits and above them the
+  /// count of kept decisions in a row that follow.
   RHist,
   kRoleFields
 };

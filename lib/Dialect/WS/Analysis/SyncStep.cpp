@@ -235,9 +235,17 @@ void Model::stepOnce(const State &s, int r,
     // kept_ahead: the decisions n - keptFrom .. n - keptFrom - keptRun + 1
     // (0: RSkip, the latest; i > 0: bit i - 1 of RHist).
     bool allKept = true;
+    const RoleProg &rp = roles[size_t(r)];
+    int exact = rp.histCap >= 0 ? rp.histExact : 1 << 30;
+    int32_t hist = int32_t(role(s, r, RHist));
     for (int i = in.keptFrom; i < in.keptFrom + in.keptRun; ++i)
-      allKept &=
-          !(i == 0 ? role(s, r, RSkip) : (role(s, r, RHist) >> (i - 1)) & 1);
+      if (i == 0 || i - 1 < exact)
+        allKept &= !(i == 0 ? role(s, r, RSkip) : (hist >> (i - 1)) & 1);
+    // Compressed: the decisions from histExact back on are a count of the
+    // kept ones in a row.
+    if (int count = in.keptFrom + in.keptRun - 1 - exact;
+        rp.histCap >= 0 && count > 0)
+      allKept &= (hist >> exact) >= count;
     if (allKept != in.keptWhen) {
       label.variant = 6;
       label.block = blockOf(in, s, r).local;
@@ -495,10 +503,25 @@ void Model::stepOnce(const State &s, int r,
         h && (n == 0 || k == 0 || !role(s, r, RSub))) {
       // The decisions before block n: shift in block n - 1's (blocks before
       // 0 count as skipped).
-      int32_t mask = (1 << h) - 1;
-      role(t, r, RHist) =
-          n == 0 ? mask
-                 : ((role(s, r, RHist) << 1) | (role(s, r, RSkip) & 1)) & mask;
+      const RoleProg &rp = roles[size_t(r)];
+      if (rp.histCap >= 0) {
+        // The first histExact bits shift; the one leaving them (or the
+        // latest, without exact bits) extends or resets the kept count.
+        int e = rp.histExact;
+        int32_t low = (1 << e) - 1, hist = int32_t(role(s, r, RHist));
+        int32_t latest = role(s, r, RSkip) & 1;
+        int32_t leaving = e == 0 ? latest : (hist >> (e - 1)) & 1;
+        int32_t count =
+            leaving ? 0 : std::min<int32_t>((hist >> e) + 1, rp.histCap);
+        role(t, r, RHist) =
+            n == 0 ? low : (((hist << 1) | latest) & low) | (count << e);
+      } else {
+        int32_t mask = (1 << h) - 1;
+        role(t, r, RHist) =
+            n == 0
+                ? mask
+                : ((role(s, r, RHist) << 1) | (role(s, r, RSkip) & 1)) & mask;
+      }
     }
     if (n == 0 && !firstBlockVote) {
       role(t, r, RSkip) = 0;

@@ -62,9 +62,9 @@
 // VOD-NEXT: ws.acquire @v_pipe
 // VOD-NEXT: ws.tma_load v -> @v via @v_pipe {on_demand}
 // VOD-NEXT: ws.release @v_pipe
-// VOD-NEXT: ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
-// VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
-// VOD-NEXT: ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
+// VOD-NEXT: ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 6 : i64}
+// VOD-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 6 : i64}
+// VOD-NEXT: ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 6 : i64}
 // The deferred P V (defer-pv, auto for decode without speculation): block
 // n - 1's V, P V and release; block n's correction under its own decision,
 // between the fused softmax and pack_p regions of block n + 1.

@@ -1,6 +1,6 @@
 // The K copy depth of BLASST decode follows the decisions
 // (blasst-v-on-demand's k-kept-ahead / k-kept-run, ws.tma_load's kept_ahead /
-// kept_run): while the last 4 blocks were kept, K is copied 2 blocks ahead
+// kept_run): while the last 6 blocks were kept, K is copied 2 blocks ahead
 // (as dense decode streams), after a skipped block 4 ahead.
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync | FileCheck %s
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-ahead=0" --blasst-verify-sync | FileCheck %s --check-prefix=OFF
@@ -18,12 +18,18 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=speculate-after=4 k-kept-run=2" 2>&1 | FileCheck %s --check-prefix=RUNAUTO
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // The checker follows the conditions: without the prologue's copy of block 3
-// it is never copied (block 3 would be copied 2 ahead only after 4 kept
+// it is never copied (block 3 would be copied 2 ahead only after 6 kept
 // blocks, and the blocks before block 0 count as skipped).
+// It holds the decisions the two windows read ([0, r) and [D, D + r) back,
+// D = ahead - kept_ahead) as the D - 1 before the latest and a saturated
+// count of kept ones (the lowering carries each): the longest run, 8, and
+// the same mutation there.
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-run=8" "--blasst-verify-sync=stats" -o /dev/null 2>&1 | FileCheck %s --check-prefix=R8
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote "--blasst-v-on-demand=k-kept-run=8" | sed '/@k_pipe {ahead = 3 : i64}$/d' | not blasst-opt --blasst-verify-sync 2>&1 | FileCheck %s --check-prefix=NOK3
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand | sed '/@k_pipe {ahead = 3 : i64}$/d' | not blasst-opt --blasst-verify-sync 2>&1 | FileCheck %s --check-prefix=NOK3
 
 // CHECK-LABEL: ws.kernel @gqa_kernel
-// CHECK-SAME: k_kept_ahead = 2 : i64, k_kept_run = 4 : i64
+// CHECK-SAME: k_kept_ahead = 2 : i64, k_kept_run = 6 : i64
 // CHECK: ws.role @producer load
 // The prologue copies blocks 0 .. 3 (the blocks before block 0 count as
 // skipped, so the loop starts 4 ahead).
@@ -33,13 +39,15 @@
 // CHECK-NEXT: ws.acquire @v_pipe
 // CHECK-NEXT: ws.tma_load v -> @v via @v_pipe {on_demand}
 // CHECK-NEXT: ws.release @v_pipe
-// CHECK-NEXT: ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
-// CHECK-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
-// CHECK-NEXT: ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 4 : i64}
+// CHECK-NEXT: ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 6 : i64}
+// CHECK-NEXT: ws.tma_load k -> @k via @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 6 : i64}
+// CHECK-NEXT: ws.release @k_pipe {ahead = 4 : i64, kept_ahead = 2 : i64, kept_run = 6 : i64}
 // CHECK-NEXT: }
 
 // OFF-NOT: kept_ahead
 // OFF-NOT: k_kept_ahead
+
+// R8: verify-sync @gqa_kernel: {{[0-9]+}} states
 
 // K3: k_kept_ahead = 3 : i64, k_kept_run = 2 : i64
 // K3: ws.acquire @k_pipe {ahead = 4 : i64, kept_ahead = 3 : i64, kept_run = 2 : i64}

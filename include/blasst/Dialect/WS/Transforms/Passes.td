@@ -86,7 +86,7 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
     `k-kept-ahead = k` (auto: 2 for decode kernels with V first, K more
     than 2 blocks ahead and no speculation) makes the K copy depth follow
     the decisions (`ws.tma_load {kept_ahead, kept_run}`): while the last
-    `k-kept-run` (default 4) blocks were all kept, K is copied k blocks
+    `k-kept-run` (default 6) blocks were all kept, K is copied k blocks
     ahead instead of A, so V(n), copied after its votes, does not queue
     behind K tiles issued A blocks ahead; after a skipped block the copies
     run A ahead again. With nothing skippable decode then streams like
@@ -144,7 +144,7 @@ def BLASSTVOnDemand : Pass<"blasst-v-on-demand", "mlir::ModuleOp"> {
            "k-ahead > 2 and no speculation, else 0">,
     Option<"kKeptRun", "k-kept-run", "int64_t", /*default=*/"-1",
            "how many kept blocks in a row switch K to k-kept-ahead (1-8); "
-           "-1: 4. Given where the K depth does not follow the decisions, "
+           "-1: 6. Given where the K depth does not follow the decisions, "
            "an error">,
     Option<"deferPV", "defer-pv", "std::string", /*default=*/"\"auto\"",
            "true: the compute role runs block n's P V one block later (in "
