@@ -235,8 +235,7 @@ void Model::stepOnce(const State &s, int r,
     // kept_ahead: the decisions n - keptFrom .. n - keptFrom - keptRun + 1
     // (0: RSkip, the latest; i > 0: bit i - 1 of RHist).
     bool allKept = true;
-    const RoleProg &rp = roles[size_t(r)];
-    int exact = rp.histCap >= 0 ? rp.histExact : 1 << 30;
+    int exact = prog.histCap >= 0 ? prog.histExact : 1 << 30;
     int32_t hist = int32_t(role(s, r, RHist));
     for (int i = in.keptFrom; i < in.keptFrom + in.keptRun; ++i)
       if (i == 0 || i - 1 < exact)
@@ -244,7 +243,7 @@ void Model::stepOnce(const State &s, int r,
     // Compressed: the decisions from histExact back on are a count of the
     // kept ones in a row.
     if (int count = in.keptFrom + in.keptRun - 1 - exact;
-        rp.histCap >= 0 && count > 0)
+        prog.histCap >= 0 && count > 0)
       allKept &= (hist >> exact) >= count;
     if (allKept != in.keptWhen) {
       label.variant = 6;
@@ -503,16 +502,15 @@ void Model::stepOnce(const State &s, int r,
         h && (n == 0 || k == 0 || !role(s, r, RSub))) {
       // The decisions before block n: shift in block n - 1's (blocks before
       // 0 count as skipped).
-      const RoleProg &rp = roles[size_t(r)];
-      if (rp.histCap >= 0) {
+      if (prog.histCap >= 0) {
         // The first histExact bits shift; the one leaving them (or the
         // latest, without exact bits) extends or resets the kept count.
-        int e = rp.histExact;
+        int e = prog.histExact;
         int32_t low = (1 << e) - 1, hist = int32_t(role(s, r, RHist));
         int32_t latest = role(s, r, RSkip) & 1;
         int32_t leaving = e == 0 ? latest : (hist >> (e - 1)) & 1;
         int32_t count =
-            leaving ? 0 : std::min<int32_t>((hist >> e) + 1, rp.histCap);
+            leaving ? 0 : std::min<int32_t>((hist >> e) + 1, prog.histCap);
         role(t, r, RHist) =
             n == 0 ? low : (((hist << 1) | latest) & low) | (count << e);
       } else {

@@ -191,10 +191,10 @@ LogicalResult VOnDemandPass::rewrite(KernelOp kernel) {
     int64_t kept = kKeptAhead;
     if (kept < 0)
       kept = kernel.getQGroup() && first && ahead > 2 && !speculate ? 2 : 0;
-    // Run length 6 (was 4, session 17): on the H200 0-2% faster with
+    // Run length 6 (was 4, session 17): on the H200 up to 2% faster with
     // blocks skipped (runs of kept blocks switch K less often; i.i.d. and
-    // warm runs of 4-16 blocks), the same with nothing skippable
-    // (docs/results/2026-12-04-session31.md §2).
+    // warm runs of 4-16 blocks; -0.3% at batch 8 x 32K i.i.d.), the same
+    // with nothing skippable (docs/results/2026-12-04-session31.md §2).
     int64_t keptRun = kKeptRun < 0 ? 6 : int64_t(kKeptRun);
     if (kept == 0 && kKeptRun >= 0)
       return kernel.emitOpError()
