@@ -33,7 +33,7 @@ def can_compile():
 class CApiTest(unittest.TestCase):
     def test_versions(self):
         self.assertTrue(_capi.version().startswith("blasst "))
-        self.assertEqual(_capi.kernel_abi_version(), 6)
+        self.assertEqual(_capi.kernel_abi_version(), 7)
         self.assertTrue(os.path.exists(_capi.library_path()))
 
     def test_errors_carry_status_and_text(self):
@@ -136,7 +136,7 @@ class AotTest(unittest.TestCase):
     def test_package_is_found_by_spec_and_target(self):
         self.assertEqual(self.built, 2)
         abi, compiler, entries = aot.read_manifest(self.dir)
-        self.assertEqual(abi, 6)
+        self.assertEqual(abi, 7)
         self.assertEqual(len(entries), 2)
         self.assertEqual(aot.check(self.dir), 2)
         # Another `a`: the same kernel; its spec is the one asked for.
@@ -215,7 +215,7 @@ class AotTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, d)
         aot.build(d, [SPEC], "sm_90a", self.cache)
         m = os.path.join(d, "manifest.txt")
-        text = open(m).read().replace("abi_version = 6", "abi_version = 1")
+        text = open(m).read().replace("abi_version = 7", "abi_version = 1")
         open(m, "w").write(text)
         with self.assertRaises(blasst.BlasstError) as cm:
             _capi.Kernel.from_package(d, SPEC, "sm_90a")

@@ -266,11 +266,11 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (info.qGroup && info.clusterM > 1)
     return Status::error("q_group cannot be combined with cluster_m");
   if (info.qGroup && info.persistent &&
-      (!info.splitKV || info.splitChunk || info.perSeqKV ||
-       (info.pageSize && !info.lean)))
+      (!info.splitKV || info.splitChunk ||
+       ((info.perSeqKV || info.pageSize) && !info.lean)))
     return Status::error("persistent decode (q_group with persistent) needs "
-                         "split_kv over contiguous splits (no split_chunk, "
-                         "per_seq_kv, or page_size without lean)");
+                         "split_kv over contiguous splits (no split_chunk; "
+                         "per_seq_kv or page_size only with lean)");
   if (info.mergeKernel && (!info.splitKV || info.persistent))
     return Status::error("merge_kernel needs split_kv = 1 and no persistent "
                          "(the merge kernel follows a one-CTA-per-split "
@@ -280,10 +280,10 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          "unless lean (cp.async decode CTAs: one per split, "
                          "or lean's one per SM)");
   if (info.leanEntry && (!info.qGroup || !info.splitKV || info.persistent ||
-                         info.perSeqKV || info.splitChunk || info.kvSplits))
+                         info.splitChunk || info.kvSplits))
     return Status::error("lean_entry needs a one-CTA-per-split decode kernel "
-                         "(q_group, split_kv; no persistent, per_seq_kv, "
-                         "split_chunk or kv_splits)");
+                         "(q_group, split_kv; no persistent, split_chunk or "
+                         "kv_splits)");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -1206,7 +1206,7 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
                     : chooseLeanSplits(tiles, blocks, blockBytes, sms, quads);
     int64_t ctas = std::max<int64_t>(
         1, std::min<int64_t>(tiles * blocks, s > 0 ? tiles * s : sms));
-    return {leanSlots(tiles, blocks, ctas), false, false, ctas};
+    return {leanSlotsFor(tiles, blocks, ctas), false, false, ctas};
   }
   int64_t splits = args.kvSplits > 0         ? args.kvSplits
                    : kernelInfo.kvSplits > 0 ? kernelInfo.kvSplits
@@ -1239,12 +1239,28 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // (The lean kernel numbers the launch's blocks in 32 bits; the split
   // model fills the waves of launches that large anyway, so this only
   // guards.)
+  // With per-sequence lengths the split grid gives each sequence the
+  // splits of the longest (`blocks` is the launch's seqKV, the longest
+  // length), so in one or two waves a batch of mixed lengths waits for the
+  // longest's CTAs, while lean's shares follow the lengths: there (and at
+  // most 32 sequences, below) the entry takes the launch with the split
+  // grid's CTA count (H200, session 32 §1: 1.08-3.85x at 6 mixed batches,
+  // 0.99x at 2 uniform ones). From more waves on the hardware's CTA
+  // dispatch balances the split grid itself: lean CTAs lost 14% and 44% as
+  // that many CTAs (batch 64 x up to 8K, 128 x up to 4K), 2% and 33% as
+  // one per SM where the rule of one length would take them (batch 17 x
+  // up to 16K, 96 x up to 2K), so per-sequence launches keep the split
+  // grid there. Each lean CTA reads the batch's lengths twice, one load
+  // after another, before its first copy: hence the batch bound.
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
       merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX) {
-    if (leanBeatsSplitGrid(tiles, blocks, splits, sms)) {
-      int64_t ctas =
-          std::max<int64_t>(1, std::min<int64_t>(tiles * blocks, sms));
-      return {leanSlots(tiles, blocks, ctas), false, true, ctas};
+    bool mixed = tiles * splits <= 2 * int64_t(sms) && args.batch <= 32;
+    bool ragged =
+        !kernelInfo.perSeqKV && leanBeatsSplitGrid(tiles, blocks, splits, sms);
+    if (ragged || (kernelInfo.perSeqKV && mixed)) {
+      int64_t ctas = std::max<int64_t>(
+          1, std::min<int64_t>(tiles * blocks, ragged ? sms : tiles * splits));
+      return {leanSlotsFor(tiles, blocks, ctas), false, true, ctas};
     }
   }
   return {int(splits), mergeKernel};
@@ -1401,13 +1417,25 @@ int blasst::rt::leanSlots(int64_t tiles, int64_t blocks, int64_t ctas) {
   return int(std::max<int64_t>(1, std::min<int64_t>(parts, ctas)));
 }
 
+int AttentionKernel::leanSlotsFor(int64_t tiles, int64_t blocks,
+                                  int64_t ctas) const {
+  // Per-sequence lengths: whether a tile spans CTAs depends on the lengths
+  // (on the device), so any launch of several CTAs has a workspace.
+  if (kernelInfo.perSeqKV)
+    return ctas > 1 ? 2 : 1;
+  return leanSlots(tiles, blocks, ctas);
+}
+
 size_t AttentionKernel::workspaceBytes(const AttentionArgs &args) const {
-  int splits = kvSplitsFor(args);
+  DecodeSplits choice = decodeSplitsFor(args);
+  int splits = choice.splits;
   if (splits <= 1)
     return 0;
   int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
   int64_t tiles = args.batch * args.numKVHeads * ((args.seqQ + tokens - 1) / tokens);
-  int64_t slots = tiles * splits;
+  // Lean CTAs (a lean kernel or the entry): two slots per CTA, its first
+  // and last part (SM90Decode.cpp); else one per (tile, split).
+  int64_t slots = choice.leanCtas > 0 ? 2 * choice.leanCtas : tiles * splits;
   return size_t(slots) * size_t(kernelInfo.blockM) *
              size_t(kernelSpec.headDimV + 1) * sizeof(float) +
          size_t(tiles) * sizeof(int32_t);

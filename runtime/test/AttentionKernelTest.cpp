@@ -138,7 +138,7 @@ TEST(CubinImageTest, ChecksTheELFWithoutADriver) {
 TEST(KernelInfoTest, FormatParseRoundTrip) {
   KernelInfo info = sampleInfo();
   std::string text = formatKernelInfo(info);
-  EXPECT_NE(text.find("abi_version = 6\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("abi_version = 7\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kernel = attn_fwd_bf16_d128\n"), std::string::npos);
   EXPECT_NE(text.find("smem_bytes = 196608\n"), std::string::npos);
   KernelInfo parsed;
@@ -266,7 +266,7 @@ TEST(KernelInfoTest, WriteAndReadFile) {
 TEST(KernelInfoTest, ToleratesCommentsBlanksAndCRLF) {
   std::string text = "# produced by blasst-compile\r\n"
                      "\r\n"
-                     "  abi_version=6\r\n"
+                     "  abi_version=7\r\n"
                      "kernel   =   k0\r\n"
                      "target = sm_100a\r\n"
                      "block_m = 64\n"
@@ -295,7 +295,7 @@ TEST(KernelInfoTest, UnknownKeyNamesFileAndLine) {
 
 TEST(KernelInfoTest, MissingRequiredKey) {
   KernelInfo info;
-  Status s = parseKernelInfo("abi_version = 6\nkernel = k\ntarget = sm_90a\n"
+  Status s = parseKernelInfo("abi_version = 7\nkernel = k\ntarget = sm_90a\n"
                              "block_m = 128\nthreads = 384\nsmem_bytes = 1\n",
                              "a.meta", &info);
   EXPECT_TRUE(failsWith(s, "a.meta:6: missing required key 'block_n'"));
@@ -309,14 +309,14 @@ TEST(KernelInfoTest, AbiVersionMismatchIsReportedFirst) {
   KernelInfo info;
   Status s = parseKernelInfo(text, "v1.meta", &info);
   EXPECT_TRUE(failsWith(s, "v1.meta:3: the kernel was built for kernel ABI "
-                           "version 1, but this runtime implements version 6"));
+                           "version 1, but this runtime implements version 7"));
   EXPECT_TRUE(failsWith(parseKernelInfo("abi_version = one\n", "m", &info),
                         "m:1: abi_version 'one' is not an integer"));
 }
 
 TEST(KernelInfoTest, BadValuesNameTheLine) {
   KernelInfo info;
-  std::string base = "abi_version = 6\nkernel = k\n";
+  std::string base = "abi_version = 7\nkernel = k\n";
   EXPECT_TRUE(failsWith(parseKernelInfo(base + "target = sm_80\n", "m", &info),
                         "m:3: unknown target 'sm_80'"));
   // Bytes of a binary file reach the message escaped.
@@ -356,9 +356,10 @@ TEST(KernelInfoTest, WriteRejectsInvalidInfo) {
   EXPECT_TRUE(failsWith(writeKernelInfo(dir.file("k.meta"), info),
                         "block_m = 0 is outside 1..256"));
   info = sampleInfo();
-  info.abiVersion = 7;
-  EXPECT_TRUE(failsWith(writeKernelInfo(dir.file("k.meta"), info),
-                        "kernel ABI version 7"));
+  info.abiVersion = kKernelABIVersion + 1;
+  EXPECT_TRUE(
+      failsWith(writeKernelInfo(dir.file("k.meta"), info),
+                "kernel ABI version " + std::to_string(kKernelABIVersion + 1)));
   EXPECT_TRUE(
       failsWith(writeKernelInfo("/nonexistent/dir/k.meta", sampleInfo()),
                 "cannot write kernel metadata "
@@ -578,7 +579,7 @@ TEST(AttentionLaunchTest, ParamsAreInAbiOrder) {
                       &l.vStrideS,      &l.vStrideH,
                       &l.numPages};
   static_assert(AttentionLaunch::kNumParams == 31,
-                "ABI 6: 19 parameters, 21 for persistent decode, 22 for "
+                "ABI 7: 19 parameters, 21 for persistent decode, 22 for "
                 "merge_kernel decode, 30 for kv_cp_async decode, 31 for "
                 "paged kv_cp_async decode");
   for (int i = 0; i < AttentionLaunch::kNumParams; ++i)
@@ -1097,8 +1098,9 @@ TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_EQ(prepared.grid.str(), "(192,1,1)");
   EXPECT_EQ(kernel.kvSplitsFor(a), leanSlots(64, 512, 192));
-  EXPECT_EQ(kernel.workspaceBytes(a),
-            size_t(64 * leanSlots(64, 512, 192)) * 64 * 129 * 4 + 64 * 4);
+  // Two workspace slots per CTA (its first and last part), a counter a
+  // tile.
+  EXPECT_EQ(kernel.workspaceBytes(a), size_t(2 * 192) * 64 * 129 * 4 + 64 * 4);
   // Never more CTAs than blocks: batch 1 x 100 keys is 8 tiles x 2 blocks.
   a.batch = 1;
   a.seqKV = 100;
@@ -1139,8 +1141,7 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   EXPECT_EQ(prepared.decodeBatch, 17);
   EXPECT_EQ(prepared.mergeGrid.x, 0u);
   EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
-  EXPECT_EQ(kernel.workspaceBytes(a),
-            size_t(136 * leanSlots(136, 256, 132)) * 64 * 129 * 4 + 136 * 4);
+  EXPECT_EQ(kernel.workspaceBytes(a), size_t(2 * 132) * 64 * 129 * 4 + 136 * 4);
   // Batch 8 x 32K: 2 splits fill one wave: the kernel itself.
   a.batch = 8;
   a.seqKV = 32768;
@@ -1177,7 +1178,7 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   EXPECT_EQ(prepared.mergeGrid.x, 0u);
   // The metadata refuses a lean entry beside kernels lean does not build.
   KernelInfo bad = info;
-  bad.perSeqKV = 1;
+  bad.kvSplits = 4;
   EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
                                               bad, spec, &kernel),
                         "lean_entry needs a one-CTA-per-split decode kernel"));
@@ -1185,8 +1186,10 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
 
 // The lean entry beside a paged decode kernel (one length, pages of 64):
 // a ragged launch takes <kernel>_lean with the same table parameters (its
-// parts read their tiles' table rows); the metadata still refuses an entry
-// beside per-sequence lengths.
+// parts read their tiles' table rows). Beside per-sequence lengths the
+// entry takes every launch: a full wave as the split grid's CTAs, a
+// ragged one at one CTA per SM, always with a workspace of two slots per
+// CTA (which tiles span CTAs depends on the lengths on the device).
 TEST_F(FakeDriverTest, LeanEntryTakesPagedLaunches) {
   void (*lastKVCache)(uint64_t *) = nullptr;
   resolve("blasstFakeLastKVCache", &lastKVCache);
@@ -1236,9 +1239,52 @@ TEST_F(FakeDriverTest, LeanEntryTakesPagedLaunches) {
   perSeq.perSeqKV = 1;
   AttentionSpec perSeqSpec = spec;
   perSeqSpec.kvPerSequence = true;
-  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
-                                              perSeq, perSeqSpec, &kernel),
-                        "lean_entry needs a one-CTA-per-split decode kernel"));
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             perSeq, perSeqSpec, &kernel)));
+  a.seqLensKV = 0x60000000u;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(128,1,1)");
+  EXPECT_EQ(prepared.decodeBatch, 8);
+  EXPECT_EQ(kernel.kvSplitsFor(a), 2);
+  EXPECT_EQ(kernel.workspaceBytes(a), size_t(2 * 128) * 64 * 129 * 4 + 64 * 4);
+  a.batch = 17;
+  a.seqKV = 16384;
+  a.maxPages = 256;
+  a.numPages = 17 * 256;
+  // Ragged waves (batch 17 x 16K, 6 splits: 816 CTAs): the split grid
+  // (with one length the entry would take it at one CTA per SM).
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(6,8,17)");
+  // Four full waves (batch 64 x 8K: 512 tiles, one split each): the split
+  // grid, whose CTAs the hardware balances.
+  a.batch = 64;
+  a.seqKV = 8192;
+  a.maxPages = 128;
+  a.numPages = 64 * 128;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(1,8,64)");
+  // Two waves (batch 32 x 16K: 256 tiles): the entry, 256 CTAs; 33
+  // sequences: the split grid.
+  a.batch = 32;
+  a.seqKV = 16384;
+  a.maxPages = 256;
+  a.numPages = 33 * 256;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(256,1,1)");
+  a.batch = 33;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  // A split count asked for: the split grid.
+  a.batch = 17;
+  a.seqKV = 16384;
+  a.kvSplits = 6;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_EQ(prepared.grid.str(), "(6,8,17)");
 }
 
 // kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V

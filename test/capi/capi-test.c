@@ -87,14 +87,14 @@ static void write_text(const char *name, const char *text) {
 
 static const char *kSpec =
     "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 causal=true";
-static const char *kMeta = "abi_version = 6\nkernel = k\ntarget = sm_90a\n"
+static const char *kMeta = "abi_version = 7\nkernel = k\ntarget = sm_90a\n"
                            "block_m = 128\nblock_n = 128\nthreads = 384\n"
                            "smem_bytes = 100000\n";
 
 static void test_versions_and_errors(void) {
   CHECK(strncmp(blasst_version(), "blasst ", 7) == 0);
   CHECK(blasst_c_api_version() == BLASST_C_API_VERSION);
-  CHECK(blasst_kernel_abi_version() == 6);
+  CHECK(blasst_kernel_abi_version() == 7);
   CHECK(strcmp(blasst_status_name(BLASST_OK), "BLASST_OK") == 0);
   CHECK(strcmp(blasst_status_name(BLASST_ERROR_ABI_MISMATCH),
                "BLASST_ERROR_ABI_MISMATCH") == 0);
@@ -210,7 +210,7 @@ static void test_files(void) {
   CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
               BLASST_ERROR_ABI_MISMATCH,
               "built for kernel ABI version 1, but this runtime implements "
-              "version 6");
+              "version 7");
 
   /* Good metadata and spec, a cubin that is not one. */
   write_text("junk.meta", kMeta);
@@ -227,7 +227,7 @@ static void test_files(void) {
   write_text("junk.spec", "head_dim=64 colour=red");
   CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "junk.spec:1: unknown key 'colour'");
-  CHECK_FAILS(blasst_kernel_load_data("x", 1, "abi_version = 6\n", kSpec,
+  CHECK_FAILS(blasst_kernel_load_data("x", 1, "abi_version = 7\n", kSpec,
                                       BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "missing required key");
   CHECK_FAILS(blasst_kernel_load_data(NULL, 0, kMeta, kSpec, BLASST_NO_DEVICE,
@@ -252,22 +252,22 @@ static void test_packages(void) {
   /* A package built for kernel ABI 1. */
   write_text("manifest.txt", "format = 1\nabi_version = 1\ncompiler_version "
                              "= blasst 0.0.9\nkernel = k0 target=sm_90a\n");
-  CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
-                                         BLASST_NO_DEVICE, &k),
-              BLASST_ERROR_ABI_MISMATCH,
-              "built for kernel ABI version 1 (blasst 0.0.9), but this "
-              "runtime implements version 6: rebuild");
+  CHECK_FAILS(
+      blasst_kernel_load_package(tmpdir, kSpec, "sm_90a", BLASST_NO_DEVICE, &k),
+      BLASST_ERROR_ABI_MISMATCH,
+      "built for kernel ABI version 1 (blasst 0.0.9), but this "
+      "runtime implements version 7: rebuild");
   /* No entry for the spec: the message says how to build one. */
-  write_text("manifest.txt", "format = 1\nabi_version = 6\n");
+  write_text("manifest.txt", "format = 1\nabi_version = 7\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_NOT_FOUND, "python -m blasst.aot build");
-  write_text("manifest.txt", "format = 1\nabi_version = 6\ncolour = red\n");
+  write_text("manifest.txt", "format = 1\nabi_version = 7\ncolour = red\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "manifest.txt:3: unknown key 'colour'");
   write_text("manifest.txt",
-             "format = 1\nabi_version = 6\nkernel = ../x target=sm_90a\n");
+             "format = 1\nabi_version = 7\nkernel = ../x target=sm_90a\n");
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
                                          BLASST_NO_DEVICE, &k),
               BLASST_ERROR_BAD_FILE, "not a plain file name");
@@ -276,7 +276,7 @@ static void test_packages(void) {
   CHECK_OK(blasst_kernel_key(kSpec, "sm_90a", &key));
   char manifest[1024];
   snprintf(manifest, sizeof(manifest),
-           "format = 1\nabi_version = 6\nkernel = gone %s\n", key ? key : "");
+           "format = 1\nabi_version = 7\nkernel = gone %s\n", key ? key : "");
   blasst_free(key);
   write_text("manifest.txt", manifest);
   CHECK_FAILS(blasst_kernel_load_package(tmpdir, kSpec, "sm_90a",
@@ -337,7 +337,7 @@ static void test_jit_package(void) {
   blasst_compiled_destroy(b200);
   size_t size = 0;
   CHECK(blasst_compiled_cubin(c, &size) != NULL && size > 1000);
-  CHECK(strstr(blasst_compiled_meta(c), "abi_version = 6\n") != NULL);
+  CHECK(strstr(blasst_compiled_meta(c), "abi_version = 7\n") != NULL);
   CHECK(strstr(blasst_compiled_spec(c), "sparsity=blasst:a=256\n") != NULL);
 
   /* A package: the kernel's files and a manifest line with its key. */
@@ -346,7 +346,7 @@ static void test_jit_package(void) {
   CHECK_OK(blasst_compiled_write(c, stem));
   CHECK_OK(blasst_kernel_key(sparse, "sm_90a", &key));
   snprintf(manifest, sizeof(manifest),
-           "format = 1\nabi_version = 6\nkernel = k0 %s\n", key ? key : "");
+           "format = 1\nabi_version = 7\nkernel = k0 %s\n", key ? key : "");
   blasst_free(key);
   write_text("manifest.txt", manifest);
 

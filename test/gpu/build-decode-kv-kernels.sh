@@ -49,6 +49,11 @@ B="dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode"
 mk bench_kv_dense "$B"
 mk bench_kv_perseq "$B kv_lengths=per_sequence"
 mk bench_kv_paged64 "$B kv_lengths=per_sequence kv_cache=paged:page=64"
+# The same without the lean entry (the split grid, sized by the longest).
+BLASST_COMPILE_FLAGS="${BLASST_COMPILE_FLAGS:-} --lean-entry=false" \
+  mk bench_kv_perseq_split "$B kv_lengths=per_sequence"
+BLASST_COMPILE_FLAGS="${BLASST_COMPILE_FLAGS:-} --lean-entry=false" \
+  mk bench_kv_paged64_split "$B kv_lengths=per_sequence kv_cache=paged:page=64"
 fi
 # BLASST decode with the KV caches: per-sequence lengths on a contiguous
 # cache (MHA 16/16, GQA 32/8, MQA 32/1 x head_dim 64/128 x causal) and

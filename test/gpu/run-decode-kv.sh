@@ -21,7 +21,9 @@
 # racecheck/memcheck/synccheck.
 # Usage: run-decode-kv.sh [KDIR] [OUT]   (KDIR default .device/decode-kv,
 # from build-decode-kv-kernels.sh; its bin/blasst-bench is used). Env:
-# CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0 skip a part (each part
+# CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0, LEANPS=0 skip a part
+# (LEANPS: the lean entry with skewed per-sequence lengths; LEANBENCH=1
+# adds the mixed-length benchmark, lean entry against the split grid; each part
 # alone fits a 10-minute device command; ONLY=blasst runs the BLASST part
 # alone, BLASST_PS=0 / BLASST_PG=0 / SANITIZER_BLASST=0 leave out its
 # contiguous / paged / sanitizer runs); HDS="64" / HDS="128" halves the
@@ -111,6 +113,72 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
       rc=$?; echo "$k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_${k}_$tool.log")"
       [[ $rc -eq 0 ]] || fails=$((fails + 1))
     done
+  done
+fi
+if [[ ${LEANPS:-1} == 1 ]]; then
+  # The lean entry with per-sequence lengths (every dense per-sequence launch
+  # without a forced split count takes it): lengths that put most of the
+  # batch's blocks in one sequence, many empty sequences (before, between
+  # and after the long ones), every sequence empty, many short sequences
+  # (CTAs whose shares span several tiles), MHA / GQA / MQA, head_dim 64 and
+  # 128, contiguous and paged; 1000 launches; racecheck / memcheck.
+  echo "=== the lean entry with per-sequence lengths vs the CPU reference ==="
+  p0=$runs; pf=$fails
+  SKEW=("16:20000,0,0,0,1,0,0,0,0,0,0,0,0,0,0,3" "33:random:9000" "5:60000,100,0,7000,1"
+        "64:random:600" "12:0,0,0,0,0,0,0,0,0,0,0,0" "3:0,0,70000" "9:1,1,1,1,1,1,1,1,130")
+  for k in kv_ps_hd128_q32kv8 kv_ps_hd64_q16kv16 kv_ps_hd128_q8kv1 kv_ps_hd128_q32kv1 \
+           kv_pg16_hd128_q32kv8 kv_pg256_hd64_q32kv1 kv_pg64_hd128_q8kv1; do
+    ks=()
+    for f in "$K"/${k}_c*.cubin; do ks+=(--kernel "${f%.cubin}"); done
+    for sq in 1 4 8; do
+      for i in "${!SKEW[@]}"; do
+        # shellcheck disable=SC2046
+        run "leanps_${k}_sq${sq}_l$i" "${ks[@]}" $(lens_args "${SKEW[$i]}") \
+          --seq-q "$sq" --seed $((RANDOM + 1)) "${CHK[@]}" --repeat-launches 2
+      done
+    done
+  done
+  echo "launches by the lean entry: $(cat "$OUT"/leanps_*.log | grep -c 'the lean entry') of $(cat "$OUT"/leanps_*.log | grep -c 'launch:')"
+  run leanps_1000launch --kernel "$K/kv_ps_hd128_q32kv8_ctrue" --batch 33 --kv-lengths random \
+    --seq-kv 9000 --seq-q 4 "${CHK[@]}" --repeat-launches 1000
+  if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
+    for k in kv_ps_hd128_q32kv8_ctrue kv_pg16_hd128_q32kv8_ctrue; do
+      for tool in racecheck memcheck; do
+        timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" --kernel "$K/$k" \
+          --batch 9 --kv-lengths 0,3001,1,0,517,64,0,2000,9 --seq-q 4 "${CHK[@]}" \
+          >"$OUT/sanitizer_leanps_${k}_$tool.log" 2>&1
+        rc=$?; echo "lean $k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_leanps_${k}_$tool.log")"
+        [[ $rc -eq 0 ]] || fails=$((fails + 1))
+      done
+    done
+  fi
+  echo "lean with per-sequence lengths: $((runs - p0)) runs, $((fails - pf)) failed"
+fi
+if [[ ${LEANBENCH:-0} == 1 ]]; then
+  # Mixed lengths: the per-sequence kernel (its lean entry) against the
+  # same kernel without the entry (the split grid sized by the longest
+  # sequence), contiguous and paged (pages of 64); the dense kernel of one
+  # length where the lengths are equal. bf16, head_dim 128, 32/8, seq_q 1;
+  # the bandwidth counts each sequence's own K+V bytes.
+  echo "=== benchmark: per-sequence lengths, lean entry vs split grid ==="
+  MIX=("8:131072,8192,8192,8192,8192,8192,8192,8192" "4:131072,1024,1024,1024"
+       "16:random:32768" "32:random:16384" "64:random:8192" "128:random:4096"
+       "8:32768,32768,32768,32768,32768,32768,32768,32768" "1:131072" "17:random:16384")
+  for i in "${!MIX[@]}"; do
+    for k in bench_kv_perseq bench_kv_perseq_split bench_kv_paged64 bench_kv_paged64_split; do
+      name="leanbench_${k}_m$i"
+      # shellcheck disable=SC2046
+      run "$name" --kernel "$K/$k" $(lens_args "${MIX[$i]}") --seq-q 1 \
+        --check rows:1 --warmup 20 --iters 200
+      grep -E "launch:|time:|bandwidth:" "$OUT/$name.log" | sed "s/^/$name /"
+    done
+  done
+  for shape in "8 32768" "1 131072" "17 16384"; do
+    read -r batch skv <<<"$shape"
+    name="leanbench_dense_b${batch}_kv${skv}"
+    run "$name" --kernel "$K/bench_kv_dense" --batch "$batch" --seq-q 1 --seq-kv "$skv" \
+      --check rows:1 --warmup 20 --iters 200
+    grep -E "launch:|time:|bandwidth:" "$OUT/$name.log" | sed "s/^/$name /"
   done
 fi
 if [[ ${BLASST:-1} == 1 ]]; then

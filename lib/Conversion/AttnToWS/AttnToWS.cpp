@@ -44,11 +44,11 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Decode &&
          spec.sparsity.isDense() &&
          (spec.headDim == 128 || spec.headDim == 64) &&
-         spec.headDimV == spec.headDim && !spec.kvPerSequence &&
-         !o.persistent.value_or(false) && !o.lean.value_or(false) &&
-         o.kvCpAsync.value_or(false) && o.kvSplits.value_or(0) == 0 &&
-         !o.splitInterleave.value_or(false) && o.ctasPerSm.value_or(1) == 1 &&
-         o.blockN * spec.headDim == 64 * 128 && 64 % spec.gqaRatio() == 0;
+         spec.headDimV == spec.headDim && !o.persistent.value_or(false) &&
+         !o.lean.value_or(false) && o.kvCpAsync.value_or(false) &&
+         o.kvSplits.value_or(0) == 0 && !o.splitInterleave.value_or(false) &&
+         o.ctasPerSm.value_or(1) == 1 && o.blockN * spec.headDim == 64 * 128 &&
+         64 % spec.gqaRatio() == 0;
 }
 
 /// The registers of lean decode CTAs' warpgroups (sm_90a; 0: the decode
@@ -245,9 +245,17 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // 80-120 (256): 80, and 128 at head_dim 256, assemble the decode matrix
   // (head_dim 64/128/256, 32/8, 32/1 and 9/3 heads, causal, contiguous,
   // per-sequence, pages of 16-256) without.
-  // (Lean CTAs at head_dim 64: leanRegs.)
+  // (Lean CTAs at head_dim 64: leanRegs. Lean CTAs over per-sequence
+  // lengths or pages at head_dim 128: 96; since session 32's part bounds
+  // (empty tiles, the slots) 80 spilled 4 bytes there (per-sequence 32/8
+  // with 16-token pages, 16/16 with 64-token pages of one length), 88-96
+  // none; one CTA per SM leaves the registers unused otherwise.)
   if (!o.producerRegs && decode && o.lean.value_or(false) && leanRegs(spec))
     o.producerRegs = leanRegs(spec);
+  if (!o.producerRegs && decode && o.lean.value_or(false) &&
+      (spec.kvPerSequence || spec.paged()) && o.kvCpAsync.value_or(false) &&
+      spec.headDim <= 128)
+    o.producerRegs = 96;
   if (!o.producerRegs && o.kvCpAsync.value_or(false))
     o.producerRegs = spec.headDim > 128 ? 128 : 80;
   // BLASST decode with a paged cache: the load role holds a block's table
@@ -267,9 +275,12 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // (rt::chooseLeanSplits). H200 (docs/results/2026-12-04-session29.md):
   // lean at one CTA per SM beat the split grid by 1.6-18% at the 14 shapes
   // where that rule takes it, and loses 4-7% where the split grid fills its
-  // waves, so neither kernel alone is the default. Where lean is built:
-  // head_dim 128, a contiguous cache of one length, whole tokens per tile
-  // (64 / G rows), the split count chosen at launch, 64-key blocks.
+  // waves, so neither kernel alone is the default. With per-sequence
+  // lengths the runtime always takes the entry (the split grid sizes every
+  // sequence's splits by the longest; lean's shares follow the lengths).
+  // Where lean is built: head_dim 64 and 128, contiguous or paged caches,
+  // whole tokens per tile (64 / G rows), the split count chosen at launch,
+  // the default KV blocks.
   if (decode && !o.leanEntry.has_value())
     o.leanEntry = leanEntryFits(spec, o);
   // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
@@ -926,7 +937,8 @@ struct ConvertAttnToWSPass
       if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
         op.emitOpError()
             << "lean-entry=true needs sm_90a dense decode at head_dim 64 "
-               "or 128 over a KV cache of one length (contiguous or paged), "
+               "or 128 over a contiguous or paged KV cache (one length or "
+               "per-sequence lengths), "
                "with cp.async K/V, one CTA per split (no persistent, lean, "
                "kv-splits, split-interleave or ctas-per-sm=2), the default "
                "KV blocks (64 keys at head_dim 128, 128 at 64) and q heads "
@@ -969,11 +981,13 @@ struct ConvertAttnToWSPass
                 ": lean CTAs share the KV blocks evenly (one per SM); they "
                 "take no split count";
         else if (*opts.persistent &&
-                 (!spec.sparsity.isDense() || spec.kvPerSequence ||
+                 (!spec.sparsity.isDense() ||
+                  (spec.kvPerSequence && !opts.lean.value_or(false)) ||
                   opts.splitInterleave.value_or(false)))
           why = "persistent=true: persistent decode CTAs are implemented "
-                "for dense attention over KV caches of one length (no "
-                "sparsity, kv_lengths or split-interleave)";
+                "for dense attention (no sparsity or split-interleave), "
+                "over KV caches of one length unless lean (lean CTAs "
+                "share per-sequence lengths' blocks)";
         else if (*opts.persistent && !opts.lean.value_or(false) && spec.paged())
           why = "persistent=true with a paged kv_cache: CTAs walking the "
                 "splits read contiguous K/V only (lean CTAs take pages)";

@@ -53,6 +53,11 @@ bool KernelLowering::hasKVCacheParams() {
   return kernel.getPerSeqKv() || kernel.getPageSize();
 }
 
+Value KernelLowering::seqBlocksOf(Value seq) {
+  Value len = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(seq));
+  return divu(add(len, c32(blockN - 1)), c32(blockN));
+}
+
 void KernelLowering::emitKVCacheStart() {
   if (kernel.getPerSeqKv())
     kvLen = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));

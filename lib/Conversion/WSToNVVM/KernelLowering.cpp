@@ -526,53 +526,179 @@ LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
   });
 }
 
-/// Lean decode: the W = tiles x U blocks (U = ceil(seq_kv / block_n) per
-/// tile, tiles in workspace order) in shares of per = ceil(W / C) for the C
-/// = nctaid.x CTAs; CTA c takes [c per, min((c + 1) per, W)), as parts of
-/// the tiles t0 .. t1 it touches: the part of tile t is its blocks
-/// [max(c per, t U), min((c + 1) per, (t + 1) U)) - t U, clipped to the
-/// tile's own count (causal tiles may have fewer), split c - first(t) of
-/// last(t) - first(t) + 1, first(t) = t U / per, last(t) = ((t + 1) U - 1)
-/// / per. A CTA past W (C > W) takes none.
+/// Lean decode: the W = sum over tiles of U_t blocks (U_t = ceil(seq_kv /
+/// block_n) of the tile's sequence: the launch's seq_kv, or with per_seq_kv
+/// its own length; tiles in workspace order, tile t's blocks from its
+/// prefix B_t) in shares of per = max(1, ceil(W / C)) for the C = nctaid.x
+/// CTAs; CTA c takes [c per, min((c + 1) per, W)), as parts of the tiles it
+/// touches: the part of tile t is its blocks [max(c per, B_t), min((c + 1)
+/// per, B_t + U_t)) - B_t, clipped to the tile's own count (causal tiles
+/// may have fewer), split c - first(t) of last(t) - first(t) + 1, last(t)
+/// = (B_t + U_t - 1) / per (0 when B_t + U_t = 0), first(t) = B_t / per, or
+/// last(t) for an empty tile (a sequence of length 0: the CTA whose share
+/// holds the block before it writes its empty result). Both are monotone
+/// in t, so a CTA's tiles are t0 .. t1 - 1: t0 the first with last(t) >= c,
+/// t1 the first with first(t) > c. With per_seq_kv the prefixes come from
+/// the lengths: two passes over the batch before the loop (the sum W, then
+/// t0 and t1), and the loop carries the prefix of its last tile's sequence
+/// forward to the next tile's.
 LogicalResult KernelLowering::emitLeanItems(RoleOp role, RoleState &st) {
   Value perBatch = mul(numQTiles, c32(spec.numKVHeads));
-  Value tiles = mul(param(kDecodeBatch), perBatch);
-  Value u = divu(add(param(kSeqKV), c32(blockN - 1)), c32(blockN));
-  Value total = mul(tiles, u);
+  Value batches = param(kDecodeBatch);
+  Value tiles = mul(batches, perBatch);
   Value ctas = NVVM::GridDimXOp::create(b, loc, i32);
-  Value per = divu(add(total, sub(ctas, c32(1))), ctas);
   Value cta = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value begin = arith::MinUIOp::create(b, loc, mul(cta, per), total);
-  Value end = arith::MinUIOp::create(b, loc, add(begin, per), total);
-  Value any = cmp(arith::CmpIPredicate::ult, begin, end);
-  // Tiles t0 .. t1 - 1 (none when the share is empty: t0 = t1).
-  Value t0 = divu(begin, u);
-  Value t1 = select(any, add(divu(sub(end, c32(1)), u), c32(1)), t0);
-  return emitItemLoop(role, st, t0, t1, c32(1), [&](Value t) {
+  auto umax = [&](Value x, Value y) {
+    return arith::MaxUIOp::create(b, loc, x, y).getResult();
+  };
+  auto umin = [&](Value x, Value y) {
+    return arith::MinUIOp::create(b, loc, x, y).getResult();
+  };
+  auto ceilDiv = [&](Value x, Value y) {
+    return divu(add(x, sub(y, c32(1))), y);
+  };
+  // The part of the tile that starts at block `tileBegin` of the launch
+  // and has `u` blocks: sets split, tileSplits, the lean slots and the
+  // tile's KV range.
+  auto setPart = [&](Value tileBegin, Value u, Value begin, Value end,
+                     Value per) {
+    Value tileEnd = add(tileBegin, u);
+    Value lastCta = select(cmp(arith::CmpIPredicate::eq, tileEnd, c32(0)),
+                           c32(0), divu(sub(tileEnd, c32(1)), per));
+    Value firstCta = select(cmp(arith::CmpIPredicate::ugt, u, c32(0)),
+                            divu(tileBegin, per), lastCta);
+    Value from = umax(begin, tileBegin);
+    Value lo = sub(from, tileBegin);
+    Value hi = sub(umax(umin(end, tileEnd), from), tileBegin);
+    split = sub(cta, firstCta);
+    tileSplits = add(sub(lastCta, firstCta), c32(1));
+    leanSlot = ext64(select(cmp(arith::CmpIPredicate::ule, tileBegin, begin),
+                            cta, add(ctas, cta)));
+    leanFirstCta = ext64(firstCta);
+    leanZeroOffset =
+        select(cmp(arith::CmpIPredicate::eq, mul(firstCta, per), tileBegin),
+               c32(0), ctas);
+    // The tile's own blocks (a causal tile may have fewer than U).
+    kvCount = kvBegin = kvEndKey = Value();
+    Value own = numKVBlocks();
+    kvBegin = umin(lo, own);
+    kvCount = sub(umin(hi, own), kvBegin);
+    kvEndKey = umin(seqKVLen(), mul(add(kvBegin, kvCount), c32(blockN)));
+  };
+  auto setTile = [&](Value t) {
     batch = divu(t, perBatch);
-    // A paged cache: the part's table row (KVCache.cpp).
-    if (pageSize)
-      emitKVCacheStart();
     Value inBatch = remu(t, perBatch);
     kvHead = divu(inBatch, numQTiles);
     head = mul(kvHead, c32(qGroup));
     mBlock = remu(inBatch, numQTiles);
-    Value tileBegin = mul(t, u);
-    Value lo = sub(arith::MaxUIOp::create(b, loc, begin, tileBegin), tileBegin);
-    Value hi =
-        sub(arith::MinUIOp::create(b, loc, end, add(tileBegin, u)), tileBegin);
-    Value firstCta = divu(tileBegin, per);
-    Value lastCta = divu(sub(add(tileBegin, u), c32(1)), per);
-    split = sub(cta, firstCta);
-    tileSplits = add(sub(lastCta, firstCta), c32(1));
-    // The tile's own blocks (a causal tile may have fewer than U).
-    kvCount = kvBegin = kvEndKey = Value();
-    Value own = numKVBlocks();
-    kvBegin = arith::MinUIOp::create(b, loc, lo, own);
-    kvCount = sub(arith::MinUIOp::create(b, loc, hi, own), kvBegin);
-    kvEndKey = arith::MinUIOp::create(b, loc, seqKVLen(),
-                                      mul(add(kvBegin, kvCount), c32(blockN)));
-  });
+    return inBatch;
+  };
+
+  if (!kernel.getPerSeqKv()) {
+    Value u = ceilDiv(param(kSeqKV), c32(blockN));
+    Value total = mul(tiles, u);
+    Value per = umax(ceilDiv(total, ctas), c32(1));
+    Value begin = umin(mul(cta, per), total);
+    Value end = umin(add(begin, per), total);
+    Value any = cmp(arith::CmpIPredicate::ult, begin, end);
+    // Tiles t0 .. t1 - 1 (none when the share is empty: t0 = t1).
+    Value t0 = divu(begin, u);
+    Value t1 = select(any, add(divu(sub(end, c32(1)), u), c32(1)), t0);
+    return emitItemLoop(role, st, t0, t1, c32(1), [&](Value t) {
+      Value inBatch = setTile(t);
+      // A paged cache: the part's table row (KVCache.cpp).
+      if (pageSize)
+        emitKVCacheStart();
+      setPart(mul(t, u), u, begin, end, per);
+      (void)inBatch;
+    });
+  }
+
+  // Per-sequence lengths. Pass 1: W.
+  auto sum =
+      scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(sum.getBody());
+    scf::YieldOp::create(b, loc,
+                         ValueRange{add(sum.getRegionIterArgs()[0],
+                                        seqBlocksOf(sum.getInductionVar()))});
+  }
+  Value total = mul(perBatch, sum.getResult(0));
+  Value per = umax(ceilDiv(total, ctas), c32(1));
+  Value cPer = mul(cta, per), nextPer = add(cPer, per);
+  Value begin = umin(cPer, total);
+  Value end = umin(add(begin, per), total);
+  // Pass 2: t0, t1 and the prefix (in blocks) of t0's sequence. Within
+  // sequence b (prefix B = perBatch x the blocks before it, U blocks a
+  // tile), tile r has last >= c from r = floor((c per - B) / U) (0 when c
+  // per <= B), and first > c from r = ceil(((c + 1) per - B) / U); its
+  // empty tiles (U = 0) all have first = last = (B - 1) / per.
+  auto search =
+      scf::ForOp::create(b, loc, c32(0), batches, c32(1),
+                         ValueRange{c32(0), tiles, tiles, c32(0), c32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(search.getBody());
+    Value bb = search.getInductionVar();
+    auto args = search.getRegionIterArgs();
+    Value blocksBefore = args[0], t0 = args[1], t1 = args[2];
+    Value u = seqBlocksOf(bb);
+    Value base = mul(perBatch, blocksBefore);
+    Value uSafe = umax(u, c32(1));
+    Value nonEmpty = cmp(arith::CmpIPredicate::ugt, u, c32(0));
+    Value emptyOwner = select(cmp(arith::CmpIPredicate::eq, base, c32(0)),
+                              c32(0), divu(sub(base, c32(1)), per));
+    Value r0 = select(nonEmpty,
+                      select(cmp(arith::CmpIPredicate::ugt, cPer, base),
+                             divu(sub(cPer, base), uSafe), c32(0)),
+                      select(cmp(arith::CmpIPredicate::uge, emptyOwner, cta),
+                             c32(0), perBatch));
+    Value r1 = select(nonEmpty,
+                      select(cmp(arith::CmpIPredicate::ugt, nextPer, base),
+                             ceilDiv(sub(nextPer, base), uSafe), c32(0)),
+                      select(cmp(arith::CmpIPredicate::ugt, emptyOwner, cta),
+                             c32(0), perBatch));
+    Value first = mul(bb, perBatch);
+    Value found0 =
+        arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::eq, t0, tiles),
+                              cmp(arith::CmpIPredicate::ult, r0, perBatch));
+    Value found1 =
+        arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::eq, t1, tiles),
+                              cmp(arith::CmpIPredicate::ult, r1, perBatch));
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{add(blocksBefore, u), select(found0, add(first, r0), t0),
+                   select(found1, add(first, r1), t1),
+                   select(found0, bb, args[3]), select(found0, base, args[4])});
+  }
+  Value t0 = search.getResult(1), t1 = search.getResult(2);
+  return emitItemLoop(
+      role, st, t0, t1, c32(1),
+      [&](Value t) {
+        Value inBatch = setTile(t);
+        // The prefix of this tile's sequence: the carried one (of the
+        // previous tile's, or t0's) plus the sequences between.
+        Value fromB = itemCarry[0], fromBase = itemCarry[1];
+        auto walk = scf::ForOp::create(b, loc, fromB, batch, c32(1),
+                                       ValueRange{fromBase});
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(walk.getBody());
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{
+                  add(walk.getRegionIterArgs()[0],
+                      mul(perBatch, seqBlocksOf(walk.getInductionVar())))});
+        }
+        Value base = walk.getResult(0);
+        itemCarryNext = {batch, base};
+        // kvLen (this sequence's length), and a paged cache's table row.
+        emitKVCacheStart();
+        Value u = ceilDiv(seqKVLen(), c32(blockN));
+        setPart(add(base, mul(inBatch, u)), u, begin, end, per);
+      },
+      ValueRange{search.getResult(3), search.getResult(4)});
 }
 
 /// The loop of a persistent CTA over items ctaid.x, ctaid.x + nctaid.x, ...
@@ -580,21 +706,27 @@ LogicalResult KernelLowering::emitLeanItems(RoleOp role, RoleState &st) {
 /// batch, the split) before its steps. Every role walks the same items; the
 /// K/V rings continue across them (a loop-carried count of the blocks
 /// already streamed), the Q pipe flips phase per item.
-LogicalResult
-KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value lb, Value items,
-                             Value step,
-                             llvm::function_ref<void(Value)> setItem) {
+LogicalResult KernelLowering::emitItemLoop(
+    RoleOp role, RoleState &st, Value lb, Value items, Value step,
+    llvm::function_ref<void(Value)> setItem, ValueRange carryInit) {
   Value first = lb ? lb : NVVM::BlockIdXOp::create(b, loc, i32).getResult();
   Value stride =
       step ? step : NVVM::GridDimXOp::create(b, loc, i32).getResult();
-  auto forOp = scf::ForOp::create(b, loc, first, items, stride,
-                                  ValueRange{c32(0), c32(0)});
+  SmallVector<Value> init = {c32(0), c32(0)};
+  llvm::append_range(init, carryInit);
+  auto forOp = scf::ForOp::create(b, loc, first, items, stride, init);
   Value savedM = mBlock, savedHead = head, savedKV = kvHead, savedB = batch;
   Value savedRow = tableRow, savedLast = lastTableEntry;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
+    itemCarry.assign(forOp.getRegionIterArgs().begin() + 2,
+                     forOp.getRegionIterArgs().end());
+    itemCarryNext.clear();
     setItem(forOp.getInductionVar());
+    assert(itemCarryNext.size() == carryInit.size() &&
+           "setItem yields one value per carried value");
+    SmallVector<Value> next = std::move(itemCarryNext);
     blockBase = forOp.getRegionIterArgs()[0];
     tileParity = forOp.getRegionIterArgs()[1];
     startTile(st);
@@ -608,9 +740,10 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value lb, Value items,
     // split's merge): the item's yield ends the loop body.
     b.setInsertionPointToEnd(forOp.getBody());
     stampItem(st, /*end=*/true);
-    scf::YieldOp::create(b, loc,
-                         ValueRange{streamed, arith::XOrIOp::create(
-                                                  b, loc, tileParity, c32(1))});
+    SmallVector<Value> yielded = {
+        streamed, arith::XOrIOp::create(b, loc, tileParity, c32(1))};
+    llvm::append_range(yielded, next);
+    scf::YieldOp::create(b, loc, yielded);
   }
   mBlock = savedM;
   head = savedHead;
@@ -619,8 +752,10 @@ KernelLowering::emitItemLoop(RoleOp role, RoleState &st, Value lb, Value items,
   tableRow = savedRow;
   lastTableEntry = savedLast;
   split = kvBegin = kvCount = kvEndKey = Value();
+  leanSlot = leanFirstCta = leanZeroOffset = Value();
   tileSplits = numSplits;
   blockBase = tileParity = Value();
+  itemCarry.clear();
   env.itemOrdinal = Value();
   return success();
 }

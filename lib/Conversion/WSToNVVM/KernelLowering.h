@@ -61,9 +61,15 @@ private:
     return emitItemLoop(role, st, Value(), items, Value(), setItem);
   }
   /// Items lb, lb + step, ... below ub (null lb / step: ctaid.x, nctaid.x).
+  /// carryInit: values the loop carries from item to item (setItem reads
+  /// them in itemCarry and sets itemCarryNext, one each).
   LogicalResult emitItemLoop(RoleOp role, RoleState &st, Value lb, Value ub,
                              Value step,
-                             llvm::function_ref<void(Value)> setItem);
+                             llvm::function_ref<void(Value)> setItem,
+                             ValueRange carryInit = {});
+  SmallVector<Value> itemCarry, itemCarryNext;
+  /// per_seq_kv: ceil(lengths[seq] / block_n) (KVCache.cpp).
+  Value seqBlocksOf(Value seq);
   /// Lean decode: the tiles this CTA's share of the launch's KV blocks
   /// touches, each with its part (emitPersistentRole).
   LogicalResult emitLeanItems(RoleOp role, RoleState &st);

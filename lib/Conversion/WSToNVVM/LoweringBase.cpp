@@ -131,8 +131,10 @@ LoweringBase::LoweringBase(KernelEnv &env)
       tokensPerTile(env.tokensPerTile), numQTiles(env.numQTiles),
       numSplits(env.numSplits), split(env.split), kvBegin(env.kvBegin),
       kvCount(env.kvCount), kvEndKey(env.kvEndKey), tileSplits(env.tileSplits),
-      splitChunk(env.splitChunk), kvLen(env.kvLen), pageSize(env.pageSize),
-      tableRow(env.tableRow), lastTableEntry(env.lastTableEntry) {}
+      leanSlot(env.leanSlot), leanFirstCta(env.leanFirstCta),
+      leanZeroOffset(env.leanZeroOffset), splitChunk(env.splitChunk),
+      kvLen(env.kvLen), pageSize(env.pageSize), tableRow(env.tableRow),
+      lastTableEntry(env.lastTableEntry) {}
 
 void LoweringBase::zeroQPaddingRows(int64_t threads) {
   if (!hasPaddingRows())

@@ -259,6 +259,15 @@ struct KernelEnv {
   /// numSplits, except with lean, where numSplits is the workspace's slots
   /// per tile and each tile has its own count.
   Value tileSplits;
+  /// Lean decode: the workspace holds two slots per CTA (its first and its
+  /// last part: the tiles between are whole), C = nctaid.x: slot c for the
+  /// part of the tile that holds the CTA's first block, C + c for its last
+  /// tile's part otherwise. leanSlot: this part's slot (i64);
+  /// leanFirstCta: the first CTA of the tile (i64: where the merge reads
+  /// parts 1 .. tileSplits - 1, slots firstCta + j); leanZeroOffset: part
+  /// 0's slot minus leanFirstCta (i32: 0, or C when the tile starts inside
+  /// that CTA's share).
+  Value leanSlot, leanFirstCta, leanZeroOffset;
   /// split_chunk: KV blocks per chunk of interleaved splits (split s walks
   /// chunks s, s + S, ...; kvBegin null); 0: one contiguous range each.
   int64_t splitChunk = 0;
@@ -523,6 +532,7 @@ protected:
   int64_t &qGroup, &tokensPerTile;
   Value &numQTiles, &numSplits, &split, &kvBegin, &kvCount, &kvEndKey;
   Value &tileSplits;
+  Value &leanSlot, &leanFirstCta, &leanZeroOffset;
   int64_t &splitChunk;
   Value &kvLen;
   int64_t &pageSize;

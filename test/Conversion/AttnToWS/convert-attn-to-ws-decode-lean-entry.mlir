@@ -4,7 +4,7 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=false" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-splits=4" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=false" | FileCheck %s --check-prefix=OFF
-// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=PERSEQ
 // RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 64)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=PAGED
 // RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=PAGEDLLVM
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=HD64
@@ -14,7 +14,7 @@
 // RUN: sed -e 's/phase = decode/phase = decode, sparsity = blasst(ln_lambda = -8.0)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=LEAN
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=true kv-splits=4" 2>&1 | FileCheck %s --check-prefix=ERR
-// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean-entry=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=PERSEQLLVM
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a lean-entry=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
 // The lean entry (docs/design.md "Lean decode"): dense decode with one CTA
 // per split carries `<kernel>_lean`, the same spec with lean CTAs, which the
@@ -29,6 +29,28 @@
 // CHECK-SAME: lean = true
 // CHECK-SAME: lean_entry = false
 // CHECK-SAME: merge_kernel = false
+
+// Per-sequence lengths: the entry too (the runtime takes it for every
+// launch: its shares follow the lengths).
+// PERSEQ: ws.kernel @gqa_kernel
+// PERSEQ-SAME: per_seq_kv
+// PERSEQ-SAME: lean_entry = true
+// PERSEQ: ws.kernel @gqa_kernel_lean
+// PERSEQ-SAME: persistent lean q_group = 4 split_kv per_seq_kv
+
+// Its CTAs find their tiles from the lengths: the launch's blocks (one pass
+// over the batch, a length each), then the first and last tile and the
+// first tile's prefix (a second pass); the item loop carries the prefix
+// (t0's sequence and its first block) and walks it to each tile's sequence.
+// PERSEQLLVM-LABEL: llvm.func @gqa_kernel_lean(
+// PERSEQLLVM: nvvm.read.ptx.sreg.nctaid.x
+// PERSEQLLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (i32)
+// PERSEQLLVM: llvm.load %{{.*}} invariant
+// PERSEQLLVM: %[[S:[0-9]+]]:5 = scf.for %{{.*}} = %{{.*}} to %arg20 step
+// PERSEQLLVM: llvm.load %{{.*}} invariant
+// PERSEQLLVM: scf.for %{{.*}} = %[[S]]#1 to %[[S]]#2 step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[CB:[a-z0-9]+]] = %[[S]]#3, %[[CP:[a-z0-9]+]] = %[[S]]#4)
+// PERSEQLLVM: scf.for %{{.*}} = %[[CB]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[CP]])
+// PERSEQLLVM: llvm.load %{{.*}} invariant
 
 // Both kernels are proven.
 // SYNC: remark: synchronisation verified
@@ -82,7 +104,7 @@
 // LEAN-SAME: lean_entry = false
 // LEAN-NOT: ws.kernel @gqa_kernel_lean
 
-// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 64 or 128 over a KV cache of one length (contiguous or paged)
+// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 64 or 128 over a contiguous or paged KV cache (one length or per-sequence lengths)
 // BAD: lean-entry
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>

@@ -12,6 +12,9 @@
 // RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=PAGED
 // RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=HD256
 // RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / persistent /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=PAGEDBAD
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=PERSEQ
+// RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / persistent /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=PAGEDBAD
 // Lean decode (docs/design.md "Lean decode"): persistent decode CTAs, one
 // per SM, each an even share of the launch's KV blocks across tile
 // boundaries; each tile merges the parts its CTAs wrote.
@@ -31,7 +34,7 @@
 // SYNC: remark: synchronisation verified ({{[0-9]+}} states): deadlock-free
 
 // The share: W = batch (parameter 20) x KV heads x query tiles x ceil(seq_kv
-// / 64) blocks, per = ceil(W / nctaid.x); the CTA walks the tiles its
+// / 64) blocks, per = max(1, ceil(W / nctaid.x)); the CTA walks the tiles its
 // blocks [ctaid.x per, min(+ per, W)) touch, one after another.
 // Lean CTAs copy K/V by cp.async (the pointers and strides, 22-29).
 // LLVM-LABEL: llvm.func @gqa_kernel(
@@ -41,11 +44,12 @@
 // LLVM-SAME: blasst.lean
 // LLVM-SAME: blasst.persistent
 // LLVM: %[[TILES:[0-9]+]] = arith.muli %arg20, %{{[0-9]+}} : i32
+// LLVM: %[[C:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// LLVM: nvvm.read.ptx.sreg.ctaid.x : i32
 // LLVM: %[[U:[0-9]+]] = arith.divui %{{[0-9]+}}, %c64_i32{{.*}} : i32
 // LLVM: %[[W:[0-9]+]] = arith.muli %[[TILES]], %[[U]] : i32
-// LLVM: %[[C:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x : i32
 // LLVM: %[[PER:[0-9]+]] = arith.divui %{{[0-9]+}}, %[[C]] : i32
-// LLVM: nvvm.read.ptx.sreg.ctaid.x : i32
+// LLVM: arith.maxui %[[PER]], %c1_i32{{.*}} : i32
 // LLVM: scf.for %{{.*}} = %{{[0-9]+}} to %{{[0-9]+}} step %c1_i32{{.*}} iter_args
 
 // NOTPERSISTENT: error: 'attn.attention' op decode schedule: lean=true with persistent=false: lean is how persistent decode CTAs share the KV blocks
@@ -58,7 +62,14 @@
 // PAGED: ws.kernel @gqa_kernel
 // PAGED-SAME: persistent lean q_group = 4 split_kv page_size = 16
 // HD256: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64 and 128
-// PAGEDBAD: error: 'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk, per_seq_kv, or page_size without lean)
+// PAGEDBAD: error: 'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk; per_seq_kv or page_size only with lean)
+// Per-sequence lengths: the shares follow each sequence's blocks; a part
+// whose tile spans CTAs writes slot c (the part holding the CTA's first
+// block) or C + c (its last tile's) of 2 C (SM90Decode.cpp).
+// PERSEQ-LABEL: llvm.func @gqa_kernel(
+// PERSEQ-SAME: blasst.per_seq_kv
+// PERSEQ: %[[C:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// PERSEQ: arith.muli %c2_i64{{.*}}, %{{[0-9]+}} : i64
 // VERIFY: error: 'ws.kernel' op lean shares KV blocks among persistent decode CTAs: it needs persistent and q_group
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>

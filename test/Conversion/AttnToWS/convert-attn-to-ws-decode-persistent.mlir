@@ -30,7 +30,7 @@
 // LLVM: %[[STRIDE:[0-9]+]] = nvvm.read.ptx.sreg.nctaid.x : i32
 // LLVM: scf.for %{{.*}} = %[[FIRST]] to %[[ITEMS]] step %[[STRIDE]] iter_args
 
-// SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention over KV caches of one length (no sparsity, kv_lengths or split-interleave)
+// SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention (no sparsity or split-interleave), over KV caches of one length unless lean (lean CTAs share per-sequence lengths' blocks)
 // HD64: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64 and 128
 // PAGED: error: 'attn.attention' op decode schedule: persistent=true with a paged kv_cache: CTAs walking the splits read contiguous K/V only (lean CTAs take pages)
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {

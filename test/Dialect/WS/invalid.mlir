@@ -1486,7 +1486,7 @@ ws.kernel @k target = sm_100a, block_m = 64, block_n = 64, spec = <head_dim = 64
 
 // -----
 
-// expected-error @below {{'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk, per_seq_kv, or page_size without lean)}}
+// expected-error @below {{'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk; per_seq_kv or page_size only with lean)}}
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> persistent q_group = 4 {
   ws.role @r load warps [0, 1) {
   }
@@ -1494,7 +1494,7 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 
 // -----
 
-// expected-error @below {{'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk, per_seq_kv, or page_size without lean)}}
+// expected-error @below {{'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk; per_seq_kv or page_size only with lean)}}
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, phase = decode> persistent q_group = 4 split_kv split_chunk = 2 {
   ws.role @r load warps [0, 1) {
   }

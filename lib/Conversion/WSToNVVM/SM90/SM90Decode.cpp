@@ -7,7 +7,7 @@
 //
 // Workspace (kernel parameter 14, ABI 3), for T = batch x kv_heads x query
 // tiles tiles and S splits (grid x = query tiles x S; persistent: parameter
-// 19; lean: S slots per tile, a tile's parts in its first slots):
+// 19; lean: two slots per CTA instead of T x S, LoweringBase::leanSlot):
 //   float partO[T][S][block_m][head_dim_v]
 //   float partLse[T][S][block_m]          (log2 domain: m + log2 l, -inf)
 //   int32 counter[T]                      (zero before the first launch; the
@@ -122,10 +122,16 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   auto [batches, kvHeads] = decodeTileGrid();
   Value numTiles = mul(mul(batches, kvHeads), numQTiles);
   Value tile = add(mul(add(mul(batch, kvHeads), kvHead), numQTiles), mBlock);
-  Value slots = mul64(ext64(numTiles), ext64(numSplits)); // (tile, split)
+  // Slots (tile, split); lean: two per CTA (LoweringBase::leanSlot).
+  bool lean = kernel.getLean();
+  Value slots =
+      lean ? mul64(c64(2), ext64(NVVM::GridDimXOp::create(b, loc, i32)))
+           : mul64(ext64(numTiles), ext64(numSplits));
   Value lseBase = mul64(mul64(slots, c64(blockM)), c64(n));
   Value counterBase = add64(lseBase, mul64(slots, c64(blockM)));
-  Value mySlot = add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
+  Value mySlot =
+      lean ? leanSlot
+           : add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
   for (int i = 0; i < 2; ++i) {
     Value row = add(rowInTile, c32(8 * i));
     // Only rows with a token have a partial (the merge reads no other):
@@ -208,7 +214,7 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   // four round trips at 16 splits).
   // Indices past S are clamped to S - 1 and weigh 0.
   constexpr int64_t kMergeChunk = 16;
-  Value tileSlot = mul64(ext64(tile), ext64(numSplits));
+  Value tileSlot = lean ? leanFirstCta : mul64(ext64(tile), ext64(numSplits));
   Value quads = c32(blockM * n / kMergeCols);
   auto loop = scf::ForOp::create(b, loc, t, quads, c32(roleThreads));
   {
@@ -219,7 +225,8 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
     Value col = mul(remu(idx, c32(n / kMergeCols)), c32(kMergeCols));
     openIf(cmp(arith::CmpIPredicate::slt, tokenOfRow(row), param(kSeqQ)));
     MergedQuad r = foldSplits(ws, lseBase, tileSlot, row, col, c32(0),
-                              /*stride=*/1, tileSplits, kMergeChunk, n);
+                              /*stride=*/1, tileSplits, kMergeChunk, n,
+                              lean ? leanZeroOffset : Value());
     storeMergedQuad(op, row, col, r);
   }
   return success();
@@ -228,7 +235,7 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
 SM90Lowering::MergedQuad
 SM90Lowering::foldSplits(Value ws, Value lseBase, Value tileSlot, Value row,
                          Value col, Value first, int64_t stride, Value count,
-                         int64_t chunk, int64_t n) {
+                         int64_t chunk, int64_t n, Value zeroOffset) {
   auto quadTy = VectorType::get({kMergeCols}, f32);
   // Split s's LSE at lseRow + s x block_m, its columns at oRow + s x
   // block_m x n (floats).
@@ -247,7 +254,10 @@ SM90Lowering::foldSplits(Value ws, Value lseBase, Value tileSlot, Value row,
   for (int64_t k = 0; k < chunk; ++k) {
     Value s = add(s0, c32(k * stride));
     Value inRange = cmp(arith::CmpIPredicate::slt, s, count);
-    Value sc = ext64(select(inRange, s, lastSplit));
+    Value si = select(inRange, s, lastSplit);
+    if (zeroOffset)
+      si = select(cmp(arith::CmpIPredicate::eq, si, c32(0)), zeroOffset, si);
+    Value sc = ext64(si);
     Value lsePtr = LLVM::GEPOp::create(
         b, loc, ptrGen, f32, ws,
         ValueRange{add64(lseRow, mul64(sc, c64(blockM)))});

@@ -65,10 +65,11 @@ public:
   /// Folds splits first, first + stride, ... below `count` of the four
   /// columns at (row, col) of the tile whose first workspace slot is
   /// `tileSlot`, `chunk` splits' loads at a time (a chunk's loads are
-  /// independent: one memory latency per chunk).
+  /// independent: one memory latency per chunk). zeroOffset (lean): split
+  /// 0's slot is tileSlot + zeroOffset, split s > 0's tileSlot + s.
   MergedQuad foldSplits(Value ws, Value lseBase, Value tileSlot, Value row,
                         Value col, Value first, int64_t stride, Value count,
-                        int64_t chunk, int64_t n);
+                        int64_t chunk, int64_t n, Value zeroOffset = Value());
   /// O = acc / sum of the four columns (0 when no split saw a key) and, with
   /// the epilogue's LSE, m + log2 sum at the row's first column.
   void storeMergedQuad(EpilogueOp op, Value row, Value col, MergedQuad r);

@@ -178,13 +178,13 @@ LogicalResult KernelOp::verifyRegions() {
     // Persistent decode CTAs walk (batch, KV head, query tile, split) items;
     // the launch's split count and batch are kernel parameters 19 and 20.
     // Lean CTAs also take a paged cache (each part reads its tile's table
-    // row); every part needs the launch's one length.
-    if (getPersistent() && (!getSplitKv() || getSplitChunk() || getPerSeqKv() ||
-                            (getPageSize() && !getLean())))
+    // row) and per-sequence lengths (the shares follow the lengths).
+    if (getPersistent() && (!getSplitKv() || getSplitChunk() ||
+                            ((getPerSeqKv() || getPageSize()) && !getLean())))
       return emitOpError()
              << "persistent with q_group needs split_kv over one contiguous "
-                "range per split (no split_chunk, per_seq_kv, or page_size "
-                "without lean)";
+                "range per split (no split_chunk; per_seq_kv or page_size "
+                "only with lean)";
   }
   if (std::optional<uint64_t> n = getCtasPerSm();
       n && (*n < 1 || *n > 2 || (*n > 1 && getTarget() != Target::sm_90a)))

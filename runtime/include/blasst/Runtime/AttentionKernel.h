@@ -188,7 +188,9 @@ struct DecodeSplits {
   /// The lean entry (KernelInfo::leanEntry) takes the launch.
   bool lean = false;
   /// Lean CTAs (a lean kernel, or the lean entry): how many share the
-  /// launch's blocks; `splits` is then the workspace's slots per tile.
+  /// launch's blocks; `splits` is then 1 when no tile spans two CTAs (no
+  /// workspace), else the most CTAs a tile spans (the workspace has two
+  /// slots per CTA).
   int64_t leanCtas = 0;
 };
 
@@ -239,7 +241,8 @@ public:
   /// uses (args.kvSplits, else the kernel's kv_splits, else chosen from
   /// batch x kv heads x query tiles, the KV length and the SM count), and
   /// the workspace bytes it needs (0 with one split). Other kernels: 1, 0.
-  /// Lean kernels (info().lean): the workspace's slots per tile (leanSlots).
+  /// Lean kernels (info().lean): 1 without a workspace, else how many CTAs
+  /// a tile may span (leanSlots; 2 with per-sequence lengths).
   int kvSplitsFor(const AttentionArgs &args) const;
   /// Decode kernels: the split count and whether the merge kernel merges
   /// them (merge_kernel kernels with more than one split, by
@@ -259,6 +262,8 @@ public:
   std::string describe() const;
 
 private:
+  /// leanSlots, or with per_seq_kv 2 for several CTAs (kvSplitsFor).
+  int leanSlotsFor(int64_t tiles, int64_t blocks, int64_t ctas) const;
   Module module;
   Function function;
   Function mergeFunction; // merge_kernel: <kernel>_merge

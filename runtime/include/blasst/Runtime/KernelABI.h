@@ -75,9 +75,13 @@
 //   (Kernels without these options keep 14 or 15 parameters: their PTX is
 //   unchanged.)
 //   lean_entry kernels (.meta lean_entry = 1, within ABI 6) hold a second
-//   entry, <kernel>_lean, a lean kernel over the same parameter array (19
-//   the workspace's slots per tile, 20 the batch); the runtime launches one
-//   or the other. Runtimes before it refuse the metadata key.
+//   entry, <kernel>_lean, a lean kernel over the same parameter array (20
+//   the batch; 19 is 1 when no tile spans two CTAs); the runtime launches
+//   one or the other. Runtimes before it refuse the metadata key. Lean
+//   kernels and entries (ABI 7): with C = nctaid.x CTAs the workspace is
+//   float partO[2C][block_m][head_dim], float partLse[2C][block_m], int32
+//   counter[T] (slot c: the part holding CTA c's first block; C + c: its
+//   last tile's part otherwise).
 //
 // Tensor maps (all 4-D over a [B, S, H, D] tensor, innermost first):
 //   dims   {D, H, S, B}; strides (bytes) {head, seq, batch}
@@ -128,7 +132,12 @@ namespace blasst::rt {
 ///    merge_kernel kernels never merged in the kernel.
 /// 6: decode kernels with kv_cp_async take parameters 22-29 (K's and V's
 ///    pointers and int64 strides), their K/V tensor maps unused.
-constexpr int kKernelABIVersion = 6;
+/// 7: lean decode kernels (.meta lean = 1, and the <kernel>_lean entries)
+///    hold the workspace as two slots per CTA (2 x nctaid.x slots, not
+///    slots per tile); per_seq_kv kernels may carry a lean entry. An ABI 6
+///    lean kernel given a workspace sized for ABI 7 could write past it,
+///    so the version moves (JIT caches recompile, packages are refused).
+constexpr int kKernelABIVersion = 7;
 /// The most new tokens per sequence a decode kernel takes.
 constexpr int kMaxDecodeSeqQ = 8;
 /// Elements of D per TMA box (one 128-byte swizzle span of bf16/f16).
