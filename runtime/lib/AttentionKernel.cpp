@@ -1244,14 +1244,14 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // length), so in one or two waves a batch of mixed lengths waits for the
   // longest's CTAs, while lean's shares follow the lengths: there (and at
   // most 32 sequences, below) the entry takes the launch with the split
-  // grid's CTA count (H200, session 32 §1: 1.08-3.85x at 6 mixed batches,
+  // grid's CTA count (H200, session 32 §3-4: 1.08-3.85x at 6 mixed batches,
   // 0.99x at 2 uniform ones). From more waves on the hardware's CTA
-  // dispatch balances the split grid itself: lean CTAs lost 14% and 44% as
-  // that many CTAs (batch 64 x up to 8K, 128 x up to 4K), 2% and 33% as
-  // one per SM where the rule of one length would take them (batch 17 x
-  // up to 16K, 96 x up to 2K), so per-sequence launches keep the split
-  // grid there. Each lean CTA reads the batch's lengths twice, one load
-  // after another, before its first copy: hence the batch bound.
+  // dispatch balances the split grid itself: lean CTAs ran at 0.86x and
+  // 0.56x of it as that many CTAs (batch 64 x up to 8K, 128 x up to 4K),
+  // 0.98x and 0.75x as one per SM where the rule of one length would take
+  // them (batch 17 x up to 16K, 96 x up to 2K), so per-sequence launches
+  // keep the split grid there. Each lean CTA reads the batch's lengths twice,
+  // one load after another, before its first copy: hence the batch bound.
   if (kernelInfo.leanEntry && args.kvSplits < 1 && kernelInfo.kvSplits < 1 &&
       merge != SplitMerge::MergeKernel && tiles * blocks <= INT32_MAX) {
     bool mixed = tiles * splits <= 2 * int64_t(sms) && args.batch <= 32;
