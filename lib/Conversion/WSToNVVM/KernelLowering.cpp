@@ -605,12 +605,11 @@ LogicalResult KernelLowering::emitLeanItems(RoleOp role, RoleState &st) {
     Value t0 = divu(begin, u);
     Value t1 = select(any, add(divu(sub(end, c32(1)), u), c32(1)), t0);
     return emitItemLoop(role, st, t0, t1, c32(1), [&](Value t) {
-      Value inBatch = setTile(t);
+      setTile(t);
       // A paged cache: the part's table row (KVCache.cpp).
       if (pageSize)
         emitKVCacheStart();
       setPart(mul(t, u), u, begin, end, per);
-      (void)inBatch;
     });
   }
 
@@ -716,7 +715,7 @@ LogicalResult KernelLowering::emitItemLoop(
   llvm::append_range(init, carryInit);
   auto forOp = scf::ForOp::create(b, loc, first, items, stride, init);
   Value savedM = mBlock, savedHead = head, savedKV = kvHead, savedB = batch;
-  Value savedRow = tableRow, savedLast = lastTableEntry;
+  Value savedRow = tableRow, savedLast = lastTableEntry, savedLen = kvLen;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
@@ -751,6 +750,7 @@ LogicalResult KernelLowering::emitItemLoop(
   batch = savedB;
   tableRow = savedRow;
   lastTableEntry = savedLast;
+  kvLen = savedLen;
   split = kvBegin = kvCount = kvEndKey = Value();
   leanSlot = leanFirstCta = leanZeroOffset = Value();
   tileSplits = numSplits;
