@@ -81,7 +81,9 @@ o = blasst.attention(q, k, k, causal=True)
 assert launches() == n + 1 and o.shape == q.shape
 p = plan_of(q, k, k, causal=True)
 assert p.decode and "phase=decode" in p.kernel.spec, p.kernel.spec
-assert p.args.kv_splits == 32, p.args.kv_splits
+# The launch leaves the split count to the runtime (the choice the
+# workspace was sized for).
+assert p.args.kv_splits == 0, p.args.kv_splits
 bytes_, splits = p.kernel.workspace_bytes(p.args)
 assert splits == 32 and p.args.workspace_bytes == bytes_ > 0, (bytes_, splits)
 tiles = 2 * 2 * 1
@@ -146,6 +148,14 @@ pl = plan_of(q, k, k, causal=True, kv_lengths=lens)
 assert "kv_lengths=per_sequence" in pl.kernel.spec
 assert pl.args.seq_kv == 4096
 assert last_kv_cache() == (lens.data_ptr(), 0, 0), last_kv_cache()
+# ... launched by the kernel's lean entry (one or two waves of the split
+# grid: 4 tiles x 32 splits = 128 lean CTAs sharing the lengths' blocks),
+# with a workspace of two slots per CTA.
+grid, blk, dep = (ctypes.c_uint * 3)(), ctypes.c_uint(), ctypes.c_int()
+fake.blasstFakeLaunchShape(0, grid, ctypes.byref(blk), ctypes.byref(dep))
+assert tuple(grid) == (128, 1, 1), tuple(grid)
+assert pl.args.kv_splits == 0 and pl.args.workspace_bytes == \
+    2 * 128 * 64 * 129 * 4 + 4 * 4, pl.args.workspace_bytes
 lens2 = i32(7, 1)  # new data, same plan, new pointer
 blasst.attention(q, k, k, causal=True, kv_lengths=lens2)
 assert plan_of(q, k, k, causal=True, kv_lengths=lens2) is pl
