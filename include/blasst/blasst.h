@@ -282,7 +282,12 @@ BLASST_API blasst_status blasst_log2_threshold(blasst_sparsity kind,
                                                double value, float *out);
 
 /* The workspace bytes a launch with `args` needs (0: none, e.g. one KV
- * split or a prefill kernel), and the KV splits it uses (may be NULL). */
+ * split or a prefill kernel), and the KV splits it uses (may be NULL).
+ * Where the runtime takes a lean launch (the kernel's lean entry, or a lean
+ * kernel) *kv_splits is not a split count of the split grid: launch with
+ * the same args (kv_splits as given here, typically 0) to get the launch
+ * the bytes were sized for; passing *kv_splits back asks for a split grid of
+ * that many splits instead. */
 BLASST_API blasst_status blasst_kernel_workspace_bytes(
     const blasst_kernel *kernel, const blasst_attention_args *args,
     uint64_t *bytes, int32_t *kv_splits);
