@@ -1248,43 +1248,31 @@ TEST_F(FakeDriverTest, LeanEntryTakesPagedLaunches) {
   EXPECT_EQ(prepared.decodeBatch, 8);
   EXPECT_EQ(kernel.kvSplitsFor(a), 2);
   EXPECT_EQ(kernel.workspaceBytes(a), size_t(2 * 128) * 64 * 129 * 4 + 64 * 4);
-  a.batch = 17;
-  a.seqKV = 16384;
-  a.maxPages = 256;
-  a.numPages = 17 * 256;
+  // The grid a launch of `batch` sequences bounded by `seqKV` keys takes
+  // (pages of 64, a table row of seqKV / 64 pages each), "lean " first
+  // when the entry takes it.
+  auto gridAt = [&](int64_t batch, int64_t seqKV) -> std::string {
+    a.batch = batch;
+    a.seqKV = seqKV;
+    a.maxPages = int(seqKV / 64);
+    a.numPages = int(batch * seqKV / 64);
+    if (!succeeds(kernel.prepare(a, NAN, &prepared)))
+      return "refused";
+    return (prepared.leanEntry ? "lean " : "") + prepared.grid.str();
+  };
   // Ragged waves (batch 17 x 16K, 6 splits: 816 CTAs): the split grid
   // (with one length the entry would take it at one CTA per SM).
-  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
-  EXPECT_FALSE(prepared.leanEntry);
-  EXPECT_EQ(prepared.grid.str(), "(6,8,17)");
+  EXPECT_EQ(gridAt(17, 16384), "(6,8,17)");
   // Four full waves (batch 64 x 8K: 512 tiles, one split each): the split
   // grid, whose CTAs the hardware balances.
-  a.batch = 64;
-  a.seqKV = 8192;
-  a.maxPages = 128;
-  a.numPages = 64 * 128;
-  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
-  EXPECT_FALSE(prepared.leanEntry);
-  EXPECT_EQ(prepared.grid.str(), "(1,8,64)");
+  EXPECT_EQ(gridAt(64, 8192), "(1,8,64)");
   // Two waves (batch 32 x 16K: 256 tiles): the entry, 256 CTAs; 33
   // sequences: the split grid.
-  a.batch = 32;
-  a.seqKV = 16384;
-  a.maxPages = 256;
-  a.numPages = 33 * 256;
-  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
-  EXPECT_TRUE(prepared.leanEntry);
-  EXPECT_EQ(prepared.grid.str(), "(256,1,1)");
-  a.batch = 33;
-  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
-  EXPECT_FALSE(prepared.leanEntry);
+  EXPECT_EQ(gridAt(32, 16384), "lean (256,1,1)");
+  EXPECT_EQ(gridAt(33, 16384).rfind("lean", 0), std::string::npos);
   // A split count asked for: the split grid.
-  a.batch = 17;
-  a.seqKV = 16384;
   a.kvSplits = 6;
-  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
-  EXPECT_FALSE(prepared.leanEntry);
-  EXPECT_EQ(prepared.grid.str(), "(6,8,17)");
+  EXPECT_EQ(gridAt(17, 16384), "(6,8,17)");
 }
 
 // kv_cp_async (.meta kv_cp_async = 1, ABI 6): the load warpgroup copies K/V

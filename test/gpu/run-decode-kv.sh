@@ -46,6 +46,15 @@ run() { local name="$1"; shift
     fails=$((fails + 1))
   fi; }
 CHK=(--warmup 0 --iters 1)
+# sanitize TAG KERNEL TOOL ARGS..: one compute-sanitizer run of a check (two
+# minutes at most: a run that does not finish counts as failed), its
+# SUMMARY line, the log as sanitizer_TAGKERNEL_TOOL.log.
+sanitize() { local tag="$1" k="$2" tool="$3"; shift 3
+  local log="$OUT/sanitizer_${tag}${k}_$tool.log"
+  timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" --kernel "$K/$k" \
+    "$@" "${CHK[@]}" >"$log" 2>&1
+  local rc=$?; echo "$tag$k $tool exit $rc: $(grep -E 'SUMMARY' "$log")"
+  [[ $rc -eq 0 ]] || fails=$((fails + 1)); }
 if [[ ${ONLY:-} == blasst ]]; then CHECKS=0 PAGED=0 SANITIZER=0 BENCH=0; fi
 # Length sets: batch 1; 4 mixed with 0 and 1; 6 mixed off every block/page
 # boundary; 8 random in [0, 3001] (the first at 3001).
@@ -107,11 +116,7 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
   echo "=== compute-sanitizer racecheck and memcheck, 3 KV splits ==="
   for k in kv_pg16_hd128_q32kv8_ctrue kv_pg256_hd64_q32kv1_ctrue kv_ps_hd128_q32kv8_ctrue; do
     for tool in racecheck memcheck; do
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" --kernel "$K/$k" \
-        --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3 "${CHK[@]}" \
-        >"$OUT/sanitizer_${k}_$tool.log" 2>&1
-      rc=$?; echo "$k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_${k}_$tool.log")"
-      [[ $rc -eq 0 ]] || fails=$((fails + 1))
+      sanitize "" "$k" "$tool" --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3
     done
   done
 fi
@@ -144,11 +149,7 @@ if [[ ${LEANPS:-1} == 1 ]]; then
   if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
     for k in kv_ps_hd128_q32kv8_ctrue kv_pg16_hd128_q32kv8_ctrue; do
       for tool in racecheck memcheck; do
-        timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" --kernel "$K/$k" \
-          --batch 9 --kv-lengths 0,3001,1,0,517,64,0,2000,9 --seq-q 4 "${CHK[@]}" \
-          >"$OUT/sanitizer_leanps_${k}_$tool.log" 2>&1
-        rc=$?; echo "lean $k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_leanps_${k}_$tool.log")"
-        [[ $rc -eq 0 ]] || fails=$((fails + 1))
+        sanitize leanps_ "$k" "$tool" --batch 9 --kv-lengths 0,3001,1,0,517,64,0,2000,9 --seq-q 4
       done
     done
   fi
@@ -239,11 +240,8 @@ if [[ ${BLASST:-1} == 1 ]]; then
       [[ ${SANITIZER_BLASST:-1} == 1 ]] || break
       for tool in racecheck memcheck synccheck; do
         if ((SECONDS > ${TIME_BOX:-999999})); then boxed=$((boxed + 1)); continue; fi
-        compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" --kernel "$K/$k" \
-          --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3 --dial 0.7 --stats "${CHK[@]}" \
-          >"$OUT/sanitizer_${k}_$tool.log" 2>&1
-        rc=$?; echo "$k $tool exit $rc: $(grep -E 'SUMMARY' "$OUT/sanitizer_${k}_$tool.log")"
-        [[ $rc -eq 0 ]] || fails=$((fails + 1))
+        sanitize "" "$k" "$tool" --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3 \
+          --dial 0.7 --stats
       done
     done
   fi
