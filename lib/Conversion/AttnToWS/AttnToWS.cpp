@@ -246,15 +246,17 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // (head_dim 64/128/256, 32/8, 32/1 and 9/3 heads, causal, contiguous,
   // per-sequence, pages of 16-256) without.
   // (Lean CTAs at head_dim 64: leanRegs. Lean CTAs over per-sequence
-  // lengths or pages at head_dim 128: 96; since session 32's part bounds
-  // (empty tiles, the slots) 80 spilled 4 bytes there (per-sequence 32/8
-  // with 16-token pages, 16/16 with 64-token pages of one length), 88-96
-  // none; one CTA per SM leaves the registers unused otherwise.)
+  // lengths, or pages by cp.async, at head_dim 128: 96; since session 32's
+  // part bounds (empty tiles, the slots) 80 spilled 4 bytes there
+  // (per-sequence 32/8 with 16-token pages, 16/16 with 64-token pages of
+  // one length), 88-96 none, and a TMA load role over per-sequence lengths
+  // spilled 28 bytes at 24, none at 48; one CTA per SM leaves the
+  // registers unused otherwise.)
   if (!o.producerRegs && decode && o.lean.value_or(false) && leanRegs(spec))
     o.producerRegs = leanRegs(spec);
   if (!o.producerRegs && decode && o.lean.value_or(false) &&
-      (spec.kvPerSequence || spec.paged()) && o.kvCpAsync.value_or(false) &&
-      spec.headDim <= 128)
+      spec.headDim <= 128 &&
+      (spec.kvPerSequence || (spec.paged() && o.kvCpAsync.value_or(false))))
     o.producerRegs = 96;
   if (!o.producerRegs && o.kvCpAsync.value_or(false))
     o.producerRegs = spec.headDim > 128 ? 128 : 80;
