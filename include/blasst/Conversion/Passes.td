@@ -72,9 +72,10 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"leanEntry", "lean-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a dense decode: a lean entry (<kernel>_lean) beside the "
            "one-CTA-per-split kernel, launched where the split grid's waves "
-           "are ragged (the runtime picks per launch): auto (default: on at "
-           "head_dim 64 and 128 over a KV cache of one length, contiguous "
-           "or paged, with cp.async K/V), true or false">,
+           "are ragged or, with per-sequence lengths, the grid is at most "
+           "two waves (the runtime picks per launch): auto (default: on at "
+           "head_dim 64 and 128 over a contiguous or paged KV cache, with "
+           "cp.async K/V), true or false">,
     Option<"mergeKernel", "merge-kernel", "std::string", /*default=*/"\"auto\"",
            "sm_90a decode: a second kernel over many CTAs that can merge "
            "the splits' partials instead of each tile's last split (the "
