@@ -256,8 +256,8 @@ struct KernelEnv {
   /// block count.
   Value numQTiles, numSplits, split, kvBegin, kvCount;
   /// split_kv: how many splits the CTA's tile has (the merge's count):
-  /// numSplits, except with lean, where numSplits is the workspace's slots
-  /// per tile and each tile has its own count.
+  /// numSplits, except with lean, where each tile has its own count (and
+  /// the workspace is two slots per CTA, leanSlot below).
   Value tileSplits;
   /// Lean decode: the workspace holds two slots per CTA (its first and its
   /// last part: the tiles between are whole), C = nctaid.x: slot c for the
