@@ -189,8 +189,9 @@ struct DecodeSplits {
   bool lean = false;
   /// Lean CTAs (a lean kernel, or the lean entry): how many share the
   /// launch's blocks; `splits` is then 1 when no tile spans two CTAs (no
-  /// workspace), else the most CTAs a tile spans (the workspace has two
-  /// slots per CTA).
+  /// workspace), else more than 1 (leanSlots: the most CTAs a tile spans;
+  /// 2 with per-sequence lengths, where the host cannot know it); the
+  /// workspace has two slots per CTA either way.
   int64_t leanCtas = 0;
 };
 
