@@ -242,8 +242,10 @@ typedef struct blasst_attention_args {
    * device memory for the splits' partial O and LSE and the per-tile
    * counters, of blasst_kernel_workspace_bytes() bytes, zeroed before its
    * first use (the kernel leaves it reusable; one launch at a time per
-   * workspace); 0 if the launch uses one split. kv_splits: 0 for the
-   * kernel's own choice (its kv_splits, else from the SM count). */
+   * workspace); 0 if the launch needs none. kv_splits: 0 for the
+   * kernel's own choice (its kv_splits, else from the SM count); with
+   * neither a workspace nor kv_splits, that choice where it needs no
+   * workspace, else one split. */
   uint64_t workspace;
   uint64_t workspace_bytes;
   int32_t kv_splits;
@@ -282,12 +284,12 @@ BLASST_API blasst_status blasst_log2_threshold(blasst_sparsity kind,
                                                double value, float *out);
 
 /* The workspace bytes a launch with `args` needs (0: none, e.g. one KV
- * split or a prefill kernel), and the KV splits it uses (may be NULL).
- * Where the runtime takes a lean launch (the kernel's lean entry, or a lean
- * kernel) *kv_splits is not a split count of the split grid: launch with
- * the same args (kv_splits as given here, typically 0) to get the launch
- * the bytes were sized for; passing *kv_splits back asks for a split grid of
- * that many splits instead. */
+ * split or a prefill kernel), and the kv_splits that asks for that launch
+ * again (may be NULL): the split count of a split grid, or, where the
+ * runtime takes lean CTAs (the kernel's lean entry, or a lean kernel),
+ * args.kv_splits as given (typically 0: the runtime's choice). Launching
+ * with a workspace of *bytes (or none when 0) and kv_splits = *kv_splits
+ * gets the launch the bytes were sized for. */
 BLASST_API blasst_status blasst_kernel_workspace_bytes(
     const blasst_kernel *kernel, const blasst_attention_args *args,
     uint64_t *bytes, int32_t *kv_splits);

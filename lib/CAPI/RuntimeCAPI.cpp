@@ -661,16 +661,18 @@ blasst_status convertArgs(const blasst_kernel *k,
                       " is out of range: the kernel takes softmax_scale * "
                       "log2(e) as a float32 in [1.2e-38, 3.4e38]");
   }
-  // A decode kernel launched without a workspace and without a split count
-  // runs one split (correct, without the split's parallelism): what callers
-  // written before the workspace fields get. blasst_kernel_workspace_bytes
-  // asks for the kernel's own choice instead.
-  if (k->info.splitKV && forLaunch && a->workspace == 0 && a->kv_splits == 0)
-    r->kvSplits = 1;
   if (rt::Status s = rt::validateArgsForKernel(*r, k->info, k->spec,
                                                k->info.kernelName);
       !s)
     return fail(BLASST_ERROR_INVALID_ARGUMENT, s.message());
+  // A decode launch without a workspace and without a split count (what
+  // callers written before the workspace fields pass) takes the kernel's
+  // own choice where that needs no workspace (one split, or lean CTAs that
+  // each keep their tiles whole), else one split: correct, without the
+  // splits' parallelism. blasst_kernel_workspace_bytes sizes the choice.
+  if (k->info.splitKV && forLaunch && a->workspace == 0 && a->kv_splits == 0 &&
+      k->kernel.workspaceBytes(*r) > 0)
+    r->kvSplits = 1;
   return BLASST_OK;
 }
 
@@ -687,9 +689,17 @@ blasst_status blasst_kernel_workspace_bytes(const blasst_kernel *k,
   if (blasst_status s = convertArgs(k, a, &r, &threshold, /*forLaunch=*/false);
       s != BLASST_OK)
     return s;
+  // A decode kernel's splits (and so its workspace) follow the GPU's SM
+  // count: without a device there is no answer to give.
+  if (k->info.splitKV && k->device == BLASST_NO_DEVICE)
+    return fail(BLASST_ERROR_INVALID_ARGUMENT,
+                "kernel '" + k->info.kernelName +
+                    "' was loaded with BLASST_NO_DEVICE: a decode kernel's "
+                    "workspace and split count follow the GPU's SM count "
+                    "(load it on a device)");
   *bytes = uint64_t(k->kernel.workspaceBytes(r));
   if (kvSplits)
-    *kvSplits = int32_t(k->kernel.kvSplitsFor(r));
+    *kvSplits = int32_t(k->kernel.launchKVSplits(r));
   return ok();
 }
 

@@ -164,10 +164,10 @@ def c_api_args(torch, blasst, q, k, v, o, spec, device, threshold=None,
         a.flags = _capi.LAUNCH_ZERO_STATS
     if decode:
         # Decode: the split-KV workspace, allocated once (as the op keeps
-        # its own per plan and stream); with one the runtime makes the
-        # choice it was sized for again (kv_splits 0: the lean entry too).
+        # its own per plan and stream), and the kv_splits that asks for
+        # the launch it was sized for again (0 for lean CTAs).
         nbytes, splits = kernel.workspace_bytes(a)
-        a.kv_splits = 0 if nbytes else splits
+        a.kv_splits = splits
         if nbytes:
             c_api_args.workspaces.append(torch.zeros(
                 nbytes, dtype=torch.uint8, device=q.device))

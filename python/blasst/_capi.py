@@ -372,8 +372,9 @@ class Kernel:
 
     def workspace_bytes(self, args):
         """(bytes, kv_splits) of a launch with `args`: the split-KV
-        workspace a decode kernel needs (0: none, one split) and its split
-        count (args.kv_splits 0: the kernel's own choice)."""
+        workspace a decode kernel needs (0: none) and the kv_splits that
+        asks for that launch again (the split grid's count; for lean CTAs
+        args.kv_splits as given, 0 for the kernel's own choice)."""
         n, splits = ctypes.c_uint64(), ctypes.c_int32()
         check(self._lib.blasst_kernel_workspace_bytes(
             self._h, ctypes.byref(args), ctypes.byref(n),

@@ -423,11 +423,11 @@ def _plan(q, k, v, causal, layout, threshold, kind, lambda_max, return_lse,
         nbytes, splits = p.kernel.workspace_bytes(a)
         a.q = a.k = a.v = a.o = a.lse = a.stats = a.log2_threshold_ptr = 0
         a.seq_lens_kv = a.block_table = 0
-        # With a workspace the launch leaves kv_splits 0: the runtime makes
-        # the choice it sized the workspace for again from the same
-        # arguments, the lean entry included (which a pinned split count
-        # would turn off). Without one the launch is one split.
-        a.kv_splits = 0 if nbytes else splits
+        # The kv_splits that asks for the launch the workspace was sized
+        # for again: the split grid's count, or 0 for lean CTAs (the
+        # runtime makes that choice again from the same arguments; a
+        # pinned count would turn the lean entry off).
+        a.kv_splits = splits
         if nbytes:
             a.workspace_bytes = nbytes
             p.ws = {}

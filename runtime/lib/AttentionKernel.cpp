@@ -1181,6 +1181,11 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
   return decodeSplitsFor(args).splits;
 }
 
+int AttentionKernel::launchKVSplits(const AttentionArgs &args) const {
+  DecodeSplits choice = decodeSplitsFor(args);
+  return choice.leanCtas > 0 ? args.kvSplits : choice.splits;
+}
+
 DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   if (!kernelInfo.splitKV || kernelInfo.qGroup < 1 || args.seqKV < 1)
     return {};

@@ -1086,6 +1086,9 @@ TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_EQ(prepared.grid.str(), "(132,1,1)");
   EXPECT_EQ(kernel.kvSplitsFor(a), leanSlots(136, 256, 132));
+  // The count that asks for this launch again is the one asked with (0),
+  // not the slot count (which would ask for 136 x slots CTAs).
+  EXPECT_EQ(kernel.launchKVSplits(a), 0);
   // Batch 8 x 32K: 64 tiles, 2 splits fill one wave: 128 CTAs, each a
   // tile's half (leanSlots' bound: 3 slots per tile).
   a.batch = 8;
@@ -1098,6 +1101,7 @@ TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_EQ(prepared.grid.str(), "(192,1,1)");
   EXPECT_EQ(kernel.kvSplitsFor(a), leanSlots(64, 512, 192));
+  EXPECT_EQ(kernel.launchKVSplits(a), 3);
   // Two workspace slots per CTA (its first and last part), a counter a
   // tile.
   EXPECT_EQ(kernel.workspaceBytes(a), size_t(2 * 192) * 64 * 129 * 4 + 64 * 4);
@@ -1142,12 +1146,16 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   EXPECT_EQ(prepared.mergeGrid.x, 0u);
   EXPECT_TRUE(kernel.decodeSplitsFor(a).lean);
   EXPECT_EQ(kernel.workspaceBytes(a), size_t(2 * 132) * 64 * 129 * 4 + 136 * 4);
+  // Asked for again with kvSplits 0 (launchKVSplits): a pinned count turns
+  // the entry off (below).
+  EXPECT_EQ(kernel.launchKVSplits(a), 0);
   // Batch 8 x 32K: 2 splits fill one wave: the kernel itself.
   a.batch = 8;
   a.seqKV = 32768;
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_FALSE(prepared.leanEntry);
   EXPECT_EQ(prepared.grid.str(), "(2,8,8)");
+  EXPECT_EQ(kernel.launchKVSplits(a), 2);
   // A split count asked for, or the merge kernel: the kernel itself.
   a.batch = 17;
   a.seqKV = 16384;
@@ -1155,6 +1163,7 @@ TEST_F(FakeDriverTest, LeanEntryTakesRaggedLaunches) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   EXPECT_FALSE(prepared.leanEntry);
   EXPECT_EQ(prepared.grid.str(), "(6,8,17)");
+  EXPECT_EQ(kernel.launchKVSplits(a), 6);
   a.kvSplits = 0;
   a.splitMerge = SplitMerge::MergeKernel;
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));

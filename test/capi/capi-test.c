@@ -497,6 +497,84 @@ static void test_jit_package(void) {
   }
   blasst_compiled_destroy(c);
 }
+
+/* A decode kernel's workspace and the kv_splits that asks for its launch
+ * again: a split grid's count, or for the lean entry (per-sequence lengths,
+ * up to two waves of the split grid and 32 sequences) the kv_splits given,
+ * 0; passing that back keeps the launch the bytes were sized for. Both
+ * follow the GPU's SM count: without a device they are refused; CTest runs
+ * this with the fake driver too (one sm_90a GPU of 132 SMs). */
+static void test_jit_decode_workspace(void) {
+  const char *spec = "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 "
+                     "phase=decode kv_lengths=per_sequence";
+  char cache[512];
+  path(cache, sizeof(cache), "cache");
+  blasst_compiled *c = NULL;
+  if (blasst_jit_compile(spec, "sm_90a", cache, &c) != BLASST_OK) {
+    printf("decode kernel not compiled (%s): skipped\n", blasst_last_error());
+    return;
+  }
+  CHECK(strstr(blasst_compiled_meta(c), "lean_entry = 1\n") != NULL);
+  size_t size = 0;
+  blasst_kernel *k = NULL;
+  const void *cubin = blasst_compiled_cubin(c, &size);
+  CHECK_OK(blasst_kernel_load_data(cubin, size, blasst_compiled_meta(c),
+                                   blasst_compiled_spec(c), BLASST_NO_DEVICE,
+                                   &k));
+  blasst_attention_args a;
+  blasst_attention_args_init(&a);
+  a.q = 0x10000;
+  a.k = 0x20000;
+  a.v = 0x30000;
+  a.o = 0x40000;
+  a.seq_lens_kv = 0x50000;
+  a.seq_q = 1;
+  a.seq_kv = 32768;
+  a.q_heads = 4;
+  a.kv_heads = 2;
+  a.head_dim = 64;
+  int64_t q[3] = {4 * 64, 4 * 64, 64};
+  int64_t kv[3] = {32768 * 2 * 64, 2 * 64, 64};
+  memcpy(a.q_strides, q, sizeof(q));
+  memcpy(a.k_strides, kv, sizeof(kv));
+  memcpy(a.v_strides, kv, sizeof(kv));
+  memcpy(a.o_strides, q, sizeof(q));
+  uint64_t bytes = 0;
+  int32_t splits = -1;
+  a.batch = 4;
+  CHECK_OK(blasst_kernel_check_args(k, &a));
+  CHECK_FAILS(blasst_kernel_workspace_bytes(k, &a, &bytes, &splits),
+              BLASST_ERROR_INVALID_ARGUMENT, "follow the GPU's SM count");
+  blasst_kernel_destroy(k);
+  k = NULL;
+  int count = 0;
+  const char *target = NULL;
+  if (!(blasst_device_count(&count) == BLASST_OK && count > 0 &&
+        blasst_device_target(0, &target) == BLASST_OK &&
+        strcmp(target, "sm_90a") == 0)) {
+    printf("no sm_90a GPU: the decode workspace on a device skipped\n");
+    blasst_compiled_destroy(c);
+    return;
+  }
+  CHECK_OK(blasst_kernel_load_data(cubin, size, blasst_compiled_meta(c),
+                                   blasst_compiled_spec(c), 0, &k));
+  blasst_compiled_destroy(c);
+  if (!k)
+    return;
+  /* Batch 4: the lean entry, a workspace, kv_splits 0 to pass back. */
+  CHECK_OK(blasst_kernel_workspace_bytes(k, &a, &bytes, &splits));
+  CHECK(bytes > 0 && splits == 0);
+  /* Batch 33 sequences: the split grid, its count. */
+  a.batch = 33;
+  CHECK_OK(blasst_kernel_workspace_bytes(k, &a, &bytes, &splits));
+  CHECK(bytes > 0 && splits > 1);
+  /* A count asked for is the split grid's and comes back as asked. */
+  a.batch = 4;
+  a.kv_splits = 3;
+  CHECK_OK(blasst_kernel_workspace_bytes(k, &a, &bytes, &splits));
+  CHECK(bytes > 0 && splits == 3);
+  blasst_kernel_destroy(k);
+}
 #endif
 
 int main(void) {
@@ -514,6 +592,7 @@ int main(void) {
   test_devices();
 #ifdef BLASST_TEST_JIT
   test_jit_package();
+  test_jit_decode_workspace();
 #endif
   char cmd[600];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -245,6 +245,11 @@ public:
   /// Lean kernels (info().lean): 1 without a workspace, else how many CTAs
   /// a tile may span (leanSlots; 2 with per-sequence lengths).
   int kvSplitsFor(const AttentionArgs &args) const;
+  /// The kvSplits that asks for the launch `args` get again: the split
+  /// count of a split grid; for lean CTAs (a lean kernel, or the lean
+  /// entry) args.kvSplits itself (0 keeps the runtime's choice; passing
+  /// back kvSplitsFor's slot count would ask for a split grid instead).
+  int launchKVSplits(const AttentionArgs &args) const;
   /// Decode kernels: the split count and whether the merge kernel merges
   /// them (merge_kernel kernels with more than one split, by
   /// args.splitMerge or the split model), for a launch with `args`.
