@@ -273,7 +273,11 @@ std::string blasst::summarizeKernel(ws::KernelOp kernel) {
       IntegerAttr n;
       if (std::optional<DictionaryAttr> record = kernel.getSchedule())
         n = record->getAs<IntegerAttr>("kv_splits");
-      if (n)
+      if (kernel.getBalancedSplits())
+        os << "splits that follow the per-sequence lengths (a 1-D grid: "
+              "the launch's CTA budget, parameter 19, shared out by KV "
+              "blocks; each CTA finds its tile and split from the lengths)";
+      else if (n)
         os << n.getInt() << " splits";
       else
         os << "splits chosen at launch";

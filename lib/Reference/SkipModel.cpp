@@ -111,6 +111,20 @@ blasst::ref::decodeSplitBlocks(int64_t blocks, int64_t splits, int64_t split) {
   return {begin, std::min(blocks - begin, per)};
 }
 
+int64_t blasst::ref::decodeSequenceSplits(const Shape &s, const SkipConfig &c,
+                                          int64_t b) {
+  if (c.balancedBudget <= 0)
+    return std::max<int64_t>(c.kvSplits, 1);
+  // The blocks per split: every tile's blocks over the CTA budget.
+  const int64_t tilesPerEntry = s.kvHeads * decodeTiles(s, c);
+  int64_t w = 0;
+  for (int64_t e = 0; e < s.batch; ++e)
+    w += tilesPerEntry * ceilDiv(c.kvLengthOf(e, s.seqKV), c.blockN);
+  const int64_t per = std::max<int64_t>(1, ceilDiv(w, c.balancedBudget));
+  return std::max<int64_t>(
+      1, ceilDiv(ceilDiv(c.kvLengthOf(b, s.seqKV), c.blockN), per));
+}
+
 std::vector<int64_t> blasst::ref::decodeSplitBlockList(int64_t blocks,
                                                        int64_t splits,
                                                        int64_t chunk,
@@ -227,9 +241,11 @@ static void skipModelDecode(const Shape &s, const float *q, const Strides &qs,
       // block 0's row maxima (the sink seed).
       keep.assign(size_t(std::max<int64_t>(nB, 1)), 0);
       const double T = c.log2ThresholdOf(b), eps = c.borderlineEps;
-      for (int64_t sp = 0; sp < splits; ++sp) {
+      const int64_t taskSplits =
+          c.balancedBudget > 0 ? decodeSequenceSplits(s, c, b) : splits;
+      for (int64_t sp = 0; sp < taskSplits; ++sp) {
         const std::vector<int64_t> walk =
-            decodeSplitBlockList(nB, splits, c.splitChunk, sp);
+            decodeSplitBlockList(nB, taskSplits, c.splitChunk, sp);
         mrun.assign(size_t(vr), -kInf);
         if (c.sinkSeed && nB > 0)
           for (int64_t r = 0; r < vr; ++r)
@@ -874,9 +890,10 @@ double blasst::ref::dialWalkedColdFraction(const Shape &s, const SkipConfig &c,
           sb.seqKV = c.kvLengthOf(b, s.seqKV);
           int64_t nB = std::min(decodeTileKVBlocks(sb, c, t), dial.kvBlocks);
           walked += double(nB);
-          for (int64_t sp = 0; sp < std::max<int64_t>(c.kvSplits, 1); ++sp) {
-            const std::vector<int64_t> walk = decodeSplitBlockList(
-                nB, std::max<int64_t>(c.kvSplits, 1), c.splitChunk, sp);
+          const int64_t splits = decodeSequenceSplits(s, c, b);
+          for (int64_t sp = 0; sp < splits; ++sp) {
+            const std::vector<int64_t> walk =
+                decodeSplitBlockList(nB, splits, c.splitChunk, sp);
             for (size_t i = 0; i < walk.size(); ++i)
               if (walk[i] > 0 && (i > 0 || c.votesSplitFirstBlock()))
                 cold += dial.isCold(b, kh, walk[i]);

@@ -331,6 +331,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
   k.mergeKernel = kernelFunc->hasAttr("blasst.merge_kernel");
   k.kvCpAsync = kernelFunc->hasAttr("blasst.kv_cp_async");
+  k.balancedSplits = kernelFunc->hasAttr("blasst.balanced_splits");
   if (kernelFunc->hasAttr("blasst.lean_entry")) {
     // Launched with the same parameters and block, and the larger of the
     // two shared-memory sizes for either.

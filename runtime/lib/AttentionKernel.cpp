@@ -140,16 +140,20 @@ const IntKey kIntKeys[] = {
      "decode: 1 when the cubin's <kernel>_lean, a lean kernel taking the "
      "same parameters, may be launched instead (the runtime picks per "
      "launch); optional, default 0"},
+    {"balanced_splits", &KernelInfo::balancedSplits, 0, 1,
+     "decode over per-sequence lengths: 1 when each tile takes KV splits in "
+     "proportion to its sequence's length (a 1-D grid, parameter 19 the "
+     "CTA budget); optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
-    "abi_version", "kernel",    "target",         "block_m",
-    "block_n",     "threads",   "smem_bytes",     "compiler_version",
-    "persistent",  "cluster_m", "content_sha256", "q_group",
-    "split_kv",    "kv_splits", "q_tiles",        "o_tensor_map",
-    "per_seq_kv",  "page_size", "sink_seed",      "vote_first_block",
-    "split_chunk", "lean",      "ctas_per_sm",    "merge_kernel",
-    "kv_cp_async", "lean_entry"};
+    "abi_version", "kernel",     "target",         "block_m",
+    "block_n",     "threads",    "smem_bytes",     "compiler_version",
+    "persistent",  "cluster_m",  "content_sha256", "q_group",
+    "split_kv",    "kv_splits",  "q_tiles",        "o_tensor_map",
+    "per_seq_kv",  "page_size",  "sink_seed",      "vote_first_block",
+    "split_chunk", "lean",       "ctas_per_sm",    "merge_kernel",
+    "kv_cp_async", "lean_entry", "balanced_splits"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -287,6 +291,13 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
+  if (info.balancedSplits &&
+      (!info.qGroup || !info.splitKV || !info.perSeqKV || info.persistent ||
+       info.mergeKernel || info.leanEntry))
+    return Status::error("balanced_splits needs a one-CTA-per-split decode "
+                         "kernel over per-sequence lengths (q_group, "
+                         "split_kv, per_seq_kv; no persistent, merge_kernel "
+                         "or lean_entry)");
   if (info.blockM % info.qTiles)
     return Status::error("q_tiles = " + std::to_string(info.qTiles) +
                          " does not divide block_m = " +
@@ -345,7 +356,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::ctasPerSM || info.ctasPerSM != 1) &&
         (k.field != &KernelInfo::mergeKernel || info.mergeKernel) &&
         (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync) &&
-        (k.field != &KernelInfo::leanEntry || info.leanEntry))
+        (k.field != &KernelInfo::leanEntry || info.leanEntry) &&
+        (k.field != &KernelInfo::balancedSplits || info.balancedSplits))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
     out += "compiler_version = " + info.compilerVersion + "\n";
@@ -1122,6 +1134,23 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.grid = Dim3(unsigned(choice.leanCtas), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
+    } else if (choice.balancedBudget > 0) {
+      // Splits that follow the lengths: the CTA budget C (parameter 19)
+      // shared out by blocks; each tile takes at least one split, so at
+      // most C + tiles CTAs take part (the others return at once).
+      int64_t all = int64_t(args.batch) * args.numKVHeads * tiles;
+      int64_t ctas = choice.balancedBudget + all;
+      // The kernel sums the tiles' blocks in 32 bits (seqKV bounds each).
+      int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
+      if (all * blocks > INT32_MAX || ctas > INT32_MAX)
+        return Status::error(doing +
+                             "splits that follow the lengths number "
+                             "the launch's KV blocks (tiles x " +
+                             std::to_string(blocks) + ") and CTAs (" +
+                             std::to_string(ctas) + ") in 32 bits");
+      launch.grid = Dim3(unsigned(ctas), 1u, 1u);
+      launch.decodeSplits = int32_t(choice.balancedBudget);
+      launch.decodeBatch = int32_t(args.batch);
     } else if (choice.lean) {
       // The lean entry (<kernel>_lean): choice.leanCtas CTAs sharing the
       // launch's blocks; parameter 19: slots per tile, 20: the batch.
@@ -1235,6 +1264,14 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
     mergeKernel = decodeMergeUs(splits, quads, true) <
                   decodeMergeUs(splits, quads, false);
   mergeKernel = mergeKernel && splits > 1;
+  // Splits that follow per-sequence lengths: the split grid's CTAs as the
+  // budget (per = ceil(W / C) blocks: at equal lengths the split grid
+  // itself, with shorter sequences fewer splits and the longer more).
+  if (kernelInfo.balancedSplits) {
+    DecodeSplits balanced{int(splits), false};
+    balanced.balancedBudget = tiles * splits;
+    return balanced;
+  }
   // The lean entry, where the split grid this launch would take has ragged
   // waves (leanBeatsSplitGrid), whichever merge the model paired with it
   // (the entry merges in the kernel: H200, session 29 §7, where the model
@@ -1434,10 +1471,18 @@ int AttentionKernel::leanSlotsFor(int64_t tiles, int64_t blocks,
 size_t AttentionKernel::workspaceBytes(const AttentionArgs &args) const {
   DecodeSplits choice = decodeSplitsFor(args);
   int splits = choice.splits;
-  if (splits <= 1)
+  if (splits <= 1 && choice.balancedBudget == 0)
     return 0;
   int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
   int64_t tiles = args.batch * args.numKVHeads * ((args.seqQ + tokens - 1) / tokens);
+  // Splits that follow the lengths: a slot per CTA of the grid, whatever
+  // the split count (which tiles split depends on the lengths).
+  if (choice.balancedBudget > 0) {
+    int64_t slots = choice.balancedBudget + tiles;
+    return size_t(slots) * size_t(kernelInfo.blockM) *
+               size_t(kernelSpec.headDimV + 1) * sizeof(float) +
+           size_t(tiles) * sizeof(int32_t);
+  }
   // Lean CTAs (a lean kernel or the entry): two slots per CTA, its first
   // and last part (SM90Decode.cpp); else one per (tile, split).
   int64_t slots = choice.leanCtas > 0 ? 2 * choice.leanCtas : tiles * splits;

@@ -1059,6 +1059,60 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
                         "split_kv over contiguous splits"));
 }
 
+// Splits that follow per-sequence lengths (.meta balanced_splits): a 1-D
+// grid of the split grid's CTAs as the budget (parameter 19) plus one per
+// tile (each tile takes at least one split; the kernel's CTAs past the
+// tiles' splits return), the batch as parameter 20, a workspace slot per
+// CTA of the grid, and never the merge kernel.
+TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
+  KernelInfo info = decodeInfo();
+  info.perSeqKV = 1;
+  info.balancedSplits = 1;
+  AttentionSpec spec = decodeSpec();
+  spec.kvPerSequence = true;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads
+  a.seqQ = 1;
+  a.seqKV = 5000; // 40 blocks of 128 keys, 16 tiles
+  a.seqLensKV = 0x60000000;
+  a.kvSplits = 3;
+  size_t bytes = kernel.workspaceBytes(a);
+  EXPECT_EQ(bytes, size_t(16 * 3 + 16) * 64 * 129 * 4 + 16 * 4);
+  AttentionLaunch prepared;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "needs a workspace of " + std::to_string(bytes)));
+  a.workspace = 0x50000000;
+  a.workspaceBytes = bytes;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(64,1,1)") << "16 tiles x 3 + 16";
+  EXPECT_EQ(prepared.decodeSplits, 48);
+  EXPECT_EQ(prepared.decodeBatch, 2);
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
+  void *p[AttentionLaunch::kNumParams];
+  prepared.fillParams(p);
+  EXPECT_EQ(*static_cast<int32_t *>(p[19]), 48);
+  EXPECT_EQ(*static_cast<int32_t *>(p[20]), 2);
+  EXPECT_EQ(kernel.launchKVSplits(a), 3);
+  // One split still has a workspace: a long sequence among short ones
+  // takes several.
+  a.kvSplits = 1;
+  EXPECT_EQ(kernel.workspaceBytes(a), size_t(16 + 16) * 64 * 129 * 4 + 16 * 4);
+  // The merge kernel is not there to ask for.
+  a.splitMerge = SplitMerge::MergeKernel;
+  EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),
+                        "built without merge_kernel"));
+  // The metadata refuses it beside what it does not build on.
+  KernelInfo bad = info;
+  bad.perSeqKV = 0;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              bad, decodeSpec(), &kernel),
+                        "balanced_splits needs a one-CTA-per-split decode "
+                        "kernel over per-sequence lengths"));
+}
+
 // Lean decode (.meta lean, here with kv_cp_async): without a split count
 // the grid is one CTA per SM where the split grid's waves are ragged, else
 // the split model's tiles x s CTAs; kvSplits = s asks for tiles x s. The

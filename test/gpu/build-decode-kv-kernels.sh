@@ -9,7 +9,10 @@
 # With BLASST=1 (default) also the BLASST decode kernels with the KV caches
 # (bkv_*, run-decode-kv.sh's BLASST part: statistics on, ln_lambda = -8
 # and one a=64 kernel, whose T follows each sequence's length); DENSE=0
-# leaves out the dense ones (a BLASST-only run).
+# leaves out the dense ones (a BLASST-only run); BALANCED=1 builds every
+# per-sequence kernel with --balanced-splits (splits that follow the lengths;
+# the others as before) and adds the BLASST benchmark pair (bench_bkv_*,
+# run-decode-kv.sh BALBENCH=1).
 # Usage: test/gpu/build-decode-kv-kernels.sh [BUILD] [OUT]   (OUT default:
 # .device/decode-kv, with a copy of blasst-bench in OUT/bin for the device)
 set -euo pipefail
@@ -18,9 +21,15 @@ BUILD="${1:-$ROOT/build}"; OUT="${2:-$ROOT/.device/decode-kv}"
 C="$BUILD/bin/blasst-compile"; mkdir -p "$OUT/bin"
 mk() { # name spec...
   local name="$1"; shift
+  local flags="${BLASST_COMPILE_FLAGS:-}"
+  if [[ ${BALANCED:-0} == 1 && "$*" == *kv_lengths=per_sequence* && \
+        "$flags" != *lean-entry=false* ]]; then
+    flags="$flags --balanced-splits"
+  fi
   printf 'name=%s %s\n' "$name" "$*" >"$OUT/$name.in.spec"
+  # shellcheck disable=SC2086
   "$C" --spec "$OUT/$name.in.spec" --emit cubin -o "$OUT/$name" -v \
-    ${BLASST_COMPILE_FLAGS:-} >"$OUT/$name.ptxas.log" 2>&1
+    $flags >"$OUT/$name.ptxas.log" 2>&1
   grep -q "0 bytes spill stores, 0 bytes spill loads" "$OUT/$name.ptxas.log" &&
     ! grep -qE "[1-9][0-9]* bytes spill (stores|loads)" "$OUT/$name.ptxas.log" ||
     { echo "spills or no ptxas report: $OUT/$name.ptxas.log"; exit 1; }
@@ -81,6 +90,14 @@ if [[ ${BLASST:-1} == 1 ]]; then
   mk bkv_pg64u_hd128_q32kv8_ctrue "$S head_dim=128 q_heads=32 kv_heads=8 causal=true kv_cache=paged:page=64"
   mk bkv_a_pg64_hd128_q32kv8_ctrue \
     "$D sparsity=blasst:a=64 stats=true head_dim=128 q_heads=32 kv_heads=8 causal=true kv_lengths=per_sequence kv_cache=paged:page=64"
+  if [[ ${BALANCED:-0} == 1 ]]; then
+    # The benchmark pair: BLASST decode over per-sequence lengths with the
+    # splits that follow the lengths, and the split grid sized by the
+    # longest (no statistics, as served).
+    BB="dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode kv_lengths=per_sequence sparsity=blasst:ln_lambda=-8"
+    mk bench_bkv_perseq_bal "$BB"
+    BALANCED=0 mk bench_bkv_perseq_split "$BB"
+  fi
 fi
 cp "$BUILD/bin/blasst-bench" "$OUT/bin/"
 ls "$OUT"/*.cubin | wc -l

@@ -23,7 +23,9 @@
 # from build-decode-kv-kernels.sh; its bin/blasst-bench is used). Env:
 # CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0, LEANPS=0 skip a part
 # (LEANPS: the lean entry with skewed per-sequence lengths; LEANBENCH=1
-# adds the mixed-length benchmark, lean entry against the split grid; each part
+# adds the mixed-length benchmark, lean entry against the split grid;
+# BALBENCH=1 the BLASST one, splits that follow the lengths against the
+# split grid, ~70% of blocks skipped (kernels of BALANCED=1); each part
 # alone fits a 10-minute device command; ONLY=blasst runs the BLASST part
 # alone, BLASST_PS=0 / BLASST_PG=0 / SANITIZER_BLASST=0 leave out its
 # contiguous / paged / sanitizer runs); HDS="64" / HDS="128" halves the
@@ -180,6 +182,25 @@ if [[ ${LEANBENCH:-0} == 1 ]]; then
     run "$name" --kernel "$K/bench_kv_dense" --batch "$batch" --seq-q 1 --seq-kv "$skv" \
       --check rows:1 --warmup 20 --iters 200
     grep -E "launch:|time:|bandwidth:" "$OUT/$name.log" | sed "s/^/$name /"
+  done
+fi
+if [[ ${BALBENCH:-0} == 1 ]]; then
+  # BLASST decode over mixed lengths (~70% of blocks cold on the dial):
+  # splits that follow the lengths (bench_bkv_perseq_bal) against the split
+  # grid sized by the longest sequence (bench_bkv_perseq_split). bf16,
+  # head_dim 128, 32/8, seq_q 1; each sequence's own K+V bytes counted.
+  echo "=== benchmark: BLASST decode, per-sequence lengths, balanced vs split grid ==="
+  MIX=("8:131072,8192,8192,8192,8192,8192,8192,8192" "4:131072,1024,1024,1024"
+       "16:random:32768" "32:random:16384" "64:random:8192"
+       "8:32768,32768,32768,32768,32768,32768,32768,32768" "1:131072")
+  for i in "${!MIX[@]}"; do
+    for k in bench_bkv_perseq_bal bench_bkv_perseq_split; do
+      name="balbench_${k}_m$i"
+      # shellcheck disable=SC2046
+      run "$name" --kernel "$K/$k" $(lens_args "${MIX[$i]}") --seq-q 1 \
+        --dial 0.7 --check rows:1 --warmup 20 --iters 200
+      grep -E "launch:|time:|bandwidth:|skipped" "$OUT/$name.log" | sed "s/^/$name /"
+    done
   done
 fi
 if [[ ${BLASST:-1} == 1 ]]; then

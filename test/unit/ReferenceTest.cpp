@@ -1419,6 +1419,56 @@ TEST(SkipModelDecode, SplitBlockLists) {
       }
 }
 
+// balanced_splits: per = ceil(W / C) over every tile's blocks, each
+// sequence's tiles take max(1, ceil(U_b / per)) splits (at most C + tiles
+// CTAs in all); at one length that is the split grid of C / tiles splits,
+// whose decisions the model then reproduces.
+TEST(SkipModelDecode, BalancedSplitsFollowTheLengths) {
+  Shape s = makeShape(3, 1, 4096, 8, 2, 64, 64, false, 0.125);
+  SkipConfig cfg;
+  cfg.blockM = 64;
+  cfg.blockN = 64;
+  cfg.qGroup = 4;
+  cfg.kvLengths = {4096, 100, 0};
+  cfg.kvSplits = 5;
+  EXPECT_EQ(decodeSequenceSplits(s, cfg, 0), 5);
+  EXPECT_EQ(decodeSequenceSplits(s, cfg, 2), 5);
+  // W = 2 tiles x (64 + 2 + 0) blocks, C = 12: per = 11.
+  cfg.balancedBudget = 12;
+  EXPECT_EQ(decodeSequenceSplits(s, cfg, 0), 6);
+  EXPECT_EQ(decodeSequenceSplits(s, cfg, 1), 1);
+  EXPECT_EQ(decodeSequenceSplits(s, cfg, 2), 1);
+  int64_t ctas = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    ctas += s.kvHeads * decodeSequenceSplits(s, cfg, b);
+  EXPECT_LE(ctas, cfg.balancedBudget + s.batch * s.kvHeads);
+  // A budget below the tiles: one split each.
+  cfg.balancedBudget = 1;
+  EXPECT_EQ(decodeSequenceSplits(s, cfg, 0), 1);
+
+  Shape one = makeShape(1, 1, 4096, 8, 2, 64, 64, false, 0.125);
+  DialConfig dc;
+  dc.coldFraction = 0.7;
+  dc.blockN = 64;
+  DialInfo info;
+  Inputs in = makeDialInputs(one, DType::BF16, dc, 5, 0, &info);
+  SkipConfig c;
+  c.blockM = 64;
+  c.blockN = 64;
+  c.qGroup = 4;
+  c.sinkSeed = c.voteFirstBlock = true;
+  c.log2Threshold = info.defaultLog2Threshold();
+  c.kvSplits = 6;
+  SkipModel grid, balanced;
+  skipModelOf(in, allRows(one), c, 2, &grid);
+  c.kvSplits = 1;
+  c.balancedBudget = 2 * 6; // per = ceil(128 / 12) = 11: 6 splits a tile
+  EXPECT_EQ(decodeSequenceSplits(one, c, 0), 6);
+  skipModelOf(in, allRows(one), c, 2, &balanced);
+  EXPECT_GT(grid.totalSkipped, 0);
+  EXPECT_EQ(balanced.decisions, grid.decisions);
+}
+
 // H = 12 with |q|, |k| <= 8 at the supported head dims, and the inputs do
 // not depend on the thread count.
 TEST(Dial, MagnitudesAndDeterminism) {

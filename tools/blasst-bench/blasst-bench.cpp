@@ -1431,6 +1431,10 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
       run->launch.leanEntry
           ? ", the lean entry (CTAs sharing all tiles' KV blocks; "
             "the splits are slots per tile)"
+      : kernel.info().balancedSplits
+          ? (", splits follow the lengths (a budget of " +
+             std::to_string(run->launch.decodeSplits) + " CTAs)")
+                .c_str()
           : "");
   run->outO.resize(oElements);
   run->outLse.resize(lseElements);
@@ -1862,6 +1866,10 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     // first block is kept unless voted on: vote_first_block), so the model
     // takes the launch's split count.
     skipCfg.kvSplits = r.kvSplits;
+    // Splits that follow the lengths: the launch's CTA budget sets each
+    // sequence's split count.
+    if (kernel.info().balancedSplits)
+      skipCfg.balancedBudget = run.launch.decodeSplits;
     setPerSequenceSkipping(opt, kernel.spec(), r, &skipCfg);
     if (r.dial) {
       r.dialWalkedCold = dialWalkedColdFraction(r.shape, skipCfg, in->dial);

@@ -69,6 +69,11 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "sm_90a dense decode: persistent CTAs, one per SM, each taking "
            "an even share of all tiles' KV blocks across tile boundaries "
            "(implies persistent): auto (default: off), true or false">,
+    Option<"balancedSplits", "balanced-splits", "std::string",
+           /*default=*/"\"auto\"",
+           "sm_90a decode over per-sequence lengths: each tile takes KV "
+           "splits in proportion to its sequence's length (the launch's "
+           "CTAs shared out by blocks): auto (default: off), true or false">,
     Option<"leanEntry", "lean-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a dense decode: a lean entry (<kernel>_lean) beside the "
            "one-CTA-per-split kernel, launched where the split grid's waves "

@@ -107,6 +107,13 @@ struct SkipConfig {
   /// turn instead (split s: chunks s, s + S, ..., .meta split_chunk);
   /// decodeSplitBlockList.
   int64_t splitChunk = 0;
+  /// Decode over per-sequence lengths with balanced_splits (.meta): the
+  /// launch's CTA budget C (kernel parameter 19) instead of kvSplits: every
+  /// tile of sequence b takes s_b = max(1, ceil(U_b / per)) splits, U_b =
+  /// ceil(length_b / blockN), per = max(1, ceil(W / C)), W = the sum of
+  /// U_b over all tiles; its blocks are cut into s_b splits as above.
+  /// 0: kvSplits.
+  int64_t balancedBudget = 0;
   /// Decode: each split's running max starts from the row maxima of the
   /// sequence's block 0 (the kernel's sink seed, .meta sink_seed) instead of
   /// -inf; its first block is still kept (not voted on) unless
@@ -193,6 +200,9 @@ int64_t decodeTileKVBlocks(const Shape &shape, const SkipConfig &config,
 /// of `blocks` blocks (as the kernel's kvBegin / kvCount).
 std::pair<int64_t, int64_t> decodeSplitBlocks(int64_t blocks, int64_t splits,
                                               int64_t split);
+/// Decode: the KV splits each tile of batch entry `b` takes: kvSplits (at
+/// least 1), or with balancedBudget the count that follows its length.
+int64_t decodeSequenceSplits(const Shape &s, const SkipConfig &c, int64_t b);
 /// Decode: the blocks split `split` walks, in order: decodeSplitBlocks' run,
 /// or with chunk > 0 (interleaved splits) block j mod chunk of chunks
 /// split, split + splits, ... below `blocks`.

@@ -76,6 +76,8 @@ struct LoweredKernel {
   bool leanEntry = false;
   /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
   bool kvCpAsync = false;
+  /// Decode: splits that follow per-sequence lengths (balanced_splits).
+  bool balancedSplits = false;
 };
 /// Finds the kernel in a lowered module and reads its metadata.
 llvm::Expected<LoweredKernel> findLoweredKernel(mlir::ModuleOp module);

@@ -48,7 +48,7 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
          !o.lean.value_or(false) && o.kvCpAsync.value_or(false) &&
          o.kvSplits.value_or(0) == 0 && !o.splitInterleave.value_or(false) &&
          o.ctasPerSm.value_or(1) == 1 && o.blockN * spec.headDim == 64 * 128 &&
-         64 % spec.gqaRatio() == 0;
+         64 % spec.gqaRatio() == 0 && !o.balancedSplits.value_or(false);
 }
 
 /// The registers of lean decode CTAs' warpgroups (sm_90a; 0: the decode
@@ -169,8 +169,11 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // which the model leaves to the in-kernel merge
   // (docs/results/2026-12-04-session25.md). Persistent and lean CTAs merge
   // in the kernel.
+  // Splits that follow per-sequence lengths (balanced_splits): left unset
+  // unless asked for; their tiles' split counts are on the device, so their
+  // last split merges.
   if (decode && hopper && !o.mergeKernel.has_value())
-    o.mergeKernel = !*o.persistent;
+    o.mergeKernel = !*o.persistent && !o.balancedSplits.value_or(false);
   if (!o.qInRegisters.has_value())
     o.qInRegisters = false;
   if (!o.kvMulticast.has_value())
@@ -825,8 +828,9 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
       decode && opts.lean.value_or(false) ? b.getUnitAttr() : UnitAttr(),
       opts.ctasPerSm.value_or(1) > 1 ? b.getI64IntegerAttr(*opts.ctasPerSm)
                                      : IntegerAttr(),
-      decode && opts.mergeKernel.value_or(false) ? b.getUnitAttr()
-                                                 : UnitAttr());
+      decode && opts.mergeKernel.value_or(false) ? b.getUnitAttr() : UnitAttr(),
+      decode && opts.balancedSplits.value_or(false) ? b.getUnitAttr()
+                                                    : UnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -947,6 +951,13 @@ struct ConvertAttnToWSPass
                "per kv head dividing 64";
         return signalPassFailure();
       }
+      if (opts.balancedSplits.value_or(false) &&
+          (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
+        op.emitOpError() << "balanced-splits=true is an sm_90a decode "
+                            "schedule (KV splits that follow per-sequence "
+                            "lengths)";
+        return signalPassFailure();
+      }
       if (opts.lean.value_or(false) &&
           (*target != blasst::Target::SM90a || spec.phase != Phase::Decode)) {
         op.emitOpError() << "lean=true is an sm_90a decode schedule (CTAs "
@@ -973,6 +984,12 @@ struct ConvertAttnToWSPass
         else if (opts.lean.value_or(false) && !*opts.persistent)
           why = "lean=true with persistent=false: lean is how persistent "
                 "decode CTAs share the KV blocks";
+        else if (opts.balancedSplits.value_or(false) &&
+                 (!spec.kvPerSequence || *opts.persistent ||
+                  opts.mergeKernel.value_or(false)))
+          why = "balanced-splits=true shares the splits of a one-CTA-per-"
+                "split grid by per-sequence lengths: it needs kv_lengths = "
+                "per_sequence, without persistent, lean or merge-kernel";
         else if (opts.mergeKernel.value_or(false) && *opts.persistent)
           why = "merge-kernel=true with persistent CTAs: the second merge "
                 "kernel is for the one-CTA-per-split grid (persistent and "

@@ -50,7 +50,12 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   bool oTensorMap =
       kernel.walk([](TmaStoreOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
-  bool persistentDecode = kernel.getPersistent() && kernel.getQGroup();
+  // Persistent decode CTAs and splits that follow the lengths take the
+  // launch's split count (or CTA budget) and batch as parameters 19 and 20
+  // (a 1-D grid).
+  bool persistentDecode =
+      (kernel.getPersistent() || kernel.getBalancedSplits()) &&
+      kernel.getQGroup();
   // cp_async K/V pipes: K's and V's pointers and strides (22-29, ABI 6),
   // with page_size the page pool's size (30).
   bool cpAsync = kernel.hasCpAsyncPipes();
@@ -107,7 +112,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   head = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   kvHead = divu(head, c32(spec.gqaRatio()));
-  if (hasKVCacheParams())
+  // balanced_splits: the CTA's sequence is known after its search below.
+  if (hasKVCacheParams() && !kernel.getBalancedSplits())
     emitKVCacheStart();
   if (qGroup) {
     // Decode: grid y is the KV head; the tile's rows are the tokens of its
@@ -123,6 +129,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
         // the rest per item.
         numSplits = param(kDecodeSplits);
         tileSplits = numSplits;
+      } else if (kernel.getBalancedSplits()) {
+        emitBalancedSplit();
       } else {
         Value x = NVVM::BlockIdXOp::create(b, loc, i32);
         numSplits = divu(NVVM::GridDimXOp::create(b, loc, i32), numQTiles);
@@ -178,6 +186,8 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.lean", b.getUnitAttr());
   if (cpAsync)
     func->setAttr("blasst.kv_cp_async", b.getUnitAttr());
+  if (kernel.getBalancedSplits())
+    func->setAttr("blasst.balanced_splits", b.getUnitAttr());
   // The lean entry `<kernel>_lean` beside this one (convert-attn-to-ws
   // builds it; findLoweredKernel checks it is there).
   if (std::optional<DictionaryAttr> record = kernel.getSchedule())
@@ -309,6 +319,80 @@ Value KernelLowering::numKVBlocks() {
 void KernelLowering::setDecodeSplit(Value x) {
   split = divu(x, numQTiles);
   mBlock = remu(x, numQTiles);
+  setSplitRange();
+}
+
+void KernelLowering::emitBalancedSplit() {
+  Value perBatch = mul(numQTiles, c32(spec.numKVHeads));
+  Value batches = param(kDecodeBatch);
+  Value budget = param(kDecodeSplits);
+  Value cta = NVVM::BlockIdXOp::create(b, loc, i32);
+  auto umax = [&](Value x, Value y) {
+    return arith::MaxUIOp::create(b, loc, x, y).getResult();
+  };
+  auto ceilDiv = [&](Value x, Value y) {
+    return divu(add(x, sub(y, c32(1))), y);
+  };
+  // Pass 1: W, the tiles' blocks.
+  auto sum =
+      scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(sum.getBody());
+    scf::YieldOp::create(b, loc,
+                         ValueRange{add(sum.getRegionIterArgs()[0],
+                                        seqBlocksOf(sum.getInductionVar()))});
+  }
+  Value per = umax(
+      ceilDiv(mul(perBatch, sum.getResult(0)), umax(budget, c32(1))), c32(1));
+  // Pass 2: the sequence whose tiles' splits hold CTA `cta` (its first
+  // CTA and split count), and how many CTAs the splits take in all.
+  // Sequence b's tiles take s_b = max(1, ceil(U_b / per)) splits each.
+  auto search = scf::ForOp::create(b, loc, c32(0), batches, c32(1),
+                                   ValueRange{c32(0), batches, c32(0), c32(1)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(search.getBody());
+    Value bb = search.getInductionVar();
+    auto args = search.getRegionIterArgs();
+    Value prefix = args[0];
+    Value s = umax(ceilDiv(seqBlocksOf(bb), per), c32(1));
+    Value next = add(prefix, mul(perBatch, s));
+    Value found = arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, args[1], batches),
+        cmp(arith::CmpIPredicate::ult, cta, next));
+    scf::YieldOp::create(b, loc,
+                         ValueRange{next, select(found, bb, args[1]),
+                                    select(found, prefix, args[2]),
+                                    select(found, s, args[3])});
+  }
+  Value used = search.getResult(0);
+  // CTAs past the tiles' splits (at most C + tiles take part) return.
+  Block *entryBlock = b.getInsertionBlock();
+  Region *body = entryBlock->getParent();
+  Block *live = b.createBlock(body, body->end());
+  Block *exit = b.createBlock(body, body->end());
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  b.setInsertionPointToEnd(entryBlock);
+  LLVM::CondBrOp::create(b, loc, cmp(arith::CmpIPredicate::ult, cta, used),
+                         live, exit);
+  b.setInsertionPointToStart(live);
+  Value s = search.getResult(3);
+  Value inBatch = sub(cta, search.getResult(2));
+  Value tileInBatch = divu(inBatch, s);
+  batch = search.getResult(1);
+  kvHead = divu(tileInBatch, numQTiles);
+  head = mul(kvHead, c32(qGroup));
+  mBlock = remu(tileInBatch, numQTiles);
+  split = remu(inBatch, s);
+  numSplits = tileSplits = s;
+  // The tile's first slot (its splits' CTAs are consecutive).
+  leanFirstCta = ext64(sub(cta, split));
+  emitKVCacheStart();
+  setSplitRange();
+}
+
+void KernelLowering::setSplitRange() {
   // The tile's blocks (numKVBlocks reads kvCount once it is set).
   kvCount = kvBegin = kvEndKey = Value();
   Value total = numKVBlocks();

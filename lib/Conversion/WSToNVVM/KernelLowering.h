@@ -35,6 +35,13 @@ private:
   /// tiles x split (grid x, or a persistent CTA's item): mBlock, split and
   /// the split's KV blocks (kvBegin, kvCount, kvEndKey).
   void setDecodeSplit(Value x);
+  /// The KV blocks of split `split` of the tile's `numSplits`: kvBegin,
+  /// kvCount, kvEndKey (setDecodeSplit's second half).
+  void setSplitRange();
+  /// balanced_splits: the CTA's tile and split from the per-sequence
+  /// lengths (two passes over them); CTAs past the tiles' splits return.
+  /// Ends the current block: what follows is emitted for the live CTAs.
+  void emitBalancedSplit();
   /// KV cache options (KVCache.cpp): whether the kernel takes parameters
   /// 15-17; the per-sequence length and the block-table row, read once at
   /// the kernel's start; a K/V copy's page coordinates (row in the page,

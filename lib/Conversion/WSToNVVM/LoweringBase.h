@@ -505,9 +505,9 @@ protected:
   Value hasRows(int64_t rowBegin);
   /// Decode: the batch entries and KV heads of the launch's (batch, KV head,
   /// query tile) tiles: grid z and y, or for persistent CTAs (a 1-D grid)
-  /// parameter 20 and the spec's KV heads.
+  /// (or balanced_splits: a 1-D grid) parameter 20 and the spec's KV heads.
   std::pair<Value, Value> decodeTileGrid() {
-    if (kernel.getPersistent())
+    if (kernel.getPersistent() || kernel.getBalancedSplits())
       return {param(kDecodeBatch), c32(spec.numKVHeads)};
     return {NVVM::GridDimZOp::create(b, loc, i32),
             NVVM::GridDimYOp::create(b, loc, i32)};

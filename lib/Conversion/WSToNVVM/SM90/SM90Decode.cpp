@@ -94,7 +94,8 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   Value ws = param(kWorkspace);
   Value direct = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ws,
                                       LLVM::ZeroOp::create(b, loc, ptrGen));
-  if (kernel.getLean())
+  bool lean = kernel.getLean(), balanced = kernel.getBalancedSplits();
+  if (lean || balanced)
     direct = arith::OrIOp::create(
         b, loc, direct, cmp(arith::CmpIPredicate::eq, tileSplits, c32(1)));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, direct,
@@ -122,16 +123,18 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   auto [batches, kvHeads] = decodeTileGrid();
   Value numTiles = mul(mul(batches, kvHeads), numQTiles);
   Value tile = add(mul(add(mul(batch, kvHeads), kvHead), numQTiles), mBlock);
-  // Slots (tile, split); lean: two per CTA (LoweringBase::leanSlot).
-  bool lean = kernel.getLean();
-  Value slots =
-      lean ? mul64(c64(2), ext64(NVVM::GridDimXOp::create(b, loc, i32)))
-           : mul64(ext64(numTiles), ext64(numSplits));
+  // Slots (tile, split); lean: two per CTA (LoweringBase::leanSlot);
+  // balanced_splits: one per CTA of the grid (a tile's are consecutive).
+  Value gridX = NVVM::GridDimXOp::create(b, loc, i32);
+  Value slots = lean       ? mul64(c64(2), ext64(gridX))
+                : balanced ? ext64(gridX)
+                           : mul64(ext64(numTiles), ext64(numSplits));
   Value lseBase = mul64(mul64(slots, c64(blockM)), c64(n));
   Value counterBase = add64(lseBase, mul64(slots, c64(blockM)));
   Value mySlot =
-      lean ? leanSlot
-           : add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
+      lean       ? leanSlot
+      : balanced ? ext64(NVVM::BlockIdXOp::create(b, loc, i32))
+                 : add64(mul64(ext64(tile), ext64(numSplits)), ext64(split));
   for (int i = 0; i < 2; ++i) {
     Value row = add(rowInTile, c32(8 * i));
     // Only rows with a token have a partial (the merge reads no other):
@@ -214,7 +217,8 @@ LogicalResult SM90Lowering::emitDecodeEpilogue(EpilogueOp op, RoleState &st) {
   // four round trips at 16 splits).
   // Indices past S are clamped to S - 1 and weigh 0.
   constexpr int64_t kMergeChunk = 16;
-  Value tileSlot = lean ? leanFirstCta : mul64(ext64(tile), ext64(numSplits));
+  Value tileSlot =
+      lean || balanced ? leanFirstCta : mul64(ext64(tile), ext64(numSplits));
   Value quads = c32(blockM * n / kMergeCols);
   auto loop = scf::ForOp::create(b, loc, t, quads, c32(roleThreads));
   {

@@ -193,6 +193,10 @@ struct DecodeSplits {
   /// 2 with per-sequence lengths, where the host cannot know it); the
   /// workspace has two slots per CTA either way.
   int64_t leanCtas = 0;
+  /// balanced_splits kernels: the CTA budget C (tiles x splits) whose
+  /// blocks per split, ceil(W / C), set each tile's split count on the
+  /// device; the grid is C + tiles CTAs.
+  int64_t balancedBudget = 0;
 };
 
 /// A loaded attention kernel: its module, entry point, metadata and spec.

@@ -212,6 +212,12 @@ struct KernelInfo {
   /// workspace's slots per tile, 20 the batch) that the runtime launches
   /// instead where the split grid's waves are ragged (chooseLeanSplits).
   int leanEntry = 0;
+  /// Decode over per-sequence lengths: 1 when the splits follow the
+  /// lengths (a 1-D grid of C + tiles CTAs, parameter 19 the CTA budget C,
+  /// 20 the batch; each tile takes max(1, ceil(its blocks / per)) splits,
+  /// per = ceil(all tiles' blocks / C), CTAs past them exit; the workspace
+  /// has a slot per CTA of the grid).
+  int balancedSplits = 0;
   std::string compilerVersion;
   /// SHA-256 (64 lowercase hex digits) over the cubin, the .spec text and
   /// the other metadata fields (kernelContentHash in AttentionKernel.h), or

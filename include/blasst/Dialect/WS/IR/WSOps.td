@@ -149,6 +149,17 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     keeps in runs (a local window, a retrieved passage) spread over the
     splits instead of piling onto one.
 
+    With `balanced_splits` (decode with `per_seq_kv`, one CTA per split)
+    the splits follow the lengths: the grid is 1-D, kernel parameter 19 is
+    the launch's CTA budget C and 20 the batch; W = the tiles' blocks
+    (tile t of sequence b: U_b = ceil(length_b / block_n)), per = max(1,
+    ceil(W / C)), and tile t takes s_t = max(1, ceil(U_b / per)) splits, the
+    tiles' splits numbered in tile order: CTA c finds its tile and split by
+    one pass over the lengths after one for W, and CTAs past the last
+    split exit at once (at most C + tiles take part). A split's blocks are
+    those of split k of s_t as above (split_chunk included), its workspace
+    slot is c (the grid's slots), a tile of one split writes O directly.
+
     With `per_seq_kv` (decode, the spec's `kv_lengths = per_sequence`) a CTA
     reads its sequence's KV length from an int32 array [batch] (kernel
     parameter 15) instead of the launch's seq_kv: its block count, the tail
@@ -172,7 +183,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<DictionaryAttr>:$schedule,
                        UnitAttr:$lean, OptionalAttr<I64Attr>:$ctas_per_sm,
-                       UnitAttr:$merge_kernel);
+                       UnitAttr:$merge_kernel, UnitAttr:$balanced_splits);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
@@ -180,6 +191,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     $block_n `,` `spec` `=` $spec (`persistent` $persistent^)? (`lean` $lean^)?
     (`kv_multicast` $kv_multicast^)? (`reverse_tiles` $reverse_tiles^)?
     (`q_group` `=` $q_group^)? (`split_kv` $split_kv^)? (`merge_kernel` $merge_kernel^)?
+    (`balanced_splits` $balanced_splits^)?
     (`split_chunk` `=` $split_chunk^)? (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
     (`ctas_per_sm` `=` $ctas_per_sm^)?
     (`schedule` $schedule^)?

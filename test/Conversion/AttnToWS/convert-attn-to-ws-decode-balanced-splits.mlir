@@ -1,0 +1,61 @@
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=DEFAULT
+// RUN: sed -e 's/, kv_lengths = per_sequence//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a balanced-splits=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true merge-kernel=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true persistent=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
+// RUN: sed -e 's/, phase = decode, kv_lengths = per_sequence//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a balanced-splits=true" 2>&1 | FileCheck %s --check-prefix=PREFILL
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" | sed -e 's/ per_seq_kv schedule/ schedule/' -e 's/kv_lengths = per_sequence>/kv_lengths = uniform>/' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
+// Decode over per-sequence lengths with splits that follow the lengths
+// (ws.kernel balanced_splits): a 1-D grid; parameter 19 is the launch's CTA
+// budget C, 20 the batch. Each CTA sums the sequences' blocks (W), takes
+// per = max(1, ceil(W / C)), finds its sequence among the tiles' splits
+// (sequence b's tiles take max(1, ceil(U_b / per)) each) and returns when
+// it is past them. BLASST decode keeps its one-CTA-per-split schedule (V on
+// demand, the votes); only where a CTA's tile and split come from changes.
+
+// CHECK: ws.kernel @bal_kernel
+// CHECK-SAME: q_group = 4 split_kv balanced_splits split_chunk = 1 per_seq_kv
+// CHECK-SAME: balanced_splits = true
+// CHECK-SAME: merge_kernel = false
+
+// SYNC: remark: synchronisation verified ({{[0-9]+}} states): deadlock-free
+
+// LLVM-LABEL: llvm.func @bal_kernel(
+// LLVM-SAME: %arg19: i32, %arg20: i32)
+// LLVM-SAME: blasst.balanced_splits
+// LLVM-NOT: blasst.merge_kernel
+// LLVM: nvvm.read.ptx.sreg.ctaid.x
+// LLVM: %[[CTA:[0-9]+]] = nvvm.read.ptx.sreg.ctaid.x
+// Pass 1: W, a length per sequence.
+// LLVM: %[[W:[0-9]+]] = scf.for %{{.*}} = %{{.*}} to %arg20 step
+// LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// LLVM: %[[BUDGET:[0-9]+]] = arith.maxui %arg19, %{{.*}} : i32
+// LLVM: %[[Q:[0-9]+]] = arith.divui %{{[0-9]+}}, %[[BUDGET]] : i32
+// LLVM: %[[PER:[0-9]+]] = arith.maxui %[[Q]], %{{.*}} : i32
+// Pass 2: the sequence whose splits hold the CTA, its first CTA and count.
+// LLVM: %[[S:[0-9]+]]:4 = scf.for %{{.*}} = %{{.*}} to %arg20 step %{{.*}} iter_args
+// LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// LLVM: arith.divui %{{[0-9]+}}, %[[PER]] : i32
+// LLVM: %[[LIVE:[0-9]+]] = arith.cmpi ult, %[[CTA]], %[[S]]#0 : i32
+// LLVM-NEXT: llvm.cond_br %[[LIVE]], ^bb1, ^bb2
+// The epilogue: a slot per CTA of the grid, the tile's first CTA's slots
+// merged by its last split.
+// LLVM: nvvm.read.ptx.sreg.nctaid.x
+// LLVM: llvm.atomicrmw add
+// LLVM: llvm.nvvm.barrier.cta.red.or.aligned.count
+// LLVM: llvm.return
+// LLVM: ^bb2:
+// LLVM-NEXT: llvm.return
+
+// Off unless asked for (the record and the JIT key unchanged).
+// DEFAULT: q_group = 4 split_kv merge_kernel split_chunk = 1 per_seq_kv schedule
+// DEFAULT-NOT: balanced
+// UNIFORM: error: 'attn.attention' op decode schedule: balanced-splits=true shares the splits of a one-CTA-per-split grid by per-sequence lengths: it needs kv_lengths = per_sequence, without persistent, lean or merge-kernel
+// PREFILL: error: 'attn.attention' op balanced-splits=true is an sm_90a decode schedule (KV splits that follow per-sequence lengths)
+// VERIFY: error: 'ws.kernel' op balanced_splits shares the CTAs of an sm_90a decode grid by per-sequence lengths: it needs split_kv and per_seq_kv, without persistent or merge_kernel
+func.func @bal(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode, kv_lengths = per_sequence, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
+  return
+}
