@@ -25,6 +25,7 @@
 #include <limits>
 #include <numeric>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -1467,6 +1468,82 @@ TEST(SkipModelDecode, BalancedSplitsFollowTheLengths) {
   skipModelOf(in, allRows(one), c, 2, &balanced);
   EXPECT_GT(grid.totalSkipped, 0);
   EXPECT_EQ(balanced.decisions, grid.decisions);
+}
+
+// The kernel's side of balanced_splits (KernelLowering::emitBalancedSplit),
+// step for step: CTA c sums the tiles' blocks, takes per, walks the
+// sequences' spans to its own, and takes tile (c - prefix) / s and split
+// (c - prefix) % s; CTAs past the spans return. Over random batches and
+// budgets: every CTA below the spans has one (tile, split), the tile's
+// splits are consecutive CTAs (the merge folds slots first .. first + s - 1),
+// every tile's blocks are walked once, the split counts are the model's, and
+// at most C + tiles CTAs take part.
+TEST(SkipModelDecode, BalancedSplitsKernelMapping) {
+  std::mt19937 rng(33);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t batch = 1 + int64_t(rng() % 40), kvHeads = 1 + rng() % 8;
+    const int64_t seqQ = 1 + int64_t(rng() % 8), blockN = 64, qGroup = 4;
+    const int64_t bound = 1 + int64_t(rng() % 200000);
+    Shape s = makeShape(batch, seqQ, bound, kvHeads * qGroup, kvHeads, 128, 128,
+                        false, 0.088);
+    SkipConfig cfg;
+    cfg.blockM = 64;
+    cfg.blockN = blockN;
+    cfg.qGroup = qGroup;
+    for (int64_t b = 0; b < batch; ++b)
+      cfg.kvLengths.push_back(rng() % 4 == 0 ? 0
+                                             : int64_t(rng() % (bound + 1)));
+    const int64_t qTiles = decodeTiles(s, cfg), perBatch = qTiles * kvHeads;
+    const int64_t tiles = batch * perBatch;
+    cfg.balancedBudget = 1 + int64_t(rng() % (4 * tiles + 300));
+    auto blocksOf = [&](int64_t b) {
+      return (cfg.kvLengths[size_t(b)] + blockN - 1) / blockN;
+    };
+    // The kernel, for every CTA of the grid (C + tiles).
+    int64_t w = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      w += blocksOf(b);
+    const int64_t per = std::max<int64_t>(
+        1, (perBatch * w + cfg.balancedBudget - 1) / cfg.balancedBudget);
+    std::vector<int64_t> firstOf(size_t(tiles), -1), countOf(size_t(tiles), 0);
+    std::vector<std::vector<int>> walked(static_cast<size_t>(tiles));
+    int64_t used = 0;
+    for (int64_t c = 0; c < cfg.balancedBudget + tiles; ++c) {
+      int64_t prefix = 0, found = batch, at = 0, splits = 1;
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t sb = std::max<int64_t>(1, (blocksOf(b) + per - 1) / per);
+        int64_t next = prefix + perBatch * sb;
+        if (found == batch && c < next) {
+          found = b;
+          at = prefix;
+          splits = sb;
+        }
+        prefix = next;
+      }
+      used = prefix;
+      if (c >= used)
+        continue; // returns
+      const int64_t in = c - at, tile = found * perBatch + in / splits;
+      const int64_t split = in % splits;
+      ASSERT_EQ(splits, decodeSequenceSplits(s, cfg, found));
+      if (split == 0)
+        firstOf[size_t(tile)] = c;
+      EXPECT_EQ(c - split, firstOf[size_t(tile)]) << "consecutive slots";
+      ++countOf[size_t(tile)];
+      Shape sb = s;
+      sb.seqKV = cfg.kvLengthOf(found, s.seqKV);
+      const int64_t nB = decodeTileKVBlocks(sb, cfg, (in / splits) % qTiles);
+      walked[size_t(tile)].resize(size_t(nB), 0);
+      for (int64_t n : decodeSplitBlockList(nB, splits, 0, split))
+        ++walked[size_t(tile)][size_t(n)];
+    }
+    EXPECT_LE(used, cfg.balancedBudget + tiles);
+    for (int64_t t = 0; t < tiles; ++t) {
+      EXPECT_EQ(countOf[size_t(t)], decodeSequenceSplits(s, cfg, t / perBatch));
+      for (int v : walked[size_t(t)])
+        EXPECT_EQ(v, 1) << "tile " << t;
+    }
+  }
 }
 
 // H = 12 with |q|, |k| <= 8 at the supported head dims, and the inputs do
