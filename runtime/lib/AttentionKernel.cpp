@@ -1267,9 +1267,13 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // Splits that follow per-sequence lengths: the split grid's CTAs as the
   // budget (per = ceil(W / C) blocks: at equal lengths the split grid
   // itself, with shorter sequences fewer splits and the longer more).
+  // One split asked for (kvSplits = 1, or the kernel's): a budget of 1, so
+  // per = W and every tile takes one split (no workspace: each writes O).
   if (kernelInfo.balancedSplits) {
     DecodeSplits balanced{int(splits), false};
-    balanced.balancedBudget = tiles * splits;
+    bool one =
+        args.kvSplits == 1 || (args.kvSplits < 1 && kernelInfo.kvSplits == 1);
+    balanced.balancedBudget = one ? 1 : tiles * splits;
     return balanced;
   }
   // The lean entry, where the split grid this launch would take has ragged
@@ -1471,13 +1475,14 @@ int AttentionKernel::leanSlotsFor(int64_t tiles, int64_t blocks,
 size_t AttentionKernel::workspaceBytes(const AttentionArgs &args) const {
   DecodeSplits choice = decodeSplitsFor(args);
   int splits = choice.splits;
-  if (splits <= 1 && choice.balancedBudget == 0)
+  if (splits <= 1 && choice.balancedBudget <= 1)
     return 0;
   int64_t tokens = kernelInfo.blockM / kernelInfo.qGroup;
   int64_t tiles = args.batch * args.numKVHeads * ((args.seqQ + tokens - 1) / tokens);
   // Splits that follow the lengths: a slot per CTA of the grid, whatever
-  // the split count (which tiles split depends on the lengths).
-  if (choice.balancedBudget > 0) {
+  // the split count (which tiles split depends on the lengths), unless the
+  // budget is 1 (then none splits).
+  if (choice.balancedBudget > 1) {
     int64_t slots = choice.balancedBudget + tiles;
     return size_t(slots) * size_t(kernelInfo.blockM) *
                size_t(kernelSpec.headDimV + 1) * sizeof(float) +

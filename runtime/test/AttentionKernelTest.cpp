@@ -1096,10 +1096,23 @@ TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
   EXPECT_EQ(*static_cast<int32_t *>(p[19]), 48);
   EXPECT_EQ(*static_cast<int32_t *>(p[20]), 2);
   EXPECT_EQ(kernel.launchKVSplits(a), 3);
-  // One split still has a workspace: a long sequence among short ones
-  // takes several.
+  // One split asked for (what the C API asks for a launch without a
+  // workspace): a budget of 1, every tile one split, no workspace.
   a.kvSplits = 1;
-  EXPECT_EQ(kernel.workspaceBytes(a), size_t(16 + 16) * 64 * 129 * 4 + 16 * 4);
+  EXPECT_EQ(kernel.workspaceBytes(a), 0u);
+  a.workspace = 0;
+  a.workspaceBytes = 0;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(17,1,1)");
+  EXPECT_EQ(prepared.decodeSplits, 1);
+  EXPECT_EQ(prepared.workspace, 0u);
+  // The split model's count: the split grid's CTAs as the budget, a
+  // workspace even where that count is 1 (a long sequence among short
+  // ones takes several splits).
+  a.kvSplits = 0;
+  EXPECT_GT(kernel.workspaceBytes(a), 0u);
+  a.workspace = 0x50000000;
+  a.workspaceBytes = kernel.workspaceBytes(a);
   // The merge kernel is not there to ask for.
   a.splitMerge = SplitMerge::MergeKernel;
   EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),

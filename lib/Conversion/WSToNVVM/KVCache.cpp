@@ -53,8 +53,10 @@ bool KernelLowering::hasKVCacheParams() {
   return kernel.getPerSeqKv() || kernel.getPageSize();
 }
 
-Value KernelLowering::seqBlocksOf(Value seq) {
+Value KernelLowering::seqBlocksOf(Value seq, bool clampToBound) {
   Value len = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(seq));
+  if (clampToBound)
+    len = arith::MinUIOp::create(b, loc, len, param(kSeqKV));
   return divu(add(len, c32(blockN - 1)), c32(blockN));
 }
 

@@ -333,7 +333,8 @@ void KernelLowering::emitBalancedSplit() {
   auto ceilDiv = [&](Value x, Value y) {
     return divu(add(x, sub(y, c32(1))), y);
   };
-  // Pass 1: W, the tiles' blocks.
+  // Pass 1: W, the tiles' blocks (each length at most the launch's bound,
+  // seq_kv: then at most C + tiles CTAs take part, whatever the lengths).
   auto sum =
       scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
   {
@@ -341,7 +342,8 @@ void KernelLowering::emitBalancedSplit() {
     b.setInsertionPointToStart(sum.getBody());
     scf::YieldOp::create(b, loc,
                          ValueRange{add(sum.getRegionIterArgs()[0],
-                                        seqBlocksOf(sum.getInductionVar()))});
+                                        seqBlocksOf(sum.getInductionVar(),
+                                                    /*clampToBound=*/true))});
   }
   Value per = umax(
       ceilDiv(mul(perBatch, sum.getResult(0)), umax(budget, c32(1))), c32(1));
@@ -356,7 +358,8 @@ void KernelLowering::emitBalancedSplit() {
     Value bb = search.getInductionVar();
     auto args = search.getRegionIterArgs();
     Value prefix = args[0];
-    Value s = umax(ceilDiv(seqBlocksOf(bb), per), c32(1));
+    Value s =
+        umax(ceilDiv(seqBlocksOf(bb, /*clampToBound=*/true), per), c32(1));
     Value next = add(prefix, mul(perBatch, s));
     Value found = arith::AndIOp::create(
         b, loc, cmp(arith::CmpIPredicate::eq, args[1], batches),

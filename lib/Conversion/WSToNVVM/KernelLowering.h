@@ -76,7 +76,9 @@ private:
                              ValueRange carryInit = {});
   SmallVector<Value> itemCarry, itemCarryNext;
   /// per_seq_kv: ceil(lengths[seq] / block_n) (KVCache.cpp).
-  Value seqBlocksOf(Value seq);
+  /// clampToBound: the length at most the launch's seq_kv (the caller's
+  /// contract; balanced_splits' grid bound rests on it).
+  Value seqBlocksOf(Value seq, bool clampToBound = false);
   /// Lean decode: the tiles this CTA's share of the launch's KV blocks
   /// touches, each with its part (emitPersistentRole).
   LogicalResult emitLeanItems(RoleOp role, RoleState &st);

@@ -54,7 +54,7 @@
 // DEFAULT-NOT: balanced
 // UNIFORM: error: 'attn.attention' op decode schedule: balanced-splits=true shares the splits of a one-CTA-per-split grid by per-sequence lengths: it needs kv_lengths = per_sequence, without persistent, lean or merge-kernel
 // PREFILL: error: 'attn.attention' op balanced-splits=true is an sm_90a decode schedule (KV splits that follow per-sequence lengths)
-// VERIFY: error: 'ws.kernel' op balanced_splits shares the CTAs of an sm_90a decode grid by per-sequence lengths: it needs split_kv and per_seq_kv, without persistent or merge_kernel
+// VERIFY: error: 'ws.kernel' op balanced_splits shares the CTAs of an sm_90a decode grid by per-sequence lengths: it needs q_group, split_kv and per_seq_kv, without persistent or merge_kernel
 func.func @bal(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode, kv_lengths = per_sequence, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
   return

@@ -195,12 +195,12 @@ LogicalResult KernelOp::verifyRegions() {
     return emitOpError() << "merge_kernel merges the splits of a decode "
                             "kernel (sm_90a, split_kv, not persistent)";
   if (getBalancedSplits() &&
-      (!getSplitKv() || !getPerSeqKv() || getPersistent() || getMergeKernel() ||
-       getTarget() != Target::sm_90a))
+      (!getSplitKv() || !getPerSeqKv() || !getQGroup() || getPersistent() ||
+       getMergeKernel() || getTarget() != Target::sm_90a))
     return emitOpError() << "balanced_splits shares the CTAs of an sm_90a "
                             "decode grid by per-sequence lengths: it needs "
-                            "split_kv and per_seq_kv, without persistent or "
-                            "merge_kernel";
+                            "q_group, split_kv and per_seq_kv, without "
+                            "persistent or merge_kernel";
   if (getLean() && (!getPersistent() || !getQGroup()))
     return emitOpError() << "lean shares KV blocks among persistent decode "
                             "CTAs: it needs persistent and q_group";
