@@ -60,6 +60,18 @@ Value KernelLowering::seqBlocksOf(Value seq, bool clampToBound) {
   return divu(add(len, c32(blockN - 1)), c32(blockN));
 }
 
+Value KernelLowering::sumSeqBlocks(Value batches, bool clampToBound) {
+  auto sum =
+      scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(sum.getBody());
+  scf::YieldOp::create(
+      b, loc,
+      ValueRange{add(sum.getRegionIterArgs()[0],
+                     seqBlocksOf(sum.getInductionVar(), clampToBound))});
+  return sum.getResult(0);
+}
+
 void KernelLowering::emitKVCacheStart() {
   if (kernel.getPerSeqKv())
     kvLen = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));

@@ -335,18 +335,8 @@ void KernelLowering::emitBalancedSplit() {
   };
   // Pass 1: W, the tiles' blocks (each length at most the launch's bound,
   // seq_kv: then at most C + tiles CTAs take part, whatever the lengths).
-  auto sum =
-      scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(sum.getBody());
-    scf::YieldOp::create(b, loc,
-                         ValueRange{add(sum.getRegionIterArgs()[0],
-                                        seqBlocksOf(sum.getInductionVar(),
-                                                    /*clampToBound=*/true))});
-  }
-  Value per = umax(
-      ceilDiv(mul(perBatch, sum.getResult(0)), umax(budget, c32(1))), c32(1));
+  Value w = mul(perBatch, sumSeqBlocks(batches, /*clampToBound=*/true));
+  Value per = umax(ceilDiv(w, umax(budget, c32(1))), c32(1));
   // Pass 2: the sequence whose tiles' splits hold CTA `cta` (its first
   // CTA and split count), and how many CTAs the splits take in all.
   // Sequence b's tiles take s_b = max(1, ceil(U_b / per)) splits each.
@@ -701,16 +691,7 @@ LogicalResult KernelLowering::emitLeanItems(RoleOp role, RoleState &st) {
   }
 
   // Per-sequence lengths. Pass 1: W.
-  auto sum =
-      scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(sum.getBody());
-    scf::YieldOp::create(b, loc,
-                         ValueRange{add(sum.getRegionIterArgs()[0],
-                                        seqBlocksOf(sum.getInductionVar()))});
-  }
-  Value total = mul(perBatch, sum.getResult(0));
+  Value total = mul(perBatch, sumSeqBlocks(batches));
   Value per = umax(ceilDiv(total, ctas), c32(1));
   Value cPer = mul(cta, per), nextPer = add(cPer, per);
   Value begin = umin(cPer, total);

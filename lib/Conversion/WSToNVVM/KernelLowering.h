@@ -79,6 +79,9 @@ private:
   /// clampToBound: the length at most the launch's seq_kv (the caller's
   /// contract; balanced_splits' grid bound rests on it).
   Value seqBlocksOf(Value seq, bool clampToBound = false);
+  /// The sum of seqBlocksOf over sequences 0 .. batches - 1 (a loop of
+  /// loads, one after another).
+  Value sumSeqBlocks(Value batches, bool clampToBound = false);
   /// Lean decode: the tiles this CTA's share of the launch's KV blocks
   /// touches, each with its part (emitPersistentRole).
   LogicalResult emitLeanItems(RoleOp role, RoleState &st);
