@@ -1871,6 +1871,15 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     if (kernel.info().balancedSplits)
       skipCfg.balancedBudget = run.launch.decodeSplits;
     setPerSequenceSkipping(opt, kernel.spec(), r, &skipCfg);
+    if (skipCfg.balancedBudget > 0 && !skipCfg.kvLengths.empty()) {
+      // What the kernel's CTAs will find: each sequence's split count.
+      std::string counts;
+      for (int64_t b = 0; b < r.shape.batch && b < 16; ++b)
+        counts += (b ? "," : "") +
+                  std::to_string(decodeSequenceSplits(r.shape, skipCfg, b));
+      std::printf("  splits per sequence (each of its tiles): %s%s\n",
+                  counts.c_str(), r.shape.batch > 16 ? ",..." : "");
+    }
     if (r.dial) {
       r.dialWalkedCold = dialWalkedColdFraction(r.shape, skipCfg, in->dial);
       std::printf("  dial (decode, %d KV split%s): %.3f of the tiles' blocks "
