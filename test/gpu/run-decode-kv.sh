@@ -57,7 +57,7 @@ sanitize() { local tag="$1" k="$2" tool="$3"; shift 3
     "$@" "${CHK[@]}" >"$log" 2>&1
   local rc=$?; echo "$tag$k $tool exit $rc: $(grep -E 'SUMMARY' "$log")"
   [[ $rc -eq 0 ]] || fails=$((fails + 1)); }
-if [[ ${ONLY:-} == blasst ]]; then CHECKS=0 PAGED=0 SANITIZER=0 BENCH=0; fi
+if [[ ${ONLY:-} == blasst ]]; then CHECKS=0 PAGED=0 SANITIZER=0 BENCH=0 LEANPS=0; fi
 # Length sets: batch 1; 4 mixed with 0 and 1; 6 mixed off every block/page
 # boundary; 8 random in [0, 3001] (the first at 3001).
 LENSETS=("1:1000" "4:1,0,4097,517" "6:63,257,2049,1,0,3001" "8:random:3001")
