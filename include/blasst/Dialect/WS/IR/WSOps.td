@@ -152,7 +152,8 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     With `balanced_splits` (decode with `per_seq_kv`, one CTA per split)
     the splits follow the lengths: the grid is 1-D, kernel parameter 19 is
     the launch's CTA budget C and 20 the batch; W = the tiles' blocks
-    (tile t of sequence b: U_b = ceil(length_b / block_n)), per = max(1,
+    (tile t of sequence b: U_b = ceil(min(length_b, seq_kv) / block_n)),
+    per = max(1,
     ceil(W / C)), and tile t takes s_t = max(1, ceil(U_b / per)) splits, the
     tiles' splits numbered in tile order: CTA c finds its tile and split by
     one pass over the lengths after one for W, and CTAs past the last
