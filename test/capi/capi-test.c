@@ -37,6 +37,22 @@ static int checks = 0;
     }                                                                          \
   } while (0)
 
+#ifdef BLASST_TEST_JIT
+/* A part that needs what this machine lacks: skipped, but a failure where
+ * the test was told to expect it ($BLASST_TEST_EXPECT_SM90A: CTest's run on
+ * the fake driver's sm_90a GPU, where nothing may skip). */
+static void skip_part(const char *what) {
+  if (getenv("BLASST_TEST_EXPECT_SM90A")) {
+    ++checks;
+    ++failures;
+    fprintf(stderr, "not skippable here ($BLASST_TEST_EXPECT_SM90A): %s\n",
+            what);
+    return;
+  }
+  printf("%s: skipped\n", what);
+}
+#endif
+
 /* The call returned `status` and the last error contains `text`. */
 #define CHECK_FAILS(call, status, text)                                        \
   do {                                                                         \
@@ -307,6 +323,15 @@ static void test_devices(void) {
 }
 
 #ifdef BLASST_TEST_JIT
+/* Whether GPU 0 is there and runs sm_90a kernels. */
+static int gpu0_runs_sm90a(void) {
+  int count = 0;
+  const char *target = NULL;
+  return blasst_device_count(&count) == BLASST_OK && count > 0 &&
+         blasst_device_target(0, &target) == BLASST_OK &&
+         strcmp(target, "sm_90a") == 0;
+}
+
 /* Compiles a kernel into a package with the JIT, then loads it by spec. */
 static void test_jit_package(void) {
   blasst_compiled *c = NULL;
@@ -485,15 +510,11 @@ static void test_jit_package(void) {
   blasst_kernel_destroy(k);
 
   /* A kernel on the GPU, where one runs sm_90a. */
-  int count = 0;
-  const char *target = NULL;
-  if (blasst_device_count(&count) == BLASST_OK && count > 0 &&
-      blasst_device_target(0, &target) == BLASST_OK &&
-      strcmp(target, "sm_90a") == 0) {
+  if (gpu0_runs_sm90a()) {
     CHECK_OK(blasst_kernel_load_package(tmpdir, asked, NULL, 0, &k));
     blasst_kernel_destroy(k);
   } else {
-    printf("no sm_90a GPU: loading on a device skipped\n");
+    skip_part("no sm_90a GPU: loading on a device");
   }
   blasst_compiled_destroy(c);
 }
@@ -511,7 +532,8 @@ static void test_jit_decode_workspace(void) {
   path(cache, sizeof(cache), "cache");
   blasst_compiled *c = NULL;
   if (blasst_jit_compile(spec, "sm_90a", cache, &c) != BLASST_OK) {
-    printf("decode kernel not compiled (%s): skipped\n", blasst_last_error());
+    printf("(%s)\n", blasst_last_error());
+    skip_part("decode kernel not compiled: its workspace");
     return;
   }
   CHECK(strstr(blasst_compiled_meta(c), "lean_entry = 1\n") != NULL);
@@ -547,12 +569,8 @@ static void test_jit_decode_workspace(void) {
               BLASST_ERROR_INVALID_ARGUMENT, "follow the GPU's SM count");
   blasst_kernel_destroy(k);
   k = NULL;
-  int count = 0;
-  const char *target = NULL;
-  if (!(blasst_device_count(&count) == BLASST_OK && count > 0 &&
-        blasst_device_target(0, &target) == BLASST_OK &&
-        strcmp(target, "sm_90a") == 0)) {
-    printf("no sm_90a GPU: the decode workspace on a device skipped\n");
+  if (!gpu0_runs_sm90a()) {
+    skip_part("no sm_90a GPU: the decode workspace on a device");
     blasst_compiled_destroy(c);
     return;
   }

@@ -157,6 +157,20 @@ if [[ ${LEANPS:-1} == 1 ]]; then
   fi
   echo "lean with per-sequence lengths: $((runs - p0)) runs, $((fails - pf)) failed"
 fi
+# mixbench TAG "KERNELS" [ARGS..]: every length set of MIX on every kernel
+# (seq_q 1, one row checked, 200 timed launches; ARGS added), named
+# TAG_<kernel>_m<set>, and its launch, time, bandwidth and skip lines.
+mixbench() { local tag="$1" kernels="$2"; shift 2
+  local i k name
+  for i in "${!MIX[@]}"; do
+    for k in $kernels; do
+      name="${tag}_${k}_m$i"
+      # shellcheck disable=SC2046
+      run "$name" --kernel "$K/$k" $(lens_args "${MIX[$i]}") --seq-q 1 "$@" \
+        --check rows:1 --warmup 20 --iters 200
+      grep -E "launch:|time:|bandwidth:|skipped" "$OUT/$name.log" | sed "s/^/$name /"
+    done
+  done; }
 if [[ ${LEANBENCH:-0} == 1 ]]; then
   # Mixed lengths: the per-sequence kernel (its lean entry) against the
   # same kernel without the entry (the split grid sized by the longest
@@ -167,15 +181,7 @@ if [[ ${LEANBENCH:-0} == 1 ]]; then
   MIX=("8:131072,8192,8192,8192,8192,8192,8192,8192" "4:131072,1024,1024,1024"
        "16:random:32768" "32:random:16384" "64:random:8192" "128:random:4096"
        "8:32768,32768,32768,32768,32768,32768,32768,32768" "1:131072" "17:random:16384")
-  for i in "${!MIX[@]}"; do
-    for k in bench_kv_perseq bench_kv_perseq_split bench_kv_paged64 bench_kv_paged64_split; do
-      name="leanbench_${k}_m$i"
-      # shellcheck disable=SC2046
-      run "$name" --kernel "$K/$k" $(lens_args "${MIX[$i]}") --seq-q 1 \
-        --check rows:1 --warmup 20 --iters 200
-      grep -E "launch:|time:|bandwidth:" "$OUT/$name.log" | sed "s/^/$name /"
-    done
-  done
+  mixbench leanbench "bench_kv_perseq bench_kv_perseq_split bench_kv_paged64 bench_kv_paged64_split"
   for shape in "8 32768" "1 131072" "17 16384"; do
     read -r batch skv <<<"$shape"
     name="leanbench_dense_b${batch}_kv${skv}"
@@ -193,15 +199,7 @@ if [[ ${BALBENCH:-0} == 1 ]]; then
   MIX=("8:131072,8192,8192,8192,8192,8192,8192,8192" "4:131072,1024,1024,1024"
        "16:random:32768" "32:random:16384" "64:random:8192"
        "8:32768,32768,32768,32768,32768,32768,32768,32768" "1:131072")
-  for i in "${!MIX[@]}"; do
-    for k in bench_bkv_perseq_bal bench_bkv_perseq_split; do
-      name="balbench_${k}_m$i"
-      # shellcheck disable=SC2046
-      run "$name" --kernel "$K/$k" $(lens_args "${MIX[$i]}") --seq-q 1 \
-        --dial 0.7 --check rows:1 --warmup 20 --iters 200
-      grep -E "launch:|time:|bandwidth:|skipped" "$OUT/$name.log" | sed "s/^/$name /"
-    done
-  done
+  mixbench balbench "bench_bkv_perseq_bal bench_bkv_perseq_split" --dial 0.7
 fi
 if [[ ${BLASST:-1} == 1 ]]; then
   echo "=== BLASST decode with the KV caches vs the CPU skipping model (every element, stats) ==="

@@ -266,7 +266,8 @@ struct KernelEnv {
   /// leanFirstCta: the first CTA of the tile (i64: where the merge reads
   /// parts 1 .. tileSplits - 1, slots firstCta + j); leanZeroOffset: part
   /// 0's slot minus leanFirstCta (i32: 0, or C when the tile starts inside
-  /// that CTA's share).
+  /// that CTA's share). balanced_splits sets leanFirstCta too: the tile's
+  /// first CTA, c - split (its splits' slots are consecutive).
   Value leanSlot, leanFirstCta, leanZeroOffset;
   /// split_chunk: KV blocks per chunk of interleaved splits (split s walks
   /// chunks s, s + S, ...; kvBegin null); 0: one contiguous range each.
