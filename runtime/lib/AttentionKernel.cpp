@@ -1268,11 +1268,18 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // budget (per = ceil(W / C) blocks: at equal lengths the split grid
   // itself, with shorter sequences fewer splits and the longer more).
   // One split asked for (kvSplits = 1, or the kernel's): a budget of 1, so
-  // per = W and every tile takes one split (no workspace: each writes O).
+  // per = W and every tile takes one split (no workspace: each writes O;
+  // the kernel skips its passes over the lengths). The same where the
+  // model picked one split for more than two waves of tiles: there the
+  // hardware's CTA dispatch balances the lengths, and longer sequences'
+  // extra splits only add merges (H200, session 34: batch 64 x up to 8K,
+  // 512 tiles, 0.89x of the split grid with the budget of 512; 1.02-1.12x
+  // at 128-256 tiles).
   if (kernelInfo.balancedSplits) {
     DecodeSplits balanced{int(splits), false};
-    bool one =
-        args.kvSplits == 1 || (args.kvSplits < 1 && kernelInfo.kvSplits == 1);
+    bool one = args.kvSplits == 1 ||
+               (args.kvSplits < 1 && kernelInfo.kvSplits == 1) ||
+               (args.kvSplits < 1 && splits == 1 && tiles > 2 * int64_t(sms));
     balanced.balancedBudget = one ? 1 : tiles * splits;
     return balanced;
   }

@@ -1113,6 +1113,19 @@ TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
   EXPECT_GT(kernel.workspaceBytes(a), 0u);
   a.workspace = 0x50000000;
   a.workspaceBytes = kernel.workspaceBytes(a);
+  // More than two waves of tiles where the model picks one split: the
+  // hardware's dispatch balances them, a budget of 1 and no workspace.
+  {
+    AttentionArgs many = a;
+    many.batch = 40; // 320 tiles on the fake GPU's 132 SMs
+    many.seqKV = 1000;
+    many.workspace = 0;
+    many.workspaceBytes = 0;
+    EXPECT_EQ(kernel.workspaceBytes(many), 0u);
+    ASSERT_TRUE(succeeds(kernel.prepare(many, NAN, &prepared)));
+    EXPECT_EQ(prepared.grid.str(), "(321,1,1)");
+    EXPECT_EQ(prepared.decodeSplits, 1);
+  }
   // The merge kernel is not there to ask for.
   a.splitMerge = SplitMerge::MergeKernel;
   EXPECT_TRUE(failsWith(kernel.prepare(a, NAN, &prepared),

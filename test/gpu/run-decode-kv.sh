@@ -197,8 +197,8 @@ if [[ ${BALBENCH:-0} == 1 ]]; then
   # head_dim 128, 32/8, seq_q 1; each sequence's own K+V bytes counted.
   echo "=== benchmark: BLASST decode, per-sequence lengths, balanced vs split grid ==="
   MIX=("8:131072,8192,8192,8192,8192,8192,8192,8192" "4:131072,1024,1024,1024"
-       "16:random:32768" "32:random:16384" "64:random:8192"
-       "8:32768,32768,32768,32768,32768,32768,32768,32768" "1:131072")
+       "16:random:32768" "32:random:16384" "64:random:8192" "128:random:4096"
+       "17:random:16384" "8:32768,32768,32768,32768,32768,32768,32768,32768" "1:131072")
   mixbench balbench "bench_bkv_perseq_bal bench_bkv_perseq_split" --dial 0.7
 fi
 if [[ ${BLASST:-1} == 1 ]]; then

@@ -333,33 +333,96 @@ void KernelLowering::emitBalancedSplit() {
   auto ceilDiv = [&](Value x, Value y) {
     return divu(add(x, sub(y, c32(1))), y);
   };
-  // Pass 1: W, the tiles' blocks (each length at most the launch's bound,
-  // seq_kv: then at most C + tiles CTAs take part, whatever the lengths).
-  Value w = mul(perBatch, sumSeqBlocks(batches, /*clampToBound=*/true));
-  Value per = umax(ceilDiv(w, umax(budget, c32(1))), c32(1));
-  // Pass 2: the sequence whose tiles' splits hold CTA `cta` (its first
-  // CTA and split count), and how many CTAs the splits take in all.
-  // Sequence b's tiles take s_b = max(1, ceil(U_b / per)) splits each.
-  auto search = scf::ForOp::create(b, loc, c32(0), batches, c32(1),
-                                   ValueRange{c32(0), batches, c32(0), c32(1)});
+  // Every thread of the CTA runs this at entry (full, converged warps), so
+  // each warp reads the lengths 32 at a time, a lane a sequence: one load
+  // latency per 32 sequences, the sums and the search by shuffles.
+  auto shfl = [&](NVVM::ShflKind kind, Value v, Value lanes) {
+    int32_t clamp = kind == NVVM::ShflKind::up ? 0 : 31;
+    return NVVM::ShflOp::create(b, loc, i32, c32(-1), v, lanes, c32(clamp),
+                                kind, UnitAttr())
+        .getResult();
+  };
+  // Lane `lane`'s sequence of the 32 from `first` and its blocks (each
+  // length at most the launch's bound, seq_kv: then at most C + tiles CTAs
+  // take part, whatever the lengths); 0 past the batch.
+  auto laneBlocks = [&](Value first) -> std::pair<Value, Value> {
+    Value seq = add(first, lane);
+    Value valid = cmp(arith::CmpIPredicate::ult, seq, batches);
+    Value safe = arith::MinUIOp::create(b, loc, seq, sub(batches, c32(1)));
+    return {valid,
+            select(valid, seqBlocksOf(safe, /*clampToBound=*/true), c32(0))};
+  };
+  // Budget 1: one split per tile (per = W), tile = CTA; no pass needed.
+  Value search = cmp(arith::CmpIPredicate::ugt, budget, c32(1));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32, i32}, search,
+                                /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(search.getBody());
-    Value bb = search.getInductionVar();
-    auto args = search.getRegionIterArgs();
-    Value prefix = args[0];
-    Value s =
-        umax(ceilDiv(seqBlocksOf(bb, /*clampToBound=*/true), per), c32(1));
-    Value next = add(prefix, mul(perBatch, s));
-    Value found = arith::AndIOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, args[1], batches),
-        cmp(arith::CmpIPredicate::ult, cta, next));
-    scf::YieldOp::create(b, loc,
-                         ValueRange{next, select(found, bb, args[1]),
-                                    select(found, prefix, args[2]),
-                                    select(found, s, args[3])});
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    // Pass 1: W, the tiles' blocks.
+    auto sum = scf::ForOp::create(b, loc, c32(0), batches, c32(32),
+                                  ValueRange{c32(0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(sum.getBody());
+      Value v = laneBlocks(sum.getInductionVar()).second;
+      for (int32_t d = 16; d >= 1; d /= 2)
+        v = add(v, shfl(NVVM::ShflKind::bfly, v, c32(d)));
+      scf::YieldOp::create(b, loc,
+                           ValueRange{add(sum.getRegionIterArgs()[0], v)});
+    }
+    Value w = mul(perBatch, sum.getResult(0));
+    Value per = umax(ceilDiv(w, budget), c32(1));
+    // Pass 2: the sequence whose tiles' splits hold CTA `cta` (its first
+    // CTA and split count), and how many CTAs the splits take in all.
+    // Sequence b's tiles take s_b = max(1, ceil(U_b / per)) splits each:
+    // an inclusive scan of the 32 lanes' CTAs, the first lane past `cta`
+    // by ballot.
+    auto walk = scf::ForOp::create(b, loc, c32(0), batches, c32(32),
+                                   ValueRange{c32(0), batches, c32(0), c32(1)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(walk.getBody());
+      Value first = walk.getInductionVar();
+      auto args = walk.getRegionIterArgs();
+      Value prefix = args[0];
+      auto [valid, blocks] = laneBlocks(first);
+      Value s = select(valid, umax(ceilDiv(blocks, per), c32(1)), c32(0));
+      Value incl = mul(perBatch, s);
+      for (int32_t d = 1; d < 32; d *= 2) {
+        Value up = shfl(NVVM::ShflKind::up, incl, c32(d));
+        incl = select(cmp(arith::CmpIPredicate::uge, lane, c32(d)),
+                      add(incl, up), incl);
+      }
+      Value hit = arith::AndIOp::create(
+          b, loc, valid,
+          cmp(arith::CmpIPredicate::ult, cta, add(prefix, incl)));
+      Value mask = NVVM::VoteSyncOp::create(b, loc, i32, c32(-1), hit,
+                                            NVVM::VoteSyncKind::ballot);
+      Value at = LLVM::CountTrailingZerosOp::create(b, loc, i32, mask, false);
+      Value sAt = shfl(NVVM::ShflKind::idx, s, at);
+      Value inclAt = shfl(NVVM::ShflKind::idx, incl, at);
+      Value found = arith::AndIOp::create(
+          b, loc, cmp(arith::CmpIPredicate::eq, args[1], batches),
+          cmp(arith::CmpIPredicate::ne, mask, c32(0)));
+      Value total = shfl(NVVM::ShflKind::idx, incl, c32(31));
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{add(prefix, total), select(found, add(first, at), args[1]),
+                     select(found, sub(add(prefix, inclAt), mul(perBatch, sAt)),
+                            args[2]),
+                     select(found, sAt, args[3])});
+    }
+    scf::YieldOp::create(b, loc, walk.getResults());
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    Value seq = divu(cta, perBatch);
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{mul(perBatch, batches),
+                   arith::MinUIOp::create(b, loc, seq, batches),
+                   mul(seq, perBatch), c32(1)});
   }
-  Value used = search.getResult(0);
+  Value used = ifOp.getResult(0);
   // CTAs past the tiles' splits (at most C + tiles take part) return.
   Block *entryBlock = b.getInsertionBlock();
   Region *body = entryBlock->getParent();
@@ -370,10 +433,10 @@ void KernelLowering::emitBalancedSplit() {
   LLVM::CondBrOp::create(b, loc, cmp(arith::CmpIPredicate::ult, cta, used),
                          live, exit);
   b.setInsertionPointToStart(live);
-  Value s = search.getResult(3);
-  Value inBatch = sub(cta, search.getResult(2));
+  Value s = ifOp.getResult(3);
+  Value inBatch = sub(cta, ifOp.getResult(2));
   Value tileInBatch = divu(inBatch, s);
-  batch = search.getResult(1);
+  batch = ifOp.getResult(1);
   kvHead = divu(tileInBatch, numQTiles);
   head = mul(kvHead, c32(qGroup));
   mBlock = remu(tileInBatch, numQTiles);

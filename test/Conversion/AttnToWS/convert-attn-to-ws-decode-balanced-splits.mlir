@@ -12,7 +12,8 @@
 // budget C, 20 the batch. Each CTA sums the sequences' blocks (W), takes
 // per = max(1, ceil(W / C)), finds its sequence among the tiles' splits
 // (sequence b's tiles take max(1, ceil(U_b / per)) each) and returns when
-// it is past them. BLASST decode keeps its one-CTA-per-split schedule (V on
+// it is past them; each warp reads 32 lengths a step, a lane each. With
+// C = 1 every tile takes one split and the CTA is the tile. BLASST decode keeps its one-CTA-per-split schedule (V on
 // demand, the votes); only where a CTA's tile and split come from changes.
 
 // CHECK: ws.kernel @bal_kernel
@@ -28,16 +29,25 @@
 // LLVM-NOT: blasst.merge_kernel
 // LLVM: nvvm.read.ptx.sreg.ctaid.x
 // LLVM: %[[CTA:[0-9]+]] = nvvm.read.ptx.sreg.ctaid.x
-// Pass 1: W, a length per sequence.
-// LLVM: %[[W:[0-9]+]] = scf.for %{{.*}} = %{{.*}} to %arg20 step
+// A budget of 1: one split per tile, no pass over the lengths.
+// LLVM: %[[SEARCH:[0-9]+]] = arith.cmpi ugt, %arg19, %{{.*}} : i32
+// LLVM: %[[S:[0-9]+]]:4 = scf.if %[[SEARCH]] -> (i32, i32, i32, i32)
+// Pass 1: W, a lane per sequence (32 a step), summed by shuffles.
+// LLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %c32{{.*}} iter_args
 // LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// LLVM: %[[BUDGET:[0-9]+]] = arith.maxui %arg19, %{{.*}} : i32
-// LLVM: %[[Q:[0-9]+]] = arith.divui %{{[0-9]+}}, %[[BUDGET]] : i32
+// LLVM-COUNT-5: nvvm.shfl.sync bfly
+// LLVM: %[[Q:[0-9]+]] = arith.divui %{{[0-9]+}}, %arg19 : i32
 // LLVM: %[[PER:[0-9]+]] = arith.maxui %[[Q]], %{{.*}} : i32
-// Pass 2: the sequence whose splits hold the CTA, its first CTA and count.
-// LLVM: %[[S:[0-9]+]]:4 = scf.for %{{.*}} = %{{.*}} to %arg20 step %{{.*}} iter_args
+// Pass 2: the sequence whose splits hold the CTA, its first CTA and count:
+// a scan of the lanes' CTAs, the first lane past the CTA by ballot.
+// LLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %c32{{.*}} iter_args
 // LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // LLVM: arith.divui %{{[0-9]+}}, %[[PER]] : i32
+// LLVM-COUNT-5: nvvm.shfl.sync up
+// LLVM: nvvm.vote.sync ballot
+// LLVM: llvm.intr.cttz
+// LLVM: } else {
+// LLVM: arith.divui %[[CTA]], %{{.*}} : i32
 // LLVM: %[[LIVE:[0-9]+]] = arith.cmpi ult, %[[CTA]], %[[S]]#0 : i32
 // LLVM-NEXT: llvm.cond_br %[[LIVE]], ^bb1, ^bb2
 // The epilogue: a slot per CTA of the grid, the tile's first CTA's slots
