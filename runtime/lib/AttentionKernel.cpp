@@ -1134,12 +1134,14 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.grid = Dim3(unsigned(choice.leanCtas), 1u, 1u);
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
-    } else if (choice.balancedBudget > 0) {
+    } else if (choice.balancedBudget != 0) {
       // Splits that follow the lengths: the CTA budget C (parameter 19)
       // shared out by blocks; each tile takes at least one split, so at
-      // most C + tiles CTAs take part (the others return at once).
+      // most C + tiles CTAs take part (the others return at once). A
+      // budget of -S: S splits per tile, tiles x S CTAs.
       int64_t all = int64_t(args.batch) * args.numKVHeads * tiles;
-      int64_t ctas = choice.balancedBudget + all;
+      int64_t ctas = choice.balancedBudget > 0 ? choice.balancedBudget + all
+                                               : -choice.balancedBudget * all;
       // The kernel sums the tiles' blocks in 32 bits (seqKV bounds each).
       int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
       if (all * blocks > INT32_MAX || ctas > INT32_MAX)
@@ -1275,12 +1277,19 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // extra splits only add merges (H200, session 34: batch 64 x up to 8K,
   // 512 tiles, 0.89x of the split grid with the budget of 512; 1.02-1.12x
   // at 128-256 tiles).
+  // Past two waves with the model's count of S > 1 splits: a budget of -S,
+  // S splits per tile (the split grid's mapping; 6 splits of 136 tiles:
+  // 0.935x of the split grid with the budget of 816, session 34).
   if (kernelInfo.balancedSplits) {
     DecodeSplits balanced{int(splits), false};
+    bool byModel = args.kvSplits < 1 && kernelInfo.kvSplits < 1;
+    bool waves = tiles * splits > 2 * int64_t(sms);
     bool one = args.kvSplits == 1 ||
                (args.kvSplits < 1 && kernelInfo.kvSplits == 1) ||
-               (args.kvSplits < 1 && splits == 1 && tiles > 2 * int64_t(sms));
-    balanced.balancedBudget = one ? 1 : tiles * splits;
+               (byModel && splits == 1 && waves);
+    balanced.balancedBudget = one                ? 1
+                              : byModel && waves ? -splits
+                                                 : tiles * splits;
     return balanced;
   }
   // The lean entry, where the split grid this launch would take has ragged

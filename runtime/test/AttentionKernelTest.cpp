@@ -1125,6 +1125,20 @@ TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
     ASSERT_TRUE(succeeds(kernel.prepare(many, NAN, &prepared)));
     EXPECT_EQ(prepared.grid.str(), "(321,1,1)");
     EXPECT_EQ(prepared.decodeSplits, 1);
+    // Several splits past two waves: a budget of -S, every tile S splits
+    // (the split grid's CTAs and workspace).
+    many.batch = 17; // 136 tiles
+    many.seqKV = 16384;
+    int s = kernel.launchKVSplits(many);
+    ASSERT_GT(s, 1);
+    ASSERT_GT(136 * s, 2 * 132);
+    many.workspaceBytes = kernel.workspaceBytes(many);
+    EXPECT_EQ(many.workspaceBytes,
+              size_t(136 * s) * 64 * 129 * 4 + size_t(136) * 4);
+    many.workspace = 0x50000000;
+    ASSERT_TRUE(succeeds(kernel.prepare(many, NAN, &prepared)));
+    EXPECT_EQ(prepared.grid.x, unsigned(136 * s));
+    EXPECT_EQ(prepared.decodeSplits, -s);
   }
   // The merge kernel is not there to ask for.
   a.splitMerge = SplitMerge::MergeKernel;

@@ -1431,6 +1431,9 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
       run->launch.leanEntry
           ? ", the lean entry (CTAs sharing all tiles' KV blocks; "
             "the splits are slots per tile)"
+      : kernel.info().balancedSplits && run->launch.decodeSplits < 0
+          ? ", splits follow the lengths: every tile the same count "
+            "(past two waves)"
       : kernel.info().balancedSplits
           ? (", splits follow the lengths (a budget of " +
              std::to_string(run->launch.decodeSplits) + " CTAs)")

@@ -352,25 +352,35 @@ void KernelLowering::emitBalancedSplit() {
     return {valid,
             select(valid, seqBlocksOf(safe, /*clampToBound=*/true), c32(0))};
   };
-  // Budget 1: one split per tile (per = W), tile = CTA; no pass needed.
-  Value search = cmp(arith::CmpIPredicate::ugt, budget, c32(1));
+  // Budget 1: one split per tile (per = W); a negative budget -S: S splits
+  // per tile whatever the lengths (the split grid's mapping, which the
+  // runtime takes past two waves, where the hardware's dispatch balances);
+  // no pass over the lengths either way.
+  Value search = cmp(arith::CmpIPredicate::sgt, budget, c32(1));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32, i32}, search,
                                 /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    // Pass 1: W, the tiles' blocks.
+    // Pass 1: W, the tiles' blocks; the first 32 sequences' blocks carried
+    // on for pass 2 (one load latency fewer up to 32 sequences).
     auto sum = scf::ForOp::create(b, loc, c32(0), batches, c32(32),
-                                  ValueRange{c32(0)});
+                                  ValueRange{c32(0), c32(0)});
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(sum.getBody());
-      Value v = laneBlocks(sum.getInductionVar()).second;
+      Value first = sum.getInductionVar();
+      Value mine = laneBlocks(first).second, v = mine;
       for (int32_t d = 16; d >= 1; d /= 2)
         v = add(v, shfl(NVVM::ShflKind::bfly, v, c32(d)));
-      scf::YieldOp::create(b, loc,
-                           ValueRange{add(sum.getRegionIterArgs()[0], v)});
+      auto args = sum.getRegionIterArgs();
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{add(args[0], v),
+                     select(cmp(arith::CmpIPredicate::eq, first, c32(0)), mine,
+                            args[1])});
     }
+    Value firstBlocks = sum.getResult(1);
     Value w = mul(perBatch, sum.getResult(0));
     Value per = umax(ceilDiv(w, budget), c32(1));
     // Pass 2: the sequence whose tiles' splits hold CTA `cta` (its first
@@ -386,7 +396,19 @@ void KernelLowering::emitBalancedSplit() {
       Value first = walk.getInductionVar();
       auto args = walk.getRegionIterArgs();
       Value prefix = args[0];
-      auto [valid, blocks] = laneBlocks(first);
+      Value valid =
+          cmp(arith::CmpIPredicate::ult, add(first, lane), batches);
+      auto cached = scf::IfOp::create(
+          b, loc, TypeRange{i32}, cmp(arith::CmpIPredicate::eq, first, c32(0)),
+          /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&cached.getThenRegion().front());
+        scf::YieldOp::create(b, loc, ValueRange{firstBlocks});
+        b.setInsertionPointToStart(&cached.getElseRegion().front());
+        scf::YieldOp::create(b, loc, ValueRange{laneBlocks(first).second});
+      }
+      Value blocks = cached.getResult(0);
       Value s = select(valid, umax(ceilDiv(blocks, per), c32(1)), c32(0));
       Value incl = mul(perBatch, s);
       for (int32_t d = 1; d < 32; d *= 2) {
@@ -415,12 +437,14 @@ void KernelLowering::emitBalancedSplit() {
     }
     scf::YieldOp::create(b, loc, walk.getResults());
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    Value seq = divu(cta, perBatch);
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{mul(perBatch, batches),
-                   arith::MinUIOp::create(b, loc, seq, batches),
-                   mul(seq, perBatch), c32(1)});
+    Value uniform =
+        arith::MaxSIOp::create(b, loc, c32(1), sub(c32(0), budget));
+    Value perSeq = mul(perBatch, uniform);
+    Value seq = divu(cta, perSeq);
+    scf::YieldOp::create(b, loc,
+                         ValueRange{mul(perSeq, batches),
+                                    arith::MinUIOp::create(b, loc, seq, batches),
+                                    mul(seq, perSeq), uniform});
   }
   Value used = ifOp.getResult(0);
   // CTAs past the tiles' splits (at most C + tiles take part) return.

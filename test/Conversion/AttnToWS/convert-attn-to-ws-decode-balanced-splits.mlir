@@ -29,8 +29,8 @@
 // LLVM-NOT: blasst.merge_kernel
 // LLVM: nvvm.read.ptx.sreg.ctaid.x
 // LLVM: %[[CTA:[0-9]+]] = nvvm.read.ptx.sreg.ctaid.x
-// A budget of 1: one split per tile, no pass over the lengths.
-// LLVM: %[[SEARCH:[0-9]+]] = arith.cmpi ugt, %arg19, %{{.*}} : i32
+// A budget of 1 (or -S: S splits per tile): no pass over the lengths.
+// LLVM: %[[SEARCH:[0-9]+]] = arith.cmpi sgt, %arg19, %{{.*}} : i32
 // LLVM: %[[S:[0-9]+]]:4 = scf.if %[[SEARCH]] -> (i32, i32, i32, i32)
 // Pass 1: W, a lane per sequence (32 a step), summed by shuffles.
 // LLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %c32{{.*}} iter_args
@@ -40,13 +40,18 @@
 // LLVM: %[[PER:[0-9]+]] = arith.maxui %[[Q]], %{{.*}} : i32
 // Pass 2: the sequence whose splits hold the CTA, its first CTA and count:
 // a scan of the lanes' CTAs, the first lane past the CTA by ballot.
+// The first 32 sequences' blocks come from pass 1.
 // LLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %c32{{.*}} iter_args
+// LLVM: scf.if
+// LLVM: } else {
 // LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // LLVM: arith.divui %{{[0-9]+}}, %[[PER]] : i32
 // LLVM-COUNT-5: nvvm.shfl.sync up
 // LLVM: nvvm.vote.sync ballot
 // LLVM: llvm.intr.cttz
 // LLVM: } else {
+// LLVM: %[[NEG:[0-9]+]] = arith.subi %{{.*}}, %arg19 : i32
+// LLVM: arith.maxsi %{{.*}}, %[[NEG]] : i32
 // LLVM: arith.divui %[[CTA]], %{{.*}} : i32
 // LLVM: %[[LIVE:[0-9]+]] = arith.cmpi ult, %[[CTA]], %[[S]]#0 : i32
 // LLVM-NEXT: llvm.cond_br %[[LIVE]], ^bb1, ^bb2

@@ -195,7 +195,8 @@ struct DecodeSplits {
   int64_t leanCtas = 0;
   /// balanced_splits kernels: the CTA budget C (tiles x splits) whose
   /// blocks per split, ceil(W / C), set each tile's split count on the
-  /// device; the grid is C + tiles CTAs.
+  /// device; the grid is C + tiles CTAs. Negative, -S: every tile S splits
+  /// (the split grid's mapping, tiles x S CTAs; past two waves).
   int64_t balancedBudget = 0;
 };
 
