@@ -396,8 +396,7 @@ void KernelLowering::emitBalancedSplit() {
       Value first = walk.getInductionVar();
       auto args = walk.getRegionIterArgs();
       Value prefix = args[0];
-      Value valid =
-          cmp(arith::CmpIPredicate::ult, add(first, lane), batches);
+      Value valid = cmp(arith::CmpIPredicate::ult, add(first, lane), batches);
       auto cached = scf::IfOp::create(
           b, loc, TypeRange{i32}, cmp(arith::CmpIPredicate::eq, first, c32(0)),
           /*withElseRegion=*/true);
@@ -437,14 +436,14 @@ void KernelLowering::emitBalancedSplit() {
     }
     scf::YieldOp::create(b, loc, walk.getResults());
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    Value uniform =
-        arith::MaxSIOp::create(b, loc, c32(1), sub(c32(0), budget));
+    Value uniform = arith::MaxSIOp::create(b, loc, c32(1), sub(c32(0), budget));
     Value perSeq = mul(perBatch, uniform);
     Value seq = divu(cta, perSeq);
-    scf::YieldOp::create(b, loc,
-                         ValueRange{mul(perSeq, batches),
-                                    arith::MinUIOp::create(b, loc, seq, batches),
-                                    mul(seq, perSeq), uniform});
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{mul(perSeq, batches),
+                   arith::MinUIOp::create(b, loc, seq, batches),
+                   mul(seq, perSeq), uniform});
   }
   Value used = ifOp.getResult(0);
   // CTAs past the tiles' splits (at most C + tiles take part) return.

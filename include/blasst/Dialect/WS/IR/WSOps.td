@@ -160,6 +160,8 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     split exit at once (at most C + tiles take part). A split's blocks are
     those of split k of s_t as above (split_chunk included), its workspace
     slot is c (the grid's slots), a tile of one split writes O directly.
+    A budget of at most 1 takes no pass: C = 1 is one split per tile, and
+    C = -S is S splits per tile (the split grid's mapping on tiles x S CTAs).
 
     With `per_seq_kv` (decode, the spec's `kv_lengths = per_sequence`) a CTA
     reads its sequence's KV length from an int32 array [batch] (kernel
