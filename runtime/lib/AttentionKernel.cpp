@@ -140,10 +140,11 @@ const IntKey kIntKeys[] = {
      "decode: 1 when the cubin's <kernel>_lean, a lean kernel taking the "
      "same parameters, may be launched instead (the runtime picks per "
      "launch); optional, default 0"},
-    {"balanced_splits", &KernelInfo::balancedSplits, 0, 1,
+    {"balanced_splits", &KernelInfo::balancedSplits, 0, 2,
      "decode over per-sequence lengths: 1 when each tile takes KV splits in "
      "proportion to its sequence's length (a 1-D grid, parameter 19 the "
-     "CTA budget); optional, default 0"},
+     "CTA budget), 2 when the kernel also takes a budget of -S (S splits "
+     "per tile; compilers from session 34 on); optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -1214,7 +1215,10 @@ int AttentionKernel::kvSplitsFor(const AttentionArgs &args) const {
 
 int AttentionKernel::launchKVSplits(const AttentionArgs &args) const {
   DecodeSplits choice = decodeSplitsFor(args);
-  return choice.leanCtas > 0 ? args.kvSplits : choice.splits;
+  // Lean CTAs and a budget of -S come from the runtime's own choice: the
+  // caller's value (0) gets them again, a split count would not.
+  return choice.leanCtas > 0 || choice.balancedBudget < 0 ? args.kvSplits
+                                                          : choice.splits;
 }
 
 DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
@@ -1287,9 +1291,11 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
     bool one = args.kvSplits == 1 ||
                (args.kvSplits < 1 && kernelInfo.kvSplits == 1) ||
                (byModel && splits == 1 && waves);
-    balanced.balancedBudget = one                ? 1
-                              : byModel && waves ? -splits
-                                                 : tiles * splits;
+    // (A kernel of .meta balanced_splits = 1 predates -S: its budget.)
+    bool uniform = byModel && waves && kernelInfo.balancedSplits >= 2;
+    balanced.balancedBudget = one       ? 1
+                              : uniform ? -splits
+                                        : tiles * splits;
     return balanced;
   }
   // The lean entry, where the split grid this launch would take has ragged

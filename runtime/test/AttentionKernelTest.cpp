@@ -1067,7 +1067,7 @@ TEST_F(FakeDriverTest, PersistentDecodeGridAndParameters) {
 TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
   KernelInfo info = decodeInfo();
   info.perSeqKV = 1;
-  info.balancedSplits = 1;
+  info.balancedSplits = 2; // 2: it takes a budget of -S too
   AttentionSpec spec = decodeSpec();
   spec.kvPerSequence = true;
   std::string cubin = tinyCubin(info.kernelName);
@@ -1129,7 +1129,7 @@ TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
     // (the split grid's CTAs and workspace).
     many.batch = 17; // 136 tiles
     many.seqKV = 16384;
-    int s = kernel.launchKVSplits(many);
+    int s = kernel.kvSplitsFor(many);
     ASSERT_GT(s, 1);
     ASSERT_GT(136 * s, 2 * 132);
     many.workspaceBytes = kernel.workspaceBytes(many);
@@ -1139,6 +1139,9 @@ TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
     ASSERT_TRUE(succeeds(kernel.prepare(many, NAN, &prepared)));
     EXPECT_EQ(prepared.grid.x, unsigned(136 * s));
     EXPECT_EQ(prepared.decodeSplits, -s);
+    // The C API's round trip: the value to pass back is the caller's (0),
+    // which gets -S again (S itself would be a budget of 136 x S).
+    EXPECT_EQ(kernel.launchKVSplits(many), 0);
   }
   // The merge kernel is not there to ask for.
   a.splitMerge = SplitMerge::MergeKernel;

@@ -1434,6 +1434,8 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
       : kernel.info().balancedSplits && run->launch.decodeSplits < 0
           ? ", splits follow the lengths: every tile the same count "
             "(past two waves)"
+      : kernel.info().balancedSplits && run->launch.decodeSplits == 1
+          ? ", splits follow the lengths: one per tile"
       : kernel.info().balancedSplits
           ? (", splits follow the lengths (a budget of " +
              std::to_string(run->launch.decodeSplits) + " CTAs)")

@@ -112,7 +112,7 @@ struct SkipConfig {
   /// tile of sequence b takes s_b = max(1, ceil(U_b / per)) splits, U_b =
   /// ceil(length_b / blockN), per = max(1, ceil(W / C)), W = the sum of
   /// U_b over all tiles; its blocks are cut into s_b splits as above.
-  /// 0: kvSplits.
+  /// 0 or -S (S splits per tile): kvSplits.
   int64_t balancedBudget = 0;
   /// Decode: each split's running max starts from the row maxima of the
   /// sequence's block 0 (the kernel's sink seed, .meta sink_seed) instead of
