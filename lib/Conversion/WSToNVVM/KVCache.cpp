@@ -60,7 +60,7 @@ Value KernelLowering::seqBlocksOf(Value seq, bool clampToBound) {
   return divu(add(len, c32(blockN - 1)), c32(blockN));
 }
 
-Value KernelLowering::sumSeqBlocks(Value batches, bool clampToBound) {
+Value KernelLowering::sumSeqBlocks(Value batches) {
   auto sum =
       scf::ForOp::create(b, loc, c32(0), batches, c32(1), ValueRange{c32(0)});
   OpBuilder::InsertionGuard guard(b);
@@ -68,7 +68,7 @@ Value KernelLowering::sumSeqBlocks(Value batches, bool clampToBound) {
   scf::YieldOp::create(
       b, loc,
       ValueRange{add(sum.getRegionIterArgs()[0],
-                     seqBlocksOf(sum.getInductionVar(), clampToBound))});
+                     seqBlocksOf(sum.getInductionVar()))});
   return sum.getResult(0);
 }
 

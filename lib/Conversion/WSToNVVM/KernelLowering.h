@@ -81,7 +81,7 @@ private:
   Value seqBlocksOf(Value seq, bool clampToBound = false);
   /// The sum of seqBlocksOf over sequences 0 .. batches - 1 (a loop of
   /// loads, one after another).
-  Value sumSeqBlocks(Value batches, bool clampToBound = false);
+  Value sumSeqBlocks(Value batches);
   /// Lean decode: the tiles this CTA's share of the launch's KV blocks
   /// touches, each with its part (emitPersistentRole).
   LogicalResult emitLeanItems(RoleOp role, RoleState &st);
