@@ -22,7 +22,8 @@
 # Usage: run-decode-kv.sh [KDIR] [OUT]   (KDIR default .device/decode-kv,
 # from build-decode-kv-kernels.sh; its bin/blasst-bench is used). Env:
 # CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0, LEANPS=0 skip a part
-# (LEANPS: the lean entry with skewed per-sequence lengths; LEANBENCH=1
+# (LEANPS: the lean entry with skewed per-sequence lengths, LEANPS_KERNELS
+# its kernels' names without _c<causal>; LEANBENCH=1
 # adds the mixed-length benchmark, lean entry against the split grid;
 # BALBENCH=1 the BLASST one, splits that follow the lengths against the
 # split grid, ~70% of blocks skipped (kernels of BALANCED=1); each part
@@ -133,8 +134,9 @@ if [[ ${LEANPS:-1} == 1 ]]; then
   p0=$runs; pf=$fails
   SKEW=("16:20000,0,0,0,1,0,0,0,0,0,0,0,0,0,0,3" "33:random:9000" "5:60000,100,0,7000,1"
         "64:random:600" "12:0,0,0,0,0,0,0,0,0,0,0,0" "3:0,0,70000" "9:1,1,1,1,1,1,1,1,130")
-  for k in kv_ps_hd128_q32kv8 kv_ps_hd64_q16kv16 kv_ps_hd128_q8kv1 kv_ps_hd128_q32kv1 \
-           kv_pg16_hd128_q32kv8 kv_pg256_hd64_q32kv1 kv_pg64_hd128_q8kv1; do
+  for k in ${LEANPS_KERNELS:-kv_ps_hd128_q32kv8 kv_ps_hd64_q16kv16 kv_ps_hd128_q8kv1 \
+           kv_ps_hd128_q32kv1 kv_pg16_hd128_q32kv8 kv_pg64_hd128_q32kv8 kv_pg256_hd128_q32kv8 \
+           kv_pg256_hd64_q32kv1 kv_pg64_hd128_q8kv1}; do
     ks=()
     for f in "$K"/${k}_c*.cubin; do ks+=(--kernel "${f%.cubin}"); done
     for sq in 1 4 8; do

@@ -53,11 +53,19 @@ bool KernelLowering::hasKVCacheParams() {
   return kernel.getPerSeqKv() || kernel.getPageSize();
 }
 
-Value KernelLowering::seqBlocksOf(Value seq, bool clampToBound) {
+Value KernelLowering::seqLenOf(Value seq, bool clampToBound) {
   Value len = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(seq));
   if (clampToBound)
     len = arith::MinUIOp::create(b, loc, len, param(kSeqKV));
+  return len;
+}
+
+Value KernelLowering::blocksOfLen(Value len) {
   return divu(add(len, c32(blockN - 1)), c32(blockN));
+}
+
+Value KernelLowering::seqBlocksOf(Value seq, bool clampToBound) {
+  return blocksOfLen(seqLenOf(seq, clampToBound));
 }
 
 Value KernelLowering::sumSeqBlocks(Value batches) {
@@ -72,9 +80,9 @@ Value KernelLowering::sumSeqBlocks(Value batches) {
   return sum.getResult(0);
 }
 
-void KernelLowering::emitKVCacheStart() {
+void KernelLowering::emitKVCacheStart(Value len) {
   if (kernel.getPerSeqKv())
-    kvLen = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));
+    kvLen = len ? len : loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));
   if (!pageSize)
     return;
   Value maxPages = param(kMaxPages);

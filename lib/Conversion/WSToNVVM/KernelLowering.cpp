@@ -342,27 +342,26 @@ void KernelLowering::emitBalancedSplit() {
                                 kind, UnitAttr())
         .getResult();
   };
-  // Lane `lane`'s sequence of the 32 from `first` and its blocks (each
-  // length at most the launch's bound, seq_kv: then at most C + tiles CTAs
-  // take part, whatever the lengths); 0 past the batch.
-  auto laneBlocks = [&](Value first) -> std::pair<Value, Value> {
+  // The length of lane `lane`'s sequence of the 32 from `first`, at most
+  // the launch's bound, seq_kv (then at most C + tiles CTAs take part,
+  // whatever the lengths); 0 past the batch.
+  auto laneLen = [&](Value first) {
     Value seq = add(first, lane);
     Value valid = cmp(arith::CmpIPredicate::ult, seq, batches);
     Value safe = arith::MinUIOp::create(b, loc, seq, sub(batches, c32(1)));
-    return {valid,
-            select(valid, seqBlocksOf(safe, /*clampToBound=*/true), c32(0))};
+    return select(valid, seqLenOf(safe, /*clampToBound=*/true), c32(0));
   };
   // Budget 1: one split per tile (per = W); a negative budget -S: S splits
   // per tile whatever the lengths (the split grid's mapping, which the
   // runtime takes past two waves, where the hardware's dispatch balances);
   // no pass over the lengths either way.
   Value search = cmp(arith::CmpIPredicate::sgt, budget, c32(1));
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32, i32}, search,
-                                /*withElseRegion=*/true);
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32, i32, i32},
+                                search, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    // Pass 1: W, the tiles' blocks; the first 32 sequences' blocks carried
+    // Pass 1: W, the tiles' blocks; the first 32 sequences' lengths carried
     // on for pass 2 (one load latency fewer up to 32 sequences).
     auto sum = scf::ForOp::create(b, loc, c32(0), batches, c32(32),
                                   ValueRange{c32(0), c32(0)});
@@ -370,7 +369,7 @@ void KernelLowering::emitBalancedSplit() {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(sum.getBody());
       Value first = sum.getInductionVar();
-      Value mine = laneBlocks(first).second, v = mine;
+      Value mine = laneLen(first), v = blocksOfLen(mine);
       for (int32_t d = 16; d >= 1; d /= 2)
         v = add(v, shfl(NVVM::ShflKind::bfly, v, c32(d)));
       auto args = sum.getRegionIterArgs();
@@ -380,16 +379,18 @@ void KernelLowering::emitBalancedSplit() {
                      select(cmp(arith::CmpIPredicate::eq, first, c32(0)), mine,
                             args[1])});
     }
-    Value firstBlocks = sum.getResult(1);
+    Value firstLens = sum.getResult(1);
     Value w = mul(perBatch, sum.getResult(0));
     Value per = umax(ceilDiv(w, budget), c32(1));
     // Pass 2: the sequence whose tiles' splits hold CTA `cta` (its first
     // CTA and split count), and how many CTAs the splits take in all.
     // Sequence b's tiles take s_b = max(1, ceil(U_b / per)) splits each:
     // an inclusive scan of the 32 lanes' CTAs, the first lane past `cta`
-    // by ballot.
-    auto walk = scf::ForOp::create(b, loc, c32(0), batches, c32(32),
-                                   ValueRange{c32(0), batches, c32(0), c32(1)});
+    // by ballot. Its length comes from the lane that found it (no second
+    // load before the CTA's first copy).
+    auto walk = scf::ForOp::create(
+        b, loc, c32(0), batches, c32(32),
+        ValueRange{c32(0), batches, c32(0), c32(1), c32(0)});
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(walk.getBody());
@@ -403,11 +404,12 @@ void KernelLowering::emitBalancedSplit() {
       {
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(&cached.getThenRegion().front());
-        scf::YieldOp::create(b, loc, ValueRange{firstBlocks});
+        scf::YieldOp::create(b, loc, ValueRange{firstLens});
         b.setInsertionPointToStart(&cached.getElseRegion().front());
-        scf::YieldOp::create(b, loc, ValueRange{laneBlocks(first).second});
+        scf::YieldOp::create(b, loc, ValueRange{laneLen(first)});
       }
-      Value blocks = cached.getResult(0);
+      Value len = cached.getResult(0);
+      Value blocks = blocksOfLen(len);
       Value s = select(valid, umax(ceilDiv(blocks, per), c32(1)), c32(0));
       Value incl = mul(perBatch, s);
       for (int32_t d = 1; d < 32; d *= 2) {
@@ -422,6 +424,7 @@ void KernelLowering::emitBalancedSplit() {
                                             NVVM::VoteSyncKind::ballot);
       Value at = LLVM::CountTrailingZerosOp::create(b, loc, i32, mask, false);
       Value sAt = shfl(NVVM::ShflKind::idx, s, at);
+      Value lenAt = shfl(NVVM::ShflKind::idx, len, at);
       Value inclAt = shfl(NVVM::ShflKind::idx, incl, at);
       Value found = arith::AndIOp::create(
           b, loc, cmp(arith::CmpIPredicate::eq, args[1], batches),
@@ -432,7 +435,8 @@ void KernelLowering::emitBalancedSplit() {
           ValueRange{add(prefix, total), select(found, add(first, at), args[1]),
                      select(found, sub(add(prefix, inclAt), mul(perBatch, sAt)),
                             args[2]),
-                     select(found, sAt, args[3])});
+                     select(found, sAt, args[3]),
+                     select(found, lenAt, args[4])});
     }
     scf::YieldOp::create(b, loc, walk.getResults());
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
@@ -443,7 +447,7 @@ void KernelLowering::emitBalancedSplit() {
         b, loc,
         ValueRange{mul(perSeq, batches),
                    arith::MinUIOp::create(b, loc, seq, batches),
-                   mul(seq, perSeq), uniform});
+                   mul(seq, perSeq), uniform, c32(0)});
   }
   Value used = ifOp.getResult(0);
   // CTAs past the tiles' splits (at most C + tiles take part) return.
@@ -467,7 +471,19 @@ void KernelLowering::emitBalancedSplit() {
   numSplits = tileSplits = s;
   // The tile's first slot (its splits' CTAs are consecutive).
   leanFirstCta = ext64(sub(cta, split));
-  emitKVCacheStart();
+  // The search's length, else (budgets 1 and -S) the sequence's, loaded
+  // here where the CTA is known to be live (batch < the batch count).
+  auto len = scf::IfOp::create(b, loc, TypeRange{i32}, search,
+                               /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&len.getThenRegion().front());
+    scf::YieldOp::create(b, loc, ValueRange{ifOp.getResult(4)});
+    b.setInsertionPointToStart(&len.getElseRegion().front());
+    scf::YieldOp::create(b, loc,
+                         ValueRange{seqLenOf(batch, /*clampToBound=*/true)});
+  }
+  emitKVCacheStart(len.getResult(0));
   setSplitRange();
 }
 

@@ -47,7 +47,9 @@ private:
   /// the kernel's start; a K/V copy's page coordinates (row in the page,
   /// page) per page the block covers; the copies of a paged K/V block.
   bool hasKVCacheParams();
-  void emitKVCacheStart();
+  /// `len`: the sequence's length where the caller already has it
+  /// (balanced_splits' search), else it is loaded.
+  void emitKVCacheStart(Value len = Value());
   void prefetchPageCoords(AcquireOp op, RoleState &st);
   SmallVector<std::pair<Value, Value>> pageCoordsOf(TmaLoadOp op,
                                                     Value block);
@@ -79,6 +81,10 @@ private:
   /// clampToBound: the length at most the launch's seq_kv (the caller's
   /// contract; balanced_splits' grid bound rests on it).
   Value seqBlocksOf(Value seq, bool clampToBound = false);
+  /// lengths[seq], at most seq_kv with clampToBound.
+  Value seqLenOf(Value seq, bool clampToBound);
+  /// ceil(len / block_n).
+  Value blocksOfLen(Value len);
   /// The sum of seqBlocksOf over sequences 0 .. batches - 1 (a loop of
   /// loads, one after another).
   Value sumSeqBlocks(Value batches);

@@ -31,7 +31,7 @@
 // LLVM: %[[CTA:[0-9]+]] = nvvm.read.ptx.sreg.ctaid.x
 // A budget of 1 (or -S: S splits per tile): no pass over the lengths.
 // LLVM: %[[SEARCH:[0-9]+]] = arith.cmpi sgt, %arg19, %{{.*}} : i32
-// LLVM: %[[S:[0-9]+]]:4 = scf.if %[[SEARCH]] -> (i32, i32, i32, i32)
+// LLVM: %[[S:[0-9]+]]:5 = scf.if %[[SEARCH]] -> (i32, i32, i32, i32, i32)
 // Pass 1: W, a lane per sequence (32 a step), summed by shuffles.
 // LLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %c32{{.*}} iter_args
 // LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
@@ -40,7 +40,7 @@
 // LLVM: %[[PER:[0-9]+]] = arith.maxui %[[Q]], %{{.*}} : i32
 // Pass 2: the sequence whose splits hold the CTA, its first CTA and count:
 // a scan of the lanes' CTAs, the first lane past the CTA by ballot.
-// The first 32 sequences' blocks come from pass 1.
+// The first 32 sequences' lengths come from pass 1.
 // LLVM: scf.for %{{.*}} = %{{.*}} to %arg20 step %c32{{.*}} iter_args
 // LLVM: scf.if
 // LLVM: } else {
@@ -49,12 +49,22 @@
 // LLVM-COUNT-5: nvvm.shfl.sync up
 // LLVM: nvvm.vote.sync ballot
 // LLVM: llvm.intr.cttz
+// The found sequence's length comes from its lane.
+// LLVM: %[[LENAT:[0-9]+]] = nvvm.shfl.sync idx %{{.*}}, %[[LEN:[0-9]+]], %{{[0-9]+}}
+// LLVM: arith.select %{{[0-9]+}}, %[[LENAT]], %{{.*}} : i32
 // LLVM: } else {
 // LLVM: %[[NEG:[0-9]+]] = arith.subi %{{.*}}, %arg19 : i32
 // LLVM: arith.maxsi %{{.*}}, %[[NEG]] : i32
 // LLVM: arith.divui %[[CTA]], %{{.*}} : i32
 // LLVM: %[[LIVE:[0-9]+]] = arith.cmpi ult, %[[CTA]], %[[S]]#0 : i32
 // LLVM-NEXT: llvm.cond_br %[[LIVE]], ^bb1, ^bb2
+// The search's length, or (budgets 1 and -S) one load, at most seq_kv.
+// LLVM: ^bb1:
+// LLVM: %[[KVLEN:[0-9]+]] = scf.if %[[SEARCH]] -> (i32)
+// LLVM-NEXT: scf.yield %[[S]]#4 : i32
+// LLVM-NEXT: } else {
+// LLVM: llvm.load %{{[0-9]+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// LLVM-NEXT: arith.minui %{{[0-9]+}}, %arg7 : i32
 // The epilogue: a slot per CTA of the grid, the tile's first CTA's slots
 // merged by its last split.
 // LLVM: nvvm.read.ptx.sreg.nctaid.x
