@@ -157,7 +157,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.mergeKernel = lowered->mergeKernel ? 1 : 0;
   info.leanEntry = lowered->leanEntry ? 1 : 0;
   info.kvCpAsync = lowered->kvCpAsync ? 1 : 0;
-  info.balancedSplits = lowered->balancedSplits ? 2 : 0;
+  info.balancedSplits = lowered->balancedSplits ? 3 : 0;
   info.clusterM = lowered->clusterM;
   info.qGroup = lowered->qGroup;
   info.splitKV = lowered->splitKV ? 1 : 0;

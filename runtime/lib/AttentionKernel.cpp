@@ -140,11 +140,13 @@ const IntKey kIntKeys[] = {
      "decode: 1 when the cubin's <kernel>_lean, a lean kernel taking the "
      "same parameters, may be launched instead (the runtime picks per "
      "launch); optional, default 0"},
-    {"balanced_splits", &KernelInfo::balancedSplits, 0, 2,
+    {"balanced_splits", &KernelInfo::balancedSplits, 0, 3,
      "decode over per-sequence lengths: 1 when each tile takes KV splits in "
      "proportion to its sequence's length (a 1-D grid, parameter 19 the "
      "CTA budget), 2 when the kernel also takes a budget of -S (S splits "
-     "per tile; compilers from session 34 on); optional, default 0"},
+     "per tile; compilers from session 34 on), 3 when its merge kernel "
+     "(merge_kernel) also merges the launches of a budget of -S (session "
+     "35 on); optional, default 0"},
 };
 
 const char *const kKnownKeys[] = {
@@ -294,11 +296,16 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          "decode CTAs sharing the KV blocks)");
   if (info.balancedSplits &&
       (!info.qGroup || !info.splitKV || !info.perSeqKV || info.persistent ||
-       info.mergeKernel || info.leanEntry))
+       info.leanEntry))
     return Status::error("balanced_splits needs a one-CTA-per-split decode "
                          "kernel over per-sequence lengths (q_group, "
-                         "split_kv, per_seq_kv; no persistent, merge_kernel "
-                         "or lean_entry)");
+                         "split_kv, per_seq_kv; no persistent or "
+                         "lean_entry)");
+  if (info.balancedSplits && info.mergeKernel && info.balancedSplits < 3)
+    return Status::error("balanced_splits = " +
+                         std::to_string(info.balancedSplits) +
+                         " with merge_kernel: only balanced_splits = 3 "
+                         "kernels have a merge kernel for their splits");
   if (info.blockM % info.qTiles)
     return Status::error("q_tiles = " + std::to_string(info.qTiles) +
                          " does not divide block_m = " +
@@ -1118,6 +1125,17 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
     int64_t tiles = (args.seqQ + tokens - 1) / tokens;
     launch.grid = Dim3(unsigned(tiles * splits), unsigned(args.numKVHeads),
                        unsigned(args.batch));
+    // The merge kernel's grid: per tile, ceil(units / 32) CTAs, units =
+    // the four-column units of the rows with a token (q_group x min(seq_q,
+    // tokens per tile) rows).
+    auto setMergeGrid = [&] {
+      int64_t rows = int64_t(g) * std::min<int64_t>(args.seqQ, tokens);
+      int64_t units = rows * kernelSpec.headDimV / 4;
+      int64_t perTile = (units + kMergeUnitsPerCTA - 1) / kMergeUnitsPerCTA;
+      launch.mergeGrid = Dim3(unsigned(tiles * perTile),
+                              unsigned(args.numKVHeads), unsigned(args.batch));
+      launch.mergeLaunch = 1;
+    };
     if (kernelInfo.persistent && kernelInfo.lean) {
       // One CTA per SM (fewer when there are fewer KV blocks), each an
       // even share of every tile's blocks; parameter 19: slots per tile.
@@ -1154,6 +1172,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.grid = Dim3(unsigned(ctas), 1u, 1u);
       launch.decodeSplits = int32_t(choice.balancedBudget);
       launch.decodeBatch = int32_t(args.batch);
+      if (choice.mergeKernel && launch.workspace)
+        setMergeGrid();
     } else if (choice.lean) {
       // The lean entry (<kernel>_lean): choice.leanCtas CTAs sharing the
       // launch's blocks; parameter 19: slots per tile, 20: the batch.
@@ -1162,17 +1182,10 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.decodeBatch = int32_t(args.batch);
       launch.leanEntry = true;
     } else if (choice.mergeKernel && launch.workspace) {
-      // The merge kernel (parameter 19: the split count): per tile,
-      // ceil(units / 32) CTAs, units = the four-column units of the rows
-      // with a token (q_group x min(seq_q, tokens per tile) rows).
-      int64_t rows = int64_t(g) * std::min<int64_t>(args.seqQ, tokens);
-      int64_t units = rows * kernelSpec.headDimV / 4;
-      int64_t perTile = (units + kMergeUnitsPerCTA - 1) / kMergeUnitsPerCTA;
-      launch.mergeGrid = Dim3(unsigned(tiles * perTile),
-                              unsigned(args.numKVHeads), unsigned(args.batch));
+      // The merge kernel (parameter 19: the split count).
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
-      launch.mergeLaunch = 1;
+      setMergeGrid();
     } else if (kernelInfo.persistent) {
       // One resident CTA per SM walking the (batch, KV head, query tile,
       // split) items; the split count and batch are parameters 19, 20.
@@ -1284,15 +1297,19 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
   // Past two waves with the model's count of S > 1 splits: a budget of -S,
   // S splits per tile (the split grid's mapping; 6 splits of 136 tiles:
   // 0.935x of the split grid with the budget of 816, session 34).
+  // With the merge kernel (the split model pairs it with MQA and seq_q
+  // 4-8, or asked for): a budget of -S, whose slots are the split grid's,
+  // which the merge kernel reads (kernels of balanced_splits = 3).
   if (kernelInfo.balancedSplits) {
-    DecodeSplits balanced{int(splits), false};
+    DecodeSplits balanced{int(splits), mergeKernel};
     bool byModel = args.kvSplits < 1 && kernelInfo.kvSplits < 1;
     bool waves = tiles * splits > 2 * int64_t(sms);
     bool one = args.kvSplits == 1 ||
                (args.kvSplits < 1 && kernelInfo.kvSplits == 1) ||
                (byModel && splits == 1 && waves);
     // (A kernel of .meta balanced_splits = 1 predates -S: its budget.)
-    bool uniform = byModel && waves && kernelInfo.balancedSplits >= 2;
+    bool uniform = (byModel && waves && kernelInfo.balancedSplits >= 2) ||
+                   mergeKernel;
     balanced.balancedBudget = one       ? 1
                               : uniform ? -splits
                                         : tiles * splits;

@@ -1156,6 +1156,87 @@ TEST_F(FakeDriverTest, BalancedSplitsGridAndParameters) {
                         "kernel over per-sequence lengths"));
 }
 
+// Splits that follow the lengths with the merge kernel (.meta
+// balanced_splits = 3, merge_kernel = 1; the default of BLASST decode over
+// per-sequence lengths): where the merge kernel merges (asked for, or the
+// split model's pick: seq_q 8 here) the launch takes a budget of -S, the
+// split grid's tiles x S CTAs and slots on a 1-D grid, then <kernel>_merge
+// on its usual grid (parameter 19 = -S, which it negates); otherwise the
+// budget of the split grid's CTAs and the in-kernel merge.
+TEST_F(FakeDriverTest, BalancedSplitsTakeTheMergeKernel) {
+  KernelInfo info = decodeInfo();
+  info.perSeqKV = 1;
+  info.balancedSplits = 3;
+  info.mergeKernel = 1;
+  AttentionSpec spec = decodeSpec();
+  spec.kvPerSequence = true;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  void (*shape)(int, unsigned[3], unsigned *, int *) = nullptr;
+  resolve("blasstFakeLaunchShape", &shape);
+  AttentionArgs a = sampleArgs(); // batch 2, 32 q / 8 kv heads
+  a.seqQ = 3;                     // 16 tiles; 4 x 3 rows: 12 merge CTAs
+  a.seqKV = 5000;
+  a.seqLensKV = 0x60000000;
+  a.kvSplits = 5;
+  a.splitMerge = SplitMerge::MergeKernel;
+  size_t bytes = kernel.workspaceBytes(a);
+  EXPECT_EQ(bytes, size_t(16 * 5) * 64 * 129 * 4 + 16 * 4)
+      << "the split grid's slots";
+  a.workspace = 0x50000000;
+  a.workspaceBytes = bytes;
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(80,1,1)") << "16 tiles x 5";
+  EXPECT_EQ(prepared.decodeSplits, -5);
+  EXPECT_EQ(prepared.decodeBatch, 2);
+  EXPECT_EQ(prepared.mergeGrid.str(), "(12,8,2)");
+  EXPECT_EQ(prepared.mergeLaunch, 1);
+  void *p[AttentionLaunch::kNumParams];
+  prepared.fillParams(p);
+  EXPECT_EQ(*static_cast<int32_t *>(p[19]), -5);
+  EXPECT_EQ(*static_cast<int32_t *>(p[21]), 1);
+  int before = launches();
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  EXPECT_EQ(launches(), before + 2);
+  unsigned grid[3], block;
+  int dependent;
+  shape(0, grid, &block, &dependent);
+  EXPECT_EQ(grid[0], 12u);
+  EXPECT_EQ(dependent, 1);
+  // Merged in the kernel: the split grid's CTAs as the budget.
+  a.splitMerge = SplitMerge::InKernel;
+  a.workspaceBytes = kernel.workspaceBytes(a);
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_EQ(prepared.grid.str(), "(96,1,1)") << "budget 80 + 16 tiles";
+  EXPECT_EQ(prepared.decodeSplits, 80);
+  EXPECT_EQ(prepared.mergeLaunch, 0);
+  EXPECT_EQ(prepared.mergeGrid.x, 0u);
+  // The split model's count and merge: seq_q 8 (32 rows) pairs its splits
+  // with the merge kernel, seq_q 1 (4 rows) with the last split's merge.
+  a.splitMerge = SplitMerge::Auto;
+  a.kvSplits = 0;
+  a.seqQ = 8;
+  DecodeSplits pick = kernel.decodeSplitsFor(a);
+  ASSERT_GT(pick.splits, 1);
+  EXPECT_TRUE(pick.mergeKernel);
+  EXPECT_EQ(pick.balancedBudget, -pick.splits);
+  EXPECT_EQ(kernel.launchKVSplits(a), 0) << "the C API's round trip";
+  a.seqQ = 1;
+  pick = kernel.decodeSplitsFor(a);
+  EXPECT_FALSE(pick.mergeKernel);
+  EXPECT_EQ(pick.balancedBudget, 16 * pick.splits);
+  // Kernels of balanced_splits 1-2 have no merge kernel for their splits.
+  KernelInfo old = info;
+  old.balancedSplits = 2;
+  EXPECT_TRUE(failsWith(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                              old, spec, &kernel),
+                        "only balanced_splits = 3 kernels have a merge "
+                        "kernel"));
+}
+
 // Lean decode (.meta lean, here with kv_cp_async): without a split count
 // the grid is one CTA per SM where the split grid's waves are ragged, else
 // the split model's tiles x s CTAs; kvSplits = s asks for tiles x s. The

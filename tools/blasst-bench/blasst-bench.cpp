@@ -1432,8 +1432,10 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
           ? ", the lean entry (CTAs sharing all tiles' KV blocks; "
             "the splits are slots per tile)"
       : kernel.info().balancedSplits && run->launch.decodeSplits < 0
-          ? ", splits follow the lengths: every tile the same count "
-            "(past two waves)"
+          ? (r.mergeKernel ? ", splits follow the lengths: every tile the "
+                             "same count (the merge kernel's slots)"
+                           : ", splits follow the lengths: every tile the "
+                             "same count (past two waves)")
       : kernel.info().balancedSplits && run->launch.decodeSplits == 1
           ? ", splits follow the lengths: one per tile"
       : kernel.info().balancedSplits

@@ -169,11 +169,18 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // which the model leaves to the in-kernel merge
   // (docs/results/2026-12-04-session25.md). Persistent and lean CTAs merge
   // in the kernel.
-  // Splits that follow per-sequence lengths (balanced_splits): left unset
-  // unless asked for; their tiles' split counts are on the device, so their
-  // last split merges.
+  // Splits that follow per-sequence lengths (balanced_splits): the default
+  // of BLASST decode over per-sequence lengths with one CTA per split
+  // (dense decode there takes the lean entry). Their tiles' split counts
+  // are on the device, so with a CTA budget the last split merges; the
+  // merge kernel takes the launches of S splits per tile (budget -S: the
+  // split grid's slots), which the runtime gives the launches the split
+  // model pairs with it (MQA, seq_q 4-8).
+  if (decode && hopper && !o.balancedSplits.has_value() &&
+      !spec.sparsity.isDense() && spec.kvPerSequence && !*o.persistent)
+    o.balancedSplits = true;
   if (decode && hopper && !o.mergeKernel.has_value())
-    o.mergeKernel = !*o.persistent && !o.balancedSplits.value_or(false);
+    o.mergeKernel = !*o.persistent;
   if (!o.qInRegisters.has_value())
     o.qInRegisters = false;
   if (!o.kvMulticast.has_value())
@@ -985,11 +992,10 @@ struct ConvertAttnToWSPass
           why = "lean=true with persistent=false: lean is how persistent "
                 "decode CTAs share the KV blocks";
         else if (opts.balancedSplits.value_or(false) &&
-                 (!spec.kvPerSequence || *opts.persistent ||
-                  opts.mergeKernel.value_or(false)))
+                 (!spec.kvPerSequence || *opts.persistent))
           why = "balanced-splits=true shares the splits of a one-CTA-per-"
                 "split grid by per-sequence lengths: it needs kv_lengths = "
-                "per_sequence, without persistent, lean or merge-kernel";
+                "per_sequence, without persistent or lean";
         else if (opts.mergeKernel.value_or(false) && *opts.persistent)
           why = "merge-kernel=true with persistent CTAs: the second merge "
                 "kernel is for the one-CTA-per-split grid (persistent and "

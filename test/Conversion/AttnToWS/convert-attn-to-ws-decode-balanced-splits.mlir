@@ -2,8 +2,9 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=DEFAULT
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=false" | FileCheck %s --check-prefix=GRID
+// RUN: sed -e 's/, sparsity = blasst(ln_lambda = -8.0)//' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=DENSE
 // RUN: sed -e 's/, kv_lengths = per_sequence//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a balanced-splits=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
-// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true merge-kernel=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true persistent=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
 // RUN: sed -e 's/, phase = decode, kv_lengths = per_sequence//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a balanced-splits=true" 2>&1 | FileCheck %s --check-prefix=PREFILL
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" | sed -e 's/ per_seq_kv schedule/ schedule/' -e 's/kv_lengths = per_sequence>/kv_lengths = uniform>/' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
@@ -17,16 +18,16 @@
 // demand, the votes); only where a CTA's tile and split come from changes.
 
 // CHECK: ws.kernel @bal_kernel
-// CHECK-SAME: q_group = 4 split_kv balanced_splits split_chunk = 1 per_seq_kv
+// CHECK-SAME: q_group = 4 split_kv merge_kernel balanced_splits split_chunk = 1 per_seq_kv
 // CHECK-SAME: balanced_splits = true
-// CHECK-SAME: merge_kernel = false
+// CHECK-SAME: merge_kernel = true
 
 // SYNC: remark: synchronisation verified ({{[0-9]+}} states): deadlock-free
 
 // LLVM-LABEL: llvm.func @bal_kernel(
-// LLVM-SAME: %arg19: i32, %arg20: i32)
+// LLVM-SAME: %arg19: i32, %arg20: i32, %arg21: i32)
 // LLVM-SAME: blasst.balanced_splits
-// LLVM-NOT: blasst.merge_kernel
+// LLVM-SAME: blasst.merge_kernel
 // LLVM: nvvm.read.ptx.sreg.ctaid.x
 // LLVM: %[[CTA:[0-9]+]] = nvvm.read.ptx.sreg.ctaid.x
 // A budget of 1 (or -S: S splits per tile): no pass over the lengths.
@@ -73,13 +74,27 @@
 // LLVM: llvm.return
 // LLVM: ^bb2:
 // LLVM-NEXT: llvm.return
+// The merge kernel merges the launches of a budget of -S (the split grid's
+// slots): S = -parameter 19.
+// LLVM: llvm.func @bal_kernel_merge(
+// LLVM: nvvm.griddepcontrol wait
+// LLVM: %[[NS:[0-9]+]] = arith.subi %c0_i32{{.*}}, %arg19 : i32
+// LLVM-NEXT: arith.maxsi %{{.*}}, %[[NS]] : i32
 
-// Off unless asked for (the record and the JIT key unchanged).
-// DEFAULT: q_group = 4 split_kv merge_kernel split_chunk = 1 per_seq_kv schedule
-// DEFAULT-NOT: balanced
-// UNIFORM: error: 'attn.attention' op decode schedule: balanced-splits=true shares the splits of a one-CTA-per-split grid by per-sequence lengths: it needs kv_lengths = per_sequence, without persistent, lean or merge-kernel
+// The default of BLASST decode over per-sequence lengths, with the merge
+// kernel beside it (the runtime gives it the launches of a budget of -S);
+// balanced-splits=false is the split grid; dense decode keeps the split
+// grid with its lean entry.
+// DEFAULT: q_group = 4 split_kv merge_kernel balanced_splits split_chunk = 1 per_seq_kv schedule
+// DEFAULT-SAME: balanced_splits = true
+// GRID: q_group = 4 split_kv merge_kernel split_chunk = 1 per_seq_kv schedule
+// GRID-SAME: balanced_splits = false
+// DENSE: q_group = 4 split_kv merge_kernel per_seq_kv schedule
+// DENSE-NOT: balanced_splits
+// DENSE-SAME: lean_entry = true
+// UNIFORM: error: 'attn.attention' op decode schedule: balanced-splits=true shares the splits of a one-CTA-per-split grid by per-sequence lengths: it needs kv_lengths = per_sequence, without persistent or lean
 // PREFILL: error: 'attn.attention' op balanced-splits=true is an sm_90a decode schedule (KV splits that follow per-sequence lengths)
-// VERIFY: error: 'ws.kernel' op balanced_splits shares the CTAs of an sm_90a decode grid by per-sequence lengths: it needs q_group, split_kv and per_seq_kv, without persistent or merge_kernel
+// VERIFY: error: 'ws.kernel' op balanced_splits shares the CTAs of an sm_90a decode grid by per-sequence lengths: it needs q_group, split_kv and per_seq_kv, without persistent
 func.func @bal(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode, kv_lengths = per_sequence, sparsity = blasst(ln_lambda = -8.0)>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
   return

@@ -400,7 +400,13 @@ LogicalResult SM90Lowering::emitMergeKernel(ModuleOp module) {
   kvHead = NVVM::BlockIdYOp::create(b, loc, i32);
   head = mul(kvHead, c32(qGroup));
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  numSplits = param(kDecodeSplits);
+  // balanced_splits: the runtime runs the merge kernel only for a budget
+  // of -S (S splits per tile, the split grid's slots).
+  numSplits = kernel.getBalancedSplits()
+                  ? arith::MaxSIOp::create(b, loc, c32(1),
+                                           sub(c32(0), param(kDecodeSplits)))
+                        .getResult()
+                  : param(kDecodeSplits);
   Value batches = NVVM::GridDimZOp::create(b, loc, i32);
   Value kvHeads = NVVM::GridDimYOp::create(b, loc, i32);
   // The workspace as the attention kernel's epilogue lays it out.

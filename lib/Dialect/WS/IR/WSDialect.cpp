@@ -196,11 +196,11 @@ LogicalResult KernelOp::verifyRegions() {
                             "kernel (sm_90a, split_kv, not persistent)";
   if (getBalancedSplits() &&
       (!getSplitKv() || !getPerSeqKv() || !getQGroup() || getPersistent() ||
-       getMergeKernel() || getTarget() != Target::sm_90a))
+       getTarget() != Target::sm_90a))
     return emitOpError() << "balanced_splits shares the CTAs of an sm_90a "
                             "decode grid by per-sequence lengths: it needs "
                             "q_group, split_kv and per_seq_kv, without "
-                            "persistent or merge_kernel";
+                            "persistent";
   if (getLean() && (!getPersistent() || !getQGroup()))
     return emitOpError() << "lean shares KV blocks among persistent decode "
                             "CTAs: it needs persistent and q_group";

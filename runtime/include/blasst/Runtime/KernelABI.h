@@ -57,11 +57,13 @@
 //             outside the tensor, so rows at or past seqQ are never written.
 //             Other kernels write O through parameter 3 and the strides.
 //   19 decodeSplits, 20 decodeBatch  int32, persistent decode kernels (ABI 4)
-//             and balanced_splits kernels (.meta balanced_splits = 1 or 2,
+//             and balanced_splits kernels (.meta balanced_splits = 1-3,
 //             within ABI 7; a 1-D grid): 19 is then the launch's CTA budget
 //             C > 1 (the workspace (14) has one slot per CTA of the grid),
-//             1 (one split per tile, no workspace) or, with 2, -S (S splits
-//             per tile, the split grid's slots)
+//             1 (one split per tile, no workspace) or, from 2 on, -S (S
+//             splits per tile, the split grid's slots); with 3 and
+//             merge_kernel, <kernel>_merge merges a launch of -S (it reads
+//             S = -19; the runtime gives it no other budget)
 //   21 mergeLaunch int32, merge_kernel kernels (ABI 5): 1 when the launch
 //             runs <kernel>_merge after this grid, 0 when the last split
 //             of each tile merges

@@ -162,6 +162,9 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     slot is c (the grid's slots), a tile of one split writes O directly.
     A budget of at most 1 takes no pass: C = 1 is one split per tile, and
     C = -S is S splits per tile (the split grid's mapping on tiles x S CTAs).
+    With `merge_kernel` too, `<kernel>_merge` merges the launches of a
+    budget of -S (the split grid's slots; it takes S = -parameter 19); with
+    a budget C the tile's last split merges.
 
     With `per_seq_kv` (decode, the spec's `kv_lengths = per_sequence`) a CTA
     reads its sequence's KV length from an int32 array [batch] (kernel
