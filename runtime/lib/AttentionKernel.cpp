@@ -294,18 +294,17 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
-  if (info.balancedSplits &&
-      (!info.qGroup || !info.splitKV || !info.perSeqKV || info.persistent ||
-       info.leanEntry))
+  if (info.balancedSplits && (!info.qGroup || !info.splitKV || !info.perSeqKV ||
+                              info.persistent || info.leanEntry))
     return Status::error("balanced_splits needs a one-CTA-per-split decode "
                          "kernel over per-sequence lengths (q_group, "
                          "split_kv, per_seq_kv; no persistent or "
                          "lean_entry)");
   if (info.balancedSplits && info.mergeKernel && info.balancedSplits < 3)
-    return Status::error("balanced_splits = " +
-                         std::to_string(info.balancedSplits) +
-                         " with merge_kernel: only balanced_splits = 3 "
-                         "kernels have a merge kernel for their splits");
+    return Status::error(
+        "balanced_splits = " + std::to_string(info.balancedSplits) +
+        " with merge_kernel: only balanced_splits = 3 "
+        "kernels have a merge kernel for their splits");
   if (info.blockM % info.qTiles)
     return Status::error("q_tiles = " + std::to_string(info.qTiles) +
                          " does not divide block_m = " +
@@ -1308,8 +1307,8 @@ DecodeSplits AttentionKernel::decodeSplitsFor(const AttentionArgs &args) const {
                (args.kvSplits < 1 && kernelInfo.kvSplits == 1) ||
                (byModel && splits == 1 && waves);
     // (A kernel of .meta balanced_splits = 1 predates -S: its budget.)
-    bool uniform = (byModel && waves && kernelInfo.balancedSplits >= 2) ||
-                   mergeKernel;
+    bool uniform =
+        (byModel && waves && kernelInfo.balancedSplits >= 2) || mergeKernel;
     balanced.balancedBudget = one       ? 1
                               : uniform ? -splits
                                         : tiles * splits;

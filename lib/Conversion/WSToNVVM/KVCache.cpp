@@ -82,7 +82,8 @@ Value KernelLowering::sumSeqBlocks(Value batches) {
 
 void KernelLowering::emitKVCacheStart(Value len) {
   if (kernel.getPerSeqKv())
-    kvLen = len ? len : loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));
+    kvLen =
+        len ? len : loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));
   if (!pageSize)
     return;
   Value maxPages = param(kMaxPages);

@@ -388,9 +388,9 @@ void KernelLowering::emitBalancedSplit() {
     // an inclusive scan of the 32 lanes' CTAs, the first lane past `cta`
     // by ballot. Its length comes from the lane that found it (no second
     // load before the CTA's first copy).
-    auto walk = scf::ForOp::create(
-        b, loc, c32(0), batches, c32(32),
-        ValueRange{c32(0), batches, c32(0), c32(1), c32(0)});
+    auto walk =
+        scf::ForOp::create(b, loc, c32(0), batches, c32(32),
+                           ValueRange{c32(0), batches, c32(0), c32(1), c32(0)});
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(walk.getBody());

@@ -194,9 +194,8 @@ LogicalResult KernelOp::verifyRegions() {
       (!getSplitKv() || getPersistent() || getTarget() != Target::sm_90a))
     return emitOpError() << "merge_kernel merges the splits of a decode "
                             "kernel (sm_90a, split_kv, not persistent)";
-  if (getBalancedSplits() &&
-      (!getSplitKv() || !getPerSeqKv() || !getQGroup() || getPersistent() ||
-       getTarget() != Target::sm_90a))
+  if (getBalancedSplits() && (!getSplitKv() || !getPerSeqKv() || !getQGroup() ||
+                              getPersistent() || getTarget() != Target::sm_90a))
     return emitOpError() << "balanced_splits shares the CTAs of an sm_90a "
                             "decode grid by per-sequence lengths: it needs "
                             "q_group, split_kv and per_seq_kv, without "
