@@ -732,7 +732,8 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
     sm_90a),
     else prefill; "prefill" / "decode" choose. A KV cache (decode only):
     kv_lengths, int32 [B] on q's device, each sequence's KV length (0
-    allowed; at most seq_kv, not checked: it is on the GPU); block_table,
+    allowed; at most seq_kv, not checked: it is on the GPU; the kernel
+    reads a longer one as seq_kv); block_table,
     int32 [B, max_pages] page indices into k and v, which are then page
     pools [num_pages, page, Hkv, D] ([num_pages, Hkv, page, D] with "bhsd";
     page a power of two 16..256). seq_kv: the KV length (or the bound of

@@ -1160,7 +1160,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       int64_t all = int64_t(args.batch) * args.numKVHeads * tiles;
       int64_t ctas = choice.balancedBudget > 0 ? choice.balancedBudget + all
                                                : -choice.balancedBudget * all;
-      // The kernel sums the tiles' blocks in 32 bits (seqKV bounds each).
+      // The kernel sums the tiles' blocks in 32 bits (it clamps each
+      // length to seqKV).
       int64_t blocks = (args.seqKV + kernelInfo.blockN - 1) / kernelInfo.blockN;
       if (all * blocks > INT32_MAX || ctas > INT32_MAX)
         return Status::error(doing +

@@ -2,7 +2,9 @@
 //
 // The decode KV caches serving engines use (ws.kernel per_seq_kv,
 // page_size; kernel parameters 15-17, ABI 4):
-//   - per_seq_kv: the CTA's sequence length is lengths[batch] (read once);
+//   - per_seq_kv: the CTA's sequence length is lengths[batch] (read once,
+//     at most the launch's seq_kv: a length past the caller's bound reads
+//     no row past the cache);
 //     its block count, tail mask, causal diagonal and splits follow it
 //     (LoweringBase::seqKVLen).
 //   - page_size = P: K and V are [num_pages, P, kv_heads, head_dim], their
@@ -53,19 +55,17 @@ bool KernelLowering::hasKVCacheParams() {
   return kernel.getPerSeqKv() || kernel.getPageSize();
 }
 
-Value KernelLowering::seqLenOf(Value seq, bool clampToBound) {
+Value KernelLowering::seqLenOf(Value seq) {
   Value len = loadInvariantI32(b, loc, param(kSeqLensKV), ext64(seq));
-  if (clampToBound)
-    len = arith::MinUIOp::create(b, loc, len, param(kSeqKV));
-  return len;
+  return arith::MinUIOp::create(b, loc, len, param(kSeqKV));
 }
 
 Value KernelLowering::blocksOfLen(Value len) {
   return divu(add(len, c32(blockN - 1)), c32(blockN));
 }
 
-Value KernelLowering::seqBlocksOf(Value seq, bool clampToBound) {
-  return blocksOfLen(seqLenOf(seq, clampToBound));
+Value KernelLowering::seqBlocksOf(Value seq) {
+  return blocksOfLen(seqLenOf(seq));
 }
 
 Value KernelLowering::sumSeqBlocks(Value batches) {
@@ -82,8 +82,7 @@ Value KernelLowering::sumSeqBlocks(Value batches) {
 
 void KernelLowering::emitKVCacheStart(Value len) {
   if (kernel.getPerSeqKv())
-    kvLen =
-        len ? len : loadInvariantI32(b, loc, param(kSeqLensKV), ext64(batch));
+    kvLen = len ? len : seqLenOf(batch);
   if (!pageSize)
     return;
   Value maxPages = param(kMaxPages);

@@ -349,7 +349,7 @@ void KernelLowering::emitBalancedSplit() {
     Value seq = add(first, lane);
     Value valid = cmp(arith::CmpIPredicate::ult, seq, batches);
     Value safe = arith::MinUIOp::create(b, loc, seq, sub(batches, c32(1)));
-    return select(valid, seqLenOf(safe, /*clampToBound=*/true), c32(0));
+    return select(valid, seqLenOf(safe), c32(0));
   };
   // Budget 1: one split per tile (per = W); a negative budget -S: S splits
   // per tile whatever the lengths (the split grid's mapping, which the
@@ -480,8 +480,7 @@ void KernelLowering::emitBalancedSplit() {
     b.setInsertionPointToStart(&len.getThenRegion().front());
     scf::YieldOp::create(b, loc, ValueRange{ifOp.getResult(4)});
     b.setInsertionPointToStart(&len.getElseRegion().front());
-    scf::YieldOp::create(b, loc,
-                         ValueRange{seqLenOf(batch, /*clampToBound=*/true)});
+    scf::YieldOp::create(b, loc, ValueRange{seqLenOf(batch)});
   }
   emitKVCacheStart(len.getResult(0));
   setSplitRange();

@@ -77,12 +77,13 @@ private:
                              llvm::function_ref<void(Value)> setItem,
                              ValueRange carryInit = {});
   SmallVector<Value> itemCarry, itemCarryNext;
-  /// per_seq_kv: ceil(lengths[seq] / block_n) (KVCache.cpp).
-  /// clampToBound: the length at most the launch's seq_kv (the caller's
-  /// contract; balanced_splits' grid bound rests on it).
-  Value seqBlocksOf(Value seq, bool clampToBound = false);
-  /// lengths[seq], at most seq_kv with clampToBound.
-  Value seqLenOf(Value seq, bool clampToBound);
+  /// per_seq_kv: ceil(seqLenOf(seq) / block_n) (KVCache.cpp).
+  Value seqBlocksOf(Value seq);
+  /// min(lengths[seq], seq_kv): every read of a length is clamped to the
+  /// launch's bound (the caller's contract), so a length past it reads no
+  /// row past the cache, lean's 32-bit block sums cannot wrap, and
+  /// balanced_splits' grid bound holds.
+  Value seqLenOf(Value seq);
   /// ceil(len / block_n).
   Value blocksOfLen(Value len);
   /// The sum of seqBlocksOf over sequences 0 .. batches - 1 (a loop of

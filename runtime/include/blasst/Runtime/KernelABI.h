@@ -41,7 +41,8 @@
 //                 each sequence's KV length (0 allowed: O = 0, LSE = -inf),
 //                 or null when the kernel is not per_seq_kv (seqKV, 7, is
 //                 then every sequence's length; with per_seq_kv it is an
-//                 upper bound the host uses for the split count).
+//                 upper bound the host uses for the split count, and the
+//                 kernel reads every length as min(length, seqKV)).
 //   16 blockTable pointer to int32 [batch, maxPages]: the pages of each
 //                 sequence (paged kernels), or null.
 //   17 maxPages   int32, the block table's columns (>= 1 when paged). The

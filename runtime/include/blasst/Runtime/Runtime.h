@@ -442,9 +442,10 @@ struct AttentionArgs {
   /// parameters 15-17). seqLensKV: int32 [batch] in device memory, each
   /// sequence's KV length (0 allowed), for kv_lengths = per_sequence
   /// kernels; seqKV is then an upper bound of them (it sizes the splits and,
-  /// for a contiguous cache, K and V's seq dimension). blockTable: int32
-  /// [batch, maxPages] page indices for a paged kv_cache; K and V are then
-  /// [numPages, page, kv_heads, head_dim] (kStrides/vStrides: batch = the
+  /// for a contiguous cache, K and V's seq dimension; the kernel takes a
+  /// length past it as seqKV, so it never reads past the cache). blockTable:
+  /// int32 [batch, maxPages] page indices for a paged kv_cache; K and V are
+  /// then [numPages, page, kv_heads, head_dim] (kStrides/vStrides: batch = the
   /// page stride, seq = the token stride). The caller guarantees every
   /// length <= maxPages * page (the kernel clamps its table reads to the
   /// row; the host checks seqKV, the runtime cannot read device lengths),
