@@ -8,12 +8,12 @@
 # dense contiguous, per-sequence contiguous, paged with 64-token pages).
 # With BLASST=1 (default) also the BLASST decode kernels with the KV caches
 # (bkv_*, run-decode-kv.sh's BLASST part: statistics on, ln_lambda = -8
-# and one a=64 kernel, whose T follows each sequence's length); DENSE=0
+# and one a=64 kernel, whose T follows each sequence's length; per-sequence
+# BLASST kernels take splits that follow the lengths by default); DENSE=0
 # leaves out the dense ones (a BLASST-only run); BALANCED=1 builds every
 # per-sequence kernel with --balanced-splits (dense ones too, then without
-# the lean entry; with the merge kernel since session 35) and adds the
-# BLASST benchmark pair (bench_bkv_*, run-decode-kv.sh BALBENCH=1: balanced
-# against --balanced-splits=false).
+# the lean entry) and adds the BLASST benchmark pair (bench_bkv_*,
+# run-decode-kv.sh BALBENCH=1: the default against --balanced-splits=false).
 # Usage: test/gpu/build-decode-kv-kernels.sh [BUILD] [OUT]   (OUT default:
 # .device/decode-kv, with a copy of blasst-bench in OUT/bin for the device)
 set -euo pipefail

@@ -21,7 +21,8 @@
 # racecheck/memcheck/synccheck.
 # Usage: run-decode-kv.sh [KDIR] [OUT]   (KDIR default .device/decode-kv,
 # from build-decode-kv-kernels.sh; its bin/blasst-bench is used). Env:
-# CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0, LEANPS=0 skip a part
+# CHECKS=0, PAGED=0, SANITIZER=0, BENCH=0, BLASST=0, LEANPS=0, OVERLONG=0
+# skip a part (OVERLONG: lengths past seq_kv, read as seq_kv)
 # (LEANPS: the lean entry with skewed per-sequence lengths, LEANPS_KERNELS
 # its kernels' names without _c<causal>; LEANBENCH=1
 # adds the mixed-length benchmark, lean entry against the split grid;
@@ -58,7 +59,7 @@ sanitize() { local tag="$1" k="$2" tool="$3"; shift 3
     "$@" "${CHK[@]}" >"$log" 2>&1
   local rc=$?; echo "$tag$k $tool exit $rc: $(grep -E 'SUMMARY' "$log")"
   [[ $rc -eq 0 ]] || fails=$((fails + 1)); }
-if [[ ${ONLY:-} == blasst ]]; then CHECKS=0 PAGED=0 SANITIZER=0 BENCH=0 LEANPS=0; fi
+if [[ ${ONLY:-} == blasst ]]; then CHECKS=0 PAGED=0 SANITIZER=0 BENCH=0 LEANPS=0 OVERLONG=0; fi
 # Length sets: batch 1; 4 mixed with 0 and 1; 6 mixed off every block/page
 # boundary; 8 random in [0, 3001] (the first at 3001).
 LENSETS=("1:1000" "4:1,0,4097,517" "6:63,257,2049,1,0,3001" "8:random:3001")
@@ -122,6 +123,30 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
       sanitize "" "$k" "$tool" --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3
     done
   done
+fi
+if [[ ${OVERLONG:-1} == 1 ]]; then
+  # Hardening: lengths past the caller's bound seq_kv (--kv-overlong: every
+  # sequence of length seq_kv is passed as seq_kv + 10^6): each kernel reads
+  # such a length as seq_kv, so O and LSE equal the reference at seq_kv, and
+  # the cp.async copies of a contiguous cache read nothing past it (memcheck,
+  # the last sequence overlong). Dense: the lean entry (no forced splits) and
+  # the split grid; paged; BLASST (the kernels of this KDIR that exist).
+  echo "=== lengths past seq_kv, read as seq_kv ==="
+  OL=(--seq-kv 4096 --kv-overlong 1000000 --seq-q 4)
+  for k in kv_ps_hd128_q32kv8_ctrue kv_pg64_hd128_q32kv8_ctrue bkv_ps_hd128_q32kv8_ctrue bkv_pg64_hd128_q32kv8_ctrue; do
+    [[ -f $K/$k.cubin ]] || continue
+    bl=(); [[ $k == b* ]] && bl=(--dial 0.7 --stats)
+    for splits in 0 3; do
+      run "overlong_${k}_s$splits" --kernel "$K/$k" --batch 4 --kv-lengths 1,4096,517,4096 "${OL[@]}" \
+        --kv-splits $splits "${bl[@]}" "${CHK[@]}"
+    done
+  done
+  if [[ ${OVERLONG_SANITIZER:-${SANITIZER:-1}} == 1 ]] && command -v compute-sanitizer >/dev/null && [[ -f $K/kv_ps_hd128_q32kv8_ctrue.cubin ]]; then
+    for splits in 0 3; do
+      sanitize "overlong_s${splits}_" kv_ps_hd128_q32kv8_ctrue memcheck --batch 2 --kv-lengths 517,4096 "${OL[@]}" --kv-splits $splits
+    done
+  fi
+  echo "overlong: $runs runs, $fails failed"
 fi
 if [[ ${LEANPS:-1} == 1 ]]; then
   # The lean entry with per-sequence lengths (every dense per-sequence launch

@@ -102,6 +102,10 @@ shape:
                        of each sequence's length (BLASST kernels: the
                        skipping model walks each sequence's own length,
                        with its own T under the a= policy)
+  --kv-overlong E      hardening check: every sequence of length seq_kv
+                       is passed to the kernel as seq_kv + E (a length past
+                       the caller's bound, at most 2^31-1); the kernel reads
+                       it as seq_kv, and the checks compare with that
 inputs:
   --seed S             RNG seed (default 1234); inputs depend only on the seed
   --dist uniform|normal   uniform in [-1,1] (default) or standard normal
@@ -196,6 +200,8 @@ struct Options {
   /// --kv-lengths: the list, or random (kvLengthsRandom).
   std::vector<int64_t> kvLengths;
   bool kvLengthsRandom = false;
+  /// --kv-overlong: added to the device copy of lengths equal to seq_kv.
+  int64_t kvOverlong = 0;
   CheckMode check = CheckMode::Full;
   int64_t checkRows = 0;
   int64_t warmup = 10;
@@ -397,6 +403,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       o->vsFirst = true;
     } else if (arg == "--warmup") {
       err = intArg(&o->warmup, 0);
+    } else if (arg == "--kv-overlong") {
+      err = intArg(&o->kvOverlong, 0, INT32_MAX);
     } else if (arg == "--iters") {
       err = intArg(&o->iters, 0);
     } else if (arg == "--stamps") {
@@ -881,6 +889,9 @@ std::string kvCacheFor(const Options &opt, const AttentionSpec &spec,
   if (!spec.kvPerSequence && (opt.kvLengthsRandom || !opt.kvLengths.empty()))
     return "--kv-lengths: the kernel was built with kv_lengths = uniform "
            "(every sequence seq_kv); build it with kv_lengths=per_sequence";
+  if (!spec.kvPerSequence && opt.kvOverlong)
+    return "--kv-overlong: the kernel was built with kv_lengths = uniform "
+           "(it reads no lengths); build it with kv_lengths=per_sequence";
   if (spec.kvPerSequence) {
     if (opt.kvLengthsRandom) {
       for (int64_t b = 0; b < s.batch; ++b)
@@ -1345,7 +1356,12 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
         DeviceBuffer::allocate(ctx, oElements * 2, "O", &run->o)})
     if (!st)
       return fail(r, st.message());
-  std::vector<int32_t> lens32(kv.lengths.begin(), kv.lengths.end());
+  // --kv-overlong: the device's lengths past the bound (the checks keep
+  // seq_kv, which the kernel clamps them to).
+  std::vector<int32_t> lens32;
+  for (int64_t n : kv.lengths)
+    lens32.push_back(int32_t(
+        n == s.seqKV ? std::min<int64_t>(n + opt.kvOverlong, INT32_MAX) : n));
   if (!lens32.empty())
     if (Status st = DeviceBuffer::allocate(ctx, lens32.size() * 4,
                                            "KV lengths", &run->lens);

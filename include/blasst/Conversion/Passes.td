@@ -73,7 +73,8 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            /*default=*/"\"auto\"",
            "sm_90a decode over per-sequence lengths: each tile takes KV "
            "splits in proportion to its sequence's length (the launch's "
-           "CTAs shared out by blocks): auto (default: off), true or "
+           "CTAs shared out by blocks): auto (default: on for BLASST "
+           "decode with one CTA per split, off for dense decode), true or "
            "false">,
     Option<"leanEntry", "lean-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a dense decode: a lean entry (<kernel>_lean) beside the "

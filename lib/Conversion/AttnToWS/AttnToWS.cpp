@@ -169,14 +169,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // which the model leaves to the in-kernel merge
   // (docs/results/2026-12-04-session25.md). Persistent and lean CTAs merge
   // in the kernel.
-  // Splits that follow per-sequence lengths (balanced_splits, left unset
-  // unless asked for): their tiles' split counts are on the device, so
-  // with a CTA budget the last split merges; the merge kernel takes the
-  // launches of S splits per tile (budget -S: the split grid's slots),
-  // which the runtime gives the launches the split model pairs with it
-  // (MQA, seq_q 4-8). Built to become the default of BLASST decode over
-  // per-sequence lengths; not before the merge kernel's path and the
-  // length from the search lane have run on the H200 (docs/next-steps.md).
+  // Splits that follow per-sequence lengths (balanced_splits): the default
+  // of BLASST decode over per-sequence lengths with one CTA per split
+  // (dense decode there takes the lean entry). Their tiles' split counts
+  // are on the device, so with a CTA budget the last split merges; the
+  // merge kernel takes the launches of S splits per tile (budget -S: the
+  // split grid's slots), which the runtime gives the launches the split
+  // model pairs with it (MQA, seq_q 4-8).
+  if (decode && hopper && !o.balancedSplits.has_value() &&
+      !spec.sparsity.isDense() && spec.kvPerSequence && !*o.persistent)
+    o.balancedSplits = true;
   if (decode && hopper && !o.mergeKernel.has_value())
     o.mergeKernel = !*o.persistent;
   if (!o.qInRegisters.has_value())

@@ -2,6 +2,8 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=DEFAULT
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=false" | FileCheck %s --check-prefix=GRID
+// RUN: sed -e 's/, sparsity = blasst(ln_lambda = -8.0)//' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=DENSE
 // RUN: sed -e 's/, kv_lengths = per_sequence//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a balanced-splits=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a balanced-splits=true persistent=true" 2>&1 | FileCheck %s --check-prefix=UNIFORM
 // RUN: sed -e 's/, phase = decode, kv_lengths = per_sequence//' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a balanced-splits=true" 2>&1 | FileCheck %s --check-prefix=PREFILL
@@ -79,11 +81,17 @@
 // LLVM: %[[NS:[0-9]+]] = arith.subi %c0_i32{{.*}}, %arg19 : i32
 // LLVM-NEXT: arith.maxsi %{{.*}}, %[[NS]] : i32
 
-// Off unless asked for (the record and the JIT key unchanged); with it the
-// merge kernel is there too (the runtime gives it the launches of a budget
-// of -S).
-// DEFAULT: q_group = 4 split_kv merge_kernel split_chunk = 1 per_seq_kv schedule
-// DEFAULT-NOT: balanced
+// The default of BLASST decode over per-sequence lengths, with the merge
+// kernel beside it (the runtime gives it the launches of a budget of -S);
+// balanced-splits=false is the split grid; dense decode keeps the split
+// grid with its lean entry.
+// DEFAULT: q_group = 4 split_kv merge_kernel balanced_splits split_chunk = 1 per_seq_kv schedule
+// DEFAULT-SAME: balanced_splits = true
+// GRID: q_group = 4 split_kv merge_kernel split_chunk = 1 per_seq_kv schedule
+// GRID-SAME: balanced_splits = false
+// DENSE: q_group = 4 split_kv merge_kernel per_seq_kv schedule
+// DENSE-NOT: balanced_splits
+// DENSE-SAME: lean_entry = true
 // UNIFORM: error: 'attn.attention' op decode schedule: balanced-splits=true shares the splits of a one-CTA-per-split grid by per-sequence lengths: it needs kv_lengths = per_sequence, without persistent or lean
 // PREFILL: error: 'attn.attention' op balanced-splits=true is an sm_90a decode schedule (KV splits that follow per-sequence lengths)
 // VERIFY: error: 'ws.kernel' op balanced_splits shares the CTAs of an sm_90a decode grid by per-sequence lengths: it needs q_group, split_kv and per_seq_kv, without persistent

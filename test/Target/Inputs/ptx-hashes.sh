@@ -115,12 +115,12 @@ variants() {
   done
   echo "bdecode_bf16_hd128_q32kv8_wait|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:ln_lambda=-8|--v-speculate-after=0"
   echo "bdecode_bf16_hd128_q32kv8_novod|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode sparsity=blasst:ln_lambda=-8|--v-on-demand=false"
-  # Splits that follow per-sequence lengths (session 33; with the merge
-  # kernel since session 35): contiguous and paged, and the split grid of
-  # the same spec (the default).
+  # Splits that follow per-sequence lengths (session 33; the default of
+  # BLASST decode over per-sequence lengths since session 35, with the
+  # merge kernel): contiguous and paged, and the split grid they replaced.
   echo "bdecode_balanced_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence sparsity=blasst:a=256 stats=true|--balanced-splits"
-  echo "bdecode_balanced_paged64_hd64_q32kv1|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 phase=decode kv_lengths=per_sequence kv_cache=paged:page=64 sparsity=blasst:a=256|--balanced-splits"
-  echo "bdecode_grid_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence sparsity=blasst:a=256 stats=true|"
+  echo "bdecode_balanced_paged64_hd64_q32kv1|dtype=bf16 head_dim=64 q_heads=32 kv_heads=1 phase=decode kv_lengths=per_sequence kv_cache=paged:page=64 sparsity=blasst:a=256|"
+  echo "bdecode_grid_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence sparsity=blasst:a=256 stats=true|--balanced-splits=false"
   # The presets as shipped.
   for p in llama3-8b-prefill llama3-8b-prefill-blasst llama3-8b-decode mha-hd64-prefill mha-hd128-prefill; do
     echo "preset_${p}|preset=$p|"
