@@ -20,7 +20,7 @@
 # splits, per-sequence and paged lengths, racecheck/memcheck; a few
 # minutes); ONLY=gqa runs just those (kernels from build-decode-kernels.sh,
 # whose default GQA=1 builds them; ONLY=gqa there builds only them). LEAN=1
-# checks the lean decode kernels (lean_*: every element with the grid the
+# checks the lean decode kernels (lean_*, head_dim 128 and 256: every element with the grid the
 # runtime picks and with forced tiles x s grids, 1000 launches,
 # racecheck/memcheck). LEANENTRY=1 checks the lean entry of the dense decode
 # kernels (dec_hd128_*, dec_hd64_*, paged pg*_: ragged shapes launch
@@ -155,7 +155,7 @@ if [[ ${LEAN:-0} == 1 ]]; then
   # blocks (batch 1 x 63 keys: 8 tiles of one block), seq_q 1-8 causal.
   echo "=== lean decode vs the CPU reference (every element) ==="
   l0=$runs; lf=$fails
-  for k in lean_hd128_q16kv16 lean_hd128_q32kv8 lean_hd128_q32kv1; do
+  for k in lean_hd128_q16kv16 lean_hd128_q32kv8 lean_hd128_q32kv1 lean_hd256_q32kv8 lean_hd256_q32kv1; do
     ks=(--kernel "$K/${k}_cfalse" --kernel "$K/${k}_ctrue")
     for sq in 1 4 8; do
       for shape in "1 1000" "8 3001" "17 517" "3 40000" "1 63" "5 16384"; do

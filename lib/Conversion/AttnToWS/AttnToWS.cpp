@@ -61,9 +61,10 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
 /// setmaxnreg; nothing to move at one CTA per SM): no spills in the matrix,
 /// and the entry 3-18% faster than the split grid at 13 of 14 shapes where
 /// it is taken with one KV head, 2.5% slower at the 14th
-/// (docs/results/2026-12-04-session30.md §3).
+/// (docs/results/2026-12-04-session30.md §3). At head_dim 256 alike (with
+/// 32-key blocks; resolveSchedule): below 256 the compute warpgroup spilled.
 static int64_t leanRegs(const AttentionSpec &spec) {
-  return spec.headDim == 64 ? 256 : 0;
+  return spec.headDim == 64 || spec.headDim > 128 ? 256 : 0;
 }
 
 ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
@@ -88,8 +89,17 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // stages): 1.00x at every level (session 19 §6).
   bool decode256Blasst =
       decode && spec.headDim > 128 && !spec.sparsity.isDense();
+  // Lean CTAs at head_dim 256 (dense): the same 32-key blocks in 5 stages.
+  // With the split grid's 64-key blocks in 2 stages ptxas spilled 340 bytes
+  // in the compute warpgroup (the item loop's state beside O's 128
+  // registers); with 32-key blocks none, at 4 or 5 stages, once both
+  // warpgroups keep 256 registers (leanRegs; causal with LSE spilled 112
+  // bytes at 240 / 128 and 12 at 248 / 40).
+  bool decode256Lean = decode && spec.headDim > 128 && o.lean.value_or(false);
   if (decode && !o.blockN)
-    o.blockN = decode256Blasst ? 32 : spec.headDim > 64 ? 64 : 128;
+    o.blockN = decode256Blasst || decode256Lean ? 32
+               : spec.headDim > 64              ? 64
+                                                : 128;
   // BLASST decode at head_dim 128 takes 4 stages (144 KB): with V on demand
   // a skipped block moves only its K tile, and the load role streams K as
   // many blocks ahead as the ring is deep (blasst-v-on-demand's k-ahead), so
@@ -138,7 +148,7 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
       spec.headDim <= 128 && spec.sparsity.isDense())
     o.stages = spec.paged() && spec.kvPageSize < 4 * o.blockN ? 6 : 3;
   if (decode && !o.stages)
-    o.stages = spec.headDim > 128  ? (decode256Blasst ? 5 : 2)
+    o.stages = spec.headDim > 128  ? (decode256Blasst || decode256Lean ? 5 : 2)
                : spec.headDim > 64 ? (spec.sparsity.isDense() ? 2 : 4)
                                    : 4;
   // sm_90a: FlashAttention-3's schedule (the intra-warpgroup overlap with P
@@ -1018,11 +1028,12 @@ struct ConvertAttnToWSPass
                 "splits read contiguous K/V only (lean CTAs take pages)";
         else if (*opts.persistent &&
                  !(spec.headDim == 128 ||
-                   (spec.headDim == 64 && opts.lean.value_or(false))))
+                   ((spec.headDim == 64 || spec.headDim == 256) &&
+                    opts.lean.value_or(false))))
           why = "persistent=true: persistent decode CTAs are available at "
-                "head_dim 128, lean CTAs at 64 and 128 (CTAs walking the "
-                "splits copy by TMA, and at 64 their item loop makes ptxas "
-                "spill the consumer's registers; 256 as for prefill)";
+                "head_dim 128, lean CTAs at 64, 128 and 256 (CTAs walking "
+                "the splits copy by TMA, and at 64 and 256 their item loop "
+                "makes ptxas spill the consumer's registers)";
         else if (opts.splitChunk && !*opts.splitInterleave)
           why = "split-chunk=" + std::to_string(*opts.splitChunk) +
                 " with split-interleave=false: chunks are how interleaved "
@@ -1054,7 +1065,10 @@ struct ConvertAttnToWSPass
                 "decode)";
         return signalPassFailure();
       }
-      if (*opts.persistent && spec.headDim > 128) {
+      // (Decode: the schedule's checks above; lean CTAs at head_dim 256
+      // take 32-key blocks, which fit.)
+      if (*opts.persistent && spec.headDim > 128 &&
+          spec.phase == Phase::Prefill) {
         op.emitOpError() << "persistent=true is not available at head_dim > "
                             "128 yet: ptxas spills the consumers' registers";
         return signalPassFailure();

@@ -10,7 +10,9 @@
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / lean /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=VERIFY
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
 // RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=PAGED
-// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" 2>&1 | FileCheck %s --check-prefix=HD256
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=HD256
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a persistent=true" 2>&1 | FileCheck %s --check-prefix=HD256WALK
 // RUN: sed -e 's/phase = decode/phase = decode, kv_cache = paged(page = 16)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" | sed -e 's/ persistent lean / persistent /' | not blasst-opt 2>&1 | FileCheck %s --check-prefix=PAGEDBAD
 // RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
 // RUN: sed -e 's/phase = decode/phase = decode, kv_lengths = per_sequence/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a lean=true" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=PERSEQ
@@ -61,7 +63,18 @@
 // (each part reads its tile's table row).
 // PAGED: ws.kernel @gqa_kernel
 // PAGED-SAME: persistent lean q_group = 4 split_kv page_size = 16
-// HD256: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64 and 128
+// Head_dim 256: 32-key blocks in 5 stages, both warpgroups at 256
+// registers (no setmaxnreg; with the split grid's 64-key blocks in 2
+// stages the compute warpgroup spilled 340 bytes).
+// HD256: ws.kernel @gqa_kernel
+// HD256-SAME: persistent lean q_group = 4 split_kv
+// HD256-SAME: block_n = 32
+// HD256-SAME: consumer_regs = 256
+// HD256-SAME: producer_regs = 256
+// HD256-SAME: stages = 5
+// HD256: ws.pipe @k_pipe depth 5 producer @producer consumers [@consumer0] buffers [@k] cp_async
+// Persistent CTAs walking the splits stay at head_dim 128.
+// HD256WALK: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64, 128 and 256
 // PAGEDBAD: error: 'ws.kernel' op persistent with q_group needs split_kv over one contiguous range per split (no split_chunk; per_seq_kv or page_size only with lean)
 // Per-sequence lengths: the shares follow each sequence's blocks; a part
 // whose tile spans CTAs writes slot c (the part holding the CTA's first

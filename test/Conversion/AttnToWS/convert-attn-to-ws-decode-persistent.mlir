@@ -31,7 +31,7 @@
 // LLVM: scf.for %{{.*}} = %[[FIRST]] to %[[ITEMS]] step %[[STRIDE]] iter_args
 
 // SPARSE: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are implemented for dense attention (no sparsity or split-interleave), over KV caches of one length unless lean (lean CTAs share per-sequence lengths' blocks)
-// HD64: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64 and 128
+// HD64: error: 'attn.attention' op decode schedule: persistent=true: persistent decode CTAs are available at head_dim 128, lean CTAs at 64, 128 and 256
 // PAGED: error: 'attn.attention' op decode schedule: persistent=true with a paged kv_cache: CTAs walking the splits read contiguous K/V only (lean CTAs take pages)
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>

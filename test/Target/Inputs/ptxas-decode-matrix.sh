@@ -13,11 +13,11 @@
 set -euo pipefail
 compile="$1"; out="$2"; shift 2; extra=("$@"); mkdir -p "$out"
 n=0
-build() { # name spec
-  local name="$1"
-  printf 'name=%s %s\n' "$name" "$2" >"$out/$name.in.spec"
+build() { # name spec [flags of this kernel...]
+  local name="$1" spec="$2"; shift 2
+  printf 'name=%s %s\n' "$name" "$spec" >"$out/$name.in.spec"
   log=$("$compile" --spec "$out/$name.in.spec" --target sm_90a --emit cubin \
-        -o "$out/$name" -v "${extra[@]}" 2>&1) || { echo "FAIL $name"; echo "$log"; exit 1; }
+        -o "$out/$name" -v "${extra[@]}" "$@" 2>&1) || { echo "FAIL $name"; echo "$log"; exit 1; }
   # Every entry of the module (the kernel, its merge kernel, its lean
   # entry) reports its own spills: none may spill.
   if ! grep -q "0 bytes spill stores, 0 bytes spill loads" <<<"$log" ||
@@ -103,5 +103,25 @@ if [[ " ${extra[*]-} " != *" --sparsity"* ]]; then
         "dtype=bf16 head_dim=$hd q_heads=32 kv_heads=8 causal=true lse=false phase=decode kv_cache=paged:page=$page"
     done
   done
+fi
+# Lean CTAs at head_dim 256 (--lean, opt-in: 32-key blocks in 5 stages,
+# both warpgroups at 256 registers; 240 spilled 112 B causal with LSE):
+# GQA / MQA / G = 3, causal with LSE, per-sequence lengths, pages of 16, f16.
+if [[ " ${extra[*]-} " != *" --sparsity"* ]]; then
+  for heads in "32 8" "32 1" "9 3"; do
+    read -r qh kvh <<<"$heads"
+    build "decode_leanonly_hd256_q${qh}kv${kvh}_causal" \
+      "dtype=bf16 head_dim=256 q_heads=$qh kv_heads=$kvh causal=true lse=true phase=decode" --lean
+  done
+  build "decode_leanonly_hd256_q32kv8" \
+    "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false lse=false phase=decode" --lean
+  build "decode_leanonly_f16_hd256_q32kv8_causal" \
+    "dtype=f16 head_dim=256 q_heads=32 kv_heads=8 causal=true lse=true phase=decode" --lean
+  if [[ ${KV:-1} == 1 ]]; then
+    build "decode_leanonly_perseq_hd256_q32kv8_causal" \
+      "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=true lse=true phase=decode kv_lengths=per_sequence" --lean
+    build "decode_leanonly_paged16_hd256_q32kv1_causal" \
+      "dtype=bf16 head_dim=256 q_heads=32 kv_heads=1 causal=true lse=true phase=decode kv_lengths=per_sequence kv_cache=paged:page=16" --lean
+  fi
 fi
 echo "assembled $n sm_90a decode kernels, no spills"
