@@ -443,7 +443,8 @@ struct AttentionArgs {
   /// sequence's KV length (0 allowed), for kv_lengths = per_sequence
   /// kernels; seqKV is then an upper bound of them (it sizes the splits and,
   /// for a contiguous cache, K and V's seq dimension; the kernel takes a
-  /// length past it as seqKV, so it never reads past the cache). blockTable:
+  /// length past it, or a negative one (compared unsigned), as seqKV, so
+  /// it never reads past the cache). blockTable:
   /// int32 [batch, maxPages] page indices for a paged kv_cache; K and V are
   /// then [numPages, page, kv_heads, head_dim] (kStrides/vStrides: batch = the
   /// page stride, seq = the token stride). The caller guarantees every
