@@ -43,7 +43,7 @@ ws::Target blasst::toWSTarget(blasst::Target target) {
 static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Decode &&
          spec.sparsity.isDense() &&
-         (spec.headDim == 128 || spec.headDim == 64) &&
+         (spec.headDim == 128 || spec.headDim == 64 || spec.headDim == 256) &&
          spec.headDimV == spec.headDim && !o.persistent.value_or(false) &&
          !o.lean.value_or(false) && o.kvCpAsync.value_or(false) &&
          o.kvSplits.value_or(0) == 0 && !o.splitInterleave.value_or(false) &&
@@ -959,13 +959,13 @@ struct ConvertAttnToWSPass
       }
       if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
         op.emitOpError()
-            << "lean-entry=true needs sm_90a dense decode at head_dim 64 "
-               "or 128 over a contiguous or paged KV cache (one length or "
-               "per-sequence lengths), "
+            << "lean-entry=true needs sm_90a dense decode at head_dim 64, "
+               "128 or 256 over a contiguous or paged KV cache (one length "
+               "or per-sequence lengths), "
                "with cp.async K/V, one CTA per split (no persistent, lean, "
-               "kv-splits, split-interleave or ctas-per-sm=2), the default "
-               "KV blocks (64 keys at head_dim 128, 128 at 64) and q heads "
-               "per kv head dividing 64";
+               "kv-splits, split-interleave or ctas-per-sm=2), the lean "
+               "CTAs' KV blocks (64 keys at head_dim 128, 128 at 64, 32 at "
+               "256: block-n=32) and q heads per kv head dividing 64";
         return signalPassFailure();
       }
       if (opts.balancedSplits.value_or(false) &&

@@ -10,6 +10,8 @@
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=HD64
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a block-n=64" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a block-n=32 stages=5" | FileCheck %s --check-prefix=HD256
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a lean-entry=true block-n=64" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/phase = decode/phase = decode, sparsity = blasst(ln_lambda = -8.0)/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a lean=true" | FileCheck %s --check-prefix=LEAN
@@ -96,6 +98,15 @@
 // HD64: ws.role @producer load warps [0, 4) regs 256
 // HD64: ws.role @consumer0 compute warps [4, 8) regs 256
 
+// Head_dim 256: the split grid's 64-key blocks (the default) take no entry;
+// with the lean CTAs' 32-key blocks (opt-in) the entry is there.
+// HD256: ws.kernel @gqa_kernel
+// HD256-SAME: block_n = 32
+// HD256-SAME: lean_entry = true
+// HD256: ws.kernel @gqa_kernel_lean
+// HD256-SAME: persistent lean q_group = 4 split_kv
+// HD256-SAME: consumer_regs = 256
+// HD256-SAME: stages = 5
 // OFF: ws.kernel @gqa_kernel
 // OFF-NOT: lean_entry = true
 // OFF-NOT: ws.kernel @gqa_kernel_lean
@@ -104,7 +115,7 @@
 // LEAN-SAME: lean_entry = false
 // LEAN-NOT: ws.kernel @gqa_kernel_lean
 
-// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 64 or 128 over a contiguous or paged KV cache (one length or per-sequence lengths)
+// ERR: error: 'attn.attention' op lean-entry=true needs sm_90a dense decode at head_dim 64, 128 or 256 over a contiguous or paged KV cache (one length or per-sequence lengths)
 // BAD: lean-entry
 func.func @gqa(%q: memref<?x?x32x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>, %o: memref<?x?x32x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 32, kv_heads = 8, phase = decode>) : memref<?x?x32x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x32x128xbf16>
