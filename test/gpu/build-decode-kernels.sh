@@ -89,30 +89,23 @@ if [[ ${BLASST:-1} == 1 ]]; then
   done
 fi
 # Lean decode (--lean: persistent CTAs, one per SM, sharing all tiles' KV
-# blocks across tile boundaries; dense, contiguous KV, head_dim 128): the
+# blocks across tile boundaries; dense, contiguous KV, head_dim 128 and 256): the
 # checks of run-decode.sh LEAN=1 (MHA / GQA / MQA x causal, LSE) and the
 # benchmark kernel.
 if [[ ${LEAN:-1} == 1 ]]; then
-  for heads in "16 16" "32 8" "32 1"; do
-    read -r qh kvh <<<"$heads"
-    for causal in false true; do
-      BLASST_COMPILE_FLAGS=--lean mk "lean_hd128_q${qh}kv${kvh}_c${causal}" \
-        "dtype=bf16 head_dim=128 q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode"
+  # head_dim 128, and 256 (opt-in there: 32-key blocks in 5 stages; no MHA).
+  for hd in 128 256; do
+    for heads in "16 16" "32 8" "32 1"; do
+      read -r qh kvh <<<"$heads"
+      [[ $hd == 256 && $qh == 16 ]] && continue
+      for causal in false true; do
+        BLASST_COMPILE_FLAGS=--lean mk "lean_hd${hd}_q${qh}kv${kvh}_c${causal}" \
+          "dtype=bf16 head_dim=$hd q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode"
+      done
     done
+    BLASST_COMPILE_FLAGS=--lean mk "bench_lean_hd${hd}_q32kv8" \
+      "dtype=bf16 head_dim=$hd q_heads=32 kv_heads=8 causal=false phase=decode"
   done
-  BLASST_COMPILE_FLAGS=--lean mk bench_lean_hd128_q32kv8 \
-    "dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=false phase=decode"
-  # Lean CTAs at head_dim 256 (opt-in: 32-key blocks in 5 stages), checked
-  # as the head_dim 128 ones are, and the benchmark kernel.
-  for heads in "32 8" "32 1"; do
-    read -r qh kvh <<<"$heads"
-    for causal in false true; do
-      BLASST_COMPILE_FLAGS=--lean mk "lean_hd256_q${qh}kv${kvh}_c${causal}" \
-        "dtype=bf16 head_dim=256 q_heads=$qh kv_heads=$kvh causal=$causal lse=true phase=decode"
-    done
-  done
-  BLASST_COMPILE_FLAGS=--lean mk bench_lean_hd256_q32kv8 \
-    "dtype=bf16 head_dim=256 q_heads=32 kv_heads=8 causal=false phase=decode"
   # The lean entry over paged caches of one length (run-decode.sh
   # LEANENTRY=1; the hd64 entry is in dec_hd64_* above).
   for pg in 16 64 256; do
