@@ -2,6 +2,7 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true overlap=false" --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
 // RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true" 2>&1 | FileCheck %s --check-prefix=OVERLAP
 // RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true overlap=false pingpong=true" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt -split-input-file --convert-attn-to-ws="target=sm_90a persistent=true overlap=false" 2>&1 | FileCheck %s --check-prefix=HD256
 // A persistent kernel: CTAs stay resident and walk the (query block, head)
 // tiles of their batch entry, longest causal tiles first.
 
@@ -15,6 +16,7 @@
 // LLVM: nvvm.read.ptx.sreg.nctaid.x
 // LLVM: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32)
 
+// HD256: error: 'attn.attention' op persistent=true is not available at head_dim > 128 yet: ptxas spills the consumers' registers
 // OVERLAP: persistent=true with the overlap schedule is not available yet
 // PINGPONG: 'ws.kernel' op persistent cannot be combined with ws.order (ping-pong) yet
 func.func @causal(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>, %o: memref<?x?x8x128xbf16>) {
