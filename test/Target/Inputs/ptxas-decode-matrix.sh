@@ -103,11 +103,9 @@ if [[ " ${extra[*]-} " != *" --sparsity"* ]]; then
         "dtype=bf16 head_dim=$hd q_heads=32 kv_heads=8 causal=true lse=false phase=decode kv_cache=paged:page=$page"
     done
   done
-fi
-# Lean CTAs at head_dim 256 (--lean, opt-in: 32-key blocks in 5 stages,
-# both warpgroups at 256 registers; 240 spilled 112 B causal with LSE):
-# GQA / MQA / G = 3, causal with LSE, per-sequence lengths, pages of 16, f16.
-if [[ " ${extra[*]-} " != *" --sparsity"* ]]; then
+  # Lean CTAs at head_dim 256 (--lean, opt-in: 32-key blocks in 5 stages,
+  # both warpgroups at 256 registers; 240 spilled 112 B causal with LSE):
+  # GQA / MQA / G = 3, causal with LSE, per-sequence lengths, pages of 16, f16.
   for heads in "32 8" "32 1" "9 3"; do
     read -r qh kvh <<<"$heads"
     build "decode_leanonly_hd256_q${qh}kv${kvh}_causal" \
