@@ -123,6 +123,13 @@ if [[ ${SANITIZER:-1} == 1 ]] && command -v compute-sanitizer >/dev/null; then
       sanitize "" "$k" "$tool" --batch 4 --kv-lengths 1,0,1500,517 --seq-q 8 --kv-splits 3
     done
   done
+  # CTAs with no KV block (one split, a 0-length sequence last, first,
+  # alone): racecheck hung on them in 5 of 9 runs until the load role's
+  # threads stayed for the consumer's release of Q (the drain, session 38).
+  for lens in 517,0 0,517 0; do
+    sanitize "one_split_${lens//,/_}_" kv_ps_hd128_q32kv8_ctrue racecheck \
+      --batch $(($(tr -cd , <<<"$lens" | wc -c) + 1)) --kv-lengths "$lens" --seq-q 4 --kv-splits 1
+  done
 fi
 if [[ ${OVERLONG:-1} == 1 ]]; then
   # Hardening: lengths past the caller's bound seq_kv (--kv-overlong: every

@@ -37,9 +37,11 @@ LogicalResult KernelLowering::emitAcquire(AcquireOp op, RoleState &st) {
     openIf(exists);
   auto [stage, phase] = stagePhase(st, pipe, aheadOf(op));
   // The producer waits for the consumers to have emptied the stage in the
-  // previous round (parity flipped: a fresh barrier passes at once).
-  Value parity =
-      producer ? arith::XOrIOp::create(b, loc, phase, c32(1)) : phase;
+  // previous round (parity flipped: a fresh barrier passes at once); a
+  // drain, for their release of this round.
+  Value parity = producer && !op.getDrain()
+                     ? arith::XOrIOp::create(b, loc, phase, c32(1))
+                     : phase;
   if (branchFree)
     parity = arith::XOrIOp::create(
         b, loc, parity, arith::ExtUIOp::create(b, loc, i32, notI1(exists)));

@@ -11,7 +11,9 @@
 // blocks (128 at head_dim 64) through 3 K/V stages that the producer's 128
 // threads fill with cp.async (kv_cp_async, the default of dense decode over
 // a contiguous cache; Q by TMA), and the KV blocks split across CTAs
-// (split_kv). With kv-cp-async=false (TMA), 2 stages (4 at head_dim 64).
+// (split_kv). The load role's threads then stay until the consumer released
+// Q (`drain`; racecheck hung on CTAs with no KV block without it). With
+// kv-cp-async=false (TMA), 2 stages (4 at head_dim 64), and no drain.
 
 // CHECK-LABEL: ws.kernel @gqa_kernel target = sm_90a, block_m = 64, block_n = 64, spec = <{{.*}}phase = decode{{.*}}> q_group = 4 split_kv merge_kernel schedule {{{.*}}kv_cp_async = true{{.*}}stages = 3
 // CHECK-NOT: reverse_tiles
@@ -21,6 +23,11 @@
 // CHECK: ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0] buffers [@k] cp_async
 // CHECK: ws.pipe @v_pipe depth 3 producer @producer consumers [@consumer0] buffers [@v] cp_async
 // CHECK: ws.role @producer load warps [0, 4) regs 80
+// CHECK: ws.kv_loop
+// CHECK: ws.release @v_pipe
+// CHECK-NEXT: }
+// CHECK-NEXT: ws.acquire @q_pipe {drain}
+// CHECK-NEXT: }
 // CHECK: ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64)
 // CHECK-NOT: ws.role @consumer1
 // CHECK: ws.epilogue @o {lse}
@@ -65,6 +72,8 @@
 // TMA-LABEL: ws.kernel @gqa_kernel {{.*}} schedule {{{.*}}kv_cp_async = false{{.*}}stages = 2
 // TMA: ws.pipe @k_pipe depth 2 producer @producer consumers [@consumer0] buffers [@k] tx_bytes 16384
 // TMA: ws.role @producer load warps [0, 4) regs 24
+// TMA-NOT: drain
+// TMA: ws.role @consumer0
 // TMALLVM-LABEL: llvm.func @gqa_kernel(
 // TMALLVM-SAME: %arg20: i32, %arg21: i32)
 // TMALLVM-NOT: blasst.kv_cp_async

@@ -2250,3 +2250,86 @@ ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64
     }
   }
 }
+
+// -----
+
+// Steps: drain is the producer's wait.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @qb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@qb] tx_bytes 8192
+  ws.role @a load warps [0, 4) {
+  }
+  ws.role @b compute warps [4, 8) {
+    ws.acquire @p
+    ws.release @p
+    // expected-error @below {{drain is a wait of the pipe's producer (the consumers' release of its last copy); @p is not produced by this role}}
+    ws.acquire @p {drain}
+  }
+}
+
+// -----
+
+// Steps: drain runs once per tile, not in a kv_loop.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @qb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@qb] tx_bytes 8192
+  ws.role @a load warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @p
+      ws.release @p
+      // expected-error @below {{drain runs once, directly in the role (not in a kv_loop, no ahead)}}
+      ws.acquire @p {drain}
+    }
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Steps: drain waits on a pipe filled once per tile.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [64, 64] bf16 stages 2
+  ws.pipe @p depth 2 producer @a consumers [@b] buffers [@kb] tx_bytes 8192
+  ws.role @a load warps [0, 4) {
+    ws.kv_loop {
+      ws.acquire @p
+      ws.release @p
+    }
+    // expected-error @below {{drain is for a pipe filled once per tile: @p is acquired in a kv_loop}}
+    ws.acquire @p {drain}
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Steps: drain follows the producer's release of the pipe.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @qb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@qb] tx_bytes 8192
+  ws.role @a load warps [0, 4) {
+    // expected-error @below {{drain must follow the role's release of @p and be its last step there}}
+    ws.acquire @p {drain}
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Steps: drain is the producer's last step on the pipe.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @qb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@qb] tx_bytes 8192
+  ws.role @a load warps [0, 4) {
+    ws.acquire @p
+    ws.release @p
+    // expected-error @below {{drain must follow the role's release of @p and be its last step there}}
+    ws.acquire @p {drain}
+    ws.release @p
+  }
+  ws.role @b compute warps [4, 8) {
+  }
+}

@@ -137,6 +137,7 @@ std::optional<std::string> Model::build() {
         Instr in = base(Instr::Kind::PipeWait);
         in.pipe = pipeIndex(a.getPipeAttr());
         in.producer = pipes[in.pipe].getProducer() == role.getSymName();
+        in.drain = a.getDrain();
         out.push_back(in);
         return;
       }

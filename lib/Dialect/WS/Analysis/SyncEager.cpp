@@ -311,7 +311,8 @@ const char *Model::productEagerFails(const State &s, int &who) {
               if (!in.inSkip && b && b->exists) {
                 int m = (in.producer ? emptyBase[in.pipe] : fullBase[in.pipe]) +
                         int(b->stage);
-                int64_t need = in.producer ? b->round : b->round + 1;
+                int64_t need =
+                    in.producer && !in.drain ? b->round : b->round + 1;
                 // The phases an earlier wait of this path passed completed
                 // before this one runs.
                 int64_t done = mbar(s, m)[MCompleted];

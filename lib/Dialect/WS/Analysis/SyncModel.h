@@ -100,6 +100,9 @@ struct Instr {
   int named = -1;
   int64_t threads = 0;
   bool inSkip = false, publish = false, onDemand = false;
+  /// A producer's `drain` wait: for the consumers' release of the stage's
+  /// current round (its last copy), not for the stage to be free.
+  bool drain = false;
   /// In a skip region with `ahead`: how many of the role's votes before
   /// the latest one decide it (a deferred P V's region on block n - 1
   /// before the body's vote: 1; 0: the latest).

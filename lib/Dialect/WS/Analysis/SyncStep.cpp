@@ -294,7 +294,8 @@ void Model::stepOnce(const State &s, int r,
     if (shallow[p] && !ringAgrees(s, in, b, /*arrival=*/false))
       return;
     if (in.producer) {
-      if (!waitOn(s, emptyBase[p] + int(b.stage), b.round, in.op, why))
+      if (!waitOn(s, emptyBase[p] + int(b.stage), b.round + int64_t(in.drain),
+                  in.op, why))
         return;
     } else {
       if (!waitOn(s, fullBase[p] + int(b.stage), b.round + 1, in.op, why))

@@ -803,7 +803,50 @@ LogicalResult AcquireOp::verify() {
                               "its copy and its release (one step, run "
                               "twice under two conditions)";
   }
+  if (getDrain() && failed(verifyDrain()))
+    return failure();
   return verifyPipeParticipant(*this, getPipeAttr());
+}
+
+/// `drain`: the producer's last step on a pipe filled once per tile, after
+/// its release there, directly in the role (it waits for the consumers'
+/// release of what the role copied last).
+LogicalResult AcquireOp::verifyDrain() {
+  FailureOr<PipeOp> pipe = lookupPipe(*this, getPipeAttr());
+  if (failed(pipe))
+    return failure();
+  auto role = (*this)->getParentOfType<RoleOp>();
+  if (!role ||
+      pipe->getProducerAttr() != FlatSymbolRefAttr::get(role.getSymNameAttr()))
+    return emitOpError() << "drain is a wait of the pipe's producer (the "
+                            "consumers' release of its last copy); "
+                         << getPipeAttr() << " is not produced by this role";
+  if ((*this)->getParentOp() != role.getOperation() || getAhead() ||
+      getKeptAhead())
+    return emitOpError() << "drain runs once, directly in the role (not in "
+                            "a kv_loop, no ahead)";
+  bool perBlock = false;
+  (*this)->getParentOfType<KernelOp>().walk([&](AcquireOp a) {
+    perBlock |= a.getPipe() == getPipe() && a->getParentOfType<KVLoopOp>();
+  });
+  if (perBlock)
+    return emitOpError() << "drain is for a pipe filled once per tile: "
+                         << getPipeAttr() << " is acquired in a kv_loop";
+  auto onPipe = [&](Operation &op) {
+    return isa<AcquireOp, ReleaseOp, TmaLoadOp>(op) &&
+           op.getAttrOfType<FlatSymbolRefAttr>("pipe") == getPipeAttr();
+  };
+  bool released = false;
+  for (Operation *op = (*this)->getPrevNode(); op && !released;
+       op = op->getPrevNode())
+    released = isa<ReleaseOp>(op) && onPipe(*op);
+  bool later = false;
+  for (Operation *op = (*this)->getNextNode(); op; op = op->getNextNode())
+    later |= onPipe(*op);
+  if (!released || later)
+    return emitOpError() << "drain must follow the role's release of "
+                         << getPipeAttr() << " and be its last step there";
+  return success();
 }
 LogicalResult ReleaseOp::verify() {
   if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())) ||

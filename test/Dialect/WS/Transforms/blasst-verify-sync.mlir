@@ -875,3 +875,62 @@ ws.kernel @two_products_into_o target = sm_90a, block_m = 128, block_n = 176, sp
     ws.epilogue @o
   }
 }
+
+// -----
+
+// A drain (the load role's wait for the consumers' release of Q) moved
+// before the kv_loop: the consumer releases Q after its loop, which waits
+// for K copies the load role never issues.
+// expected-error @+2 {{fails sync verification: deadlock: no role can step and @producer, @consumer0 wait forever}}
+// expected-note @+1 {{with 1 KV block}}
+ws.kernel @drain_before_loop target = sm_90a, block_m = 64, block_n = 64, spec = <dtype = bf16, head_dim = 128, head_dim_v = 128, q_heads = 32, kv_heads = 8, causal = true, phase = decode, softmax_scale = default, sparsity = none, lse = true, stats = false, kv_lengths = per_sequence> q_group = 4 split_kv merge_kernel per_seq_kv schedule {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, kv_cp_async = true, kv_multicast = false, lean_entry = true, merge_kernel = true, overlap = true, p_in_registers = true, persistent = false, pingpong = false, producer_regs = 80 : i64, q_in_registers = false, split_interleave = false, stages = 3 : i64, v_on_demand = false} {
+  ws.buffer @q smem [64, 128] bf16 stages 1
+  ws.buffer @k smem [64, 128] bf16 stages 3
+  ws.buffer @v smem [64, 128] bf16 stages 3
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 128] f32 stages 1
+  ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16384
+  ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0] buffers [@k] cp_async
+  ws.pipe @v_pipe depth 3 producer @producer consumers [@consumer0] buffers [@v] cp_async
+  ws.role @producer load warps [0, 4) regs 80 {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+    ws.acquire @q_pipe {drain}
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe
+      ws.release @v_pipe
+    }
+  }
+  ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o {lse}
+  }
+}

@@ -369,16 +369,25 @@ def WS_AcquireOp : WS_StepOp<"acquire"> {
   let description = [{
     The producer waits for the stage to be empty; a consumer waits for it to
     be full.
+
+    `drain` (the producer's last step on a pipe, after its release, outside
+    any kv_loop): the producer waits until the consumers have released the
+    stage it filled last, and takes nothing. Its warps then stay until what
+    they copied has been consumed (decode's cp.async load role, whose 128
+    threads otherwise exit as soon as their copies are issued: in a CTA with
+    no KV block that is at once after Q's copy, where compute-sanitizer's
+    racecheck hung).
   }];
   let arguments = (ins FlatSymbolRefAttr:$pipe, OptionalAttr<I64Attr>:$ahead,
                        OptionalAttr<I64Attr>:$kept_ahead,
-                       OptionalAttr<I64Attr>:$kept_run);
+                       OptionalAttr<I64Attr>:$kept_run, UnitAttr:$drain);
   let builders = [
     OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$pipe, "::mlir::IntegerAttr":$ahead), [{
-      build($_builder, $_state, pipe, ahead, ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
+      build($_builder, $_state, pipe, ahead, ::mlir::IntegerAttr(), ::mlir::IntegerAttr(), ::mlir::UnitAttr());
     }]>
   ];
   let extraClassDeclaration = [{
+    ::mlir::LogicalResult verifyDrain();
     /// With kept_ahead: how many decisions before block n's the conditions
     /// read (ahead - kept_ahead + kept_run - 1; ws.tma_load); 0 without.
     int64_t getKeptHistory() {
