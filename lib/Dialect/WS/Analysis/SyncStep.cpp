@@ -646,7 +646,7 @@ std::string Model::describe(const Label &l) const {
   if (l.instr->commit)
     os << " (commit)";
   if (auto a = dyn_cast<AcquireOp>(l.instr->op))
-    os << " @" << a.getPipe();
+    os << " @" << a.getPipe() << (a.getDrain() ? " {drain}" : "");
   else if (auto r = dyn_cast<ReleaseOp>(l.instr->op))
     os << " @" << r.getPipe();
   else if (auto t = dyn_cast<TmaLoadOp>(l.instr->op))

@@ -882,7 +882,7 @@ ws.kernel @two_products_into_o target = sm_90a, block_m = 128, block_n = 176, sp
 // before the kv_loop: the consumer releases Q after its loop, which waits
 // for K copies the load role never issues.
 // expected-error @+2 {{fails sync verification: deadlock: no role can step and @producer, @consumer0 wait forever}}
-// expected-note @+1 {{with 1 KV block}}
+// expected-note-re @+1 {{with 1 KV block{{.*}}blocked at ws.acquire @q_pipe {drain} (tile 0): waits on @q_pipe.empty[0] for phase 0 (0 completed)}}
 ws.kernel @drain_before_loop target = sm_90a, block_m = 64, block_n = 64, spec = <dtype = bf16, head_dim = 128, head_dim_v = 128, q_heads = 32, kv_heads = 8, causal = true, phase = decode, softmax_scale = default, sparsity = none, lse = true, stats = false, kv_lengths = per_sequence> q_group = 4 split_kv merge_kernel per_seq_kv schedule {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, kv_cp_async = true, kv_multicast = false, lean_entry = true, merge_kernel = true, overlap = true, p_in_registers = true, persistent = false, pingpong = false, producer_regs = 80 : i64, q_in_registers = false, split_interleave = false, stages = 3 : i64, v_on_demand = false} {
   ws.buffer @q smem [64, 128] bf16 stages 1
   ws.buffer @k smem [64, 128] bf16 stages 3
