@@ -787,6 +787,16 @@ static LogicalResult verifyKeptAhead(Operation *op,
   return success();
 }
 
+/// Whether some role of `op`'s kernel acquires `pipe` in a kv_loop (a pipe
+/// of KV blocks, not one filled once per tile).
+static bool acquiredInKVLoop(Operation *op, StringRef pipe) {
+  bool perBlock = false;
+  op->getParentOfType<KernelOp>().walk([&](AcquireOp a) {
+    perBlock |= a.getPipe() == pipe && a->getParentOfType<KVLoopOp>();
+  });
+  return perBlock;
+}
+
 LogicalResult AcquireOp::verify() {
   if (failed(verifyPipeAhead(*this, getAhead(), getPipeAttr())) ||
       failed(verifyKeptAhead(*this, getAhead(), getKeptAhead(), getKeptRun(),
@@ -825,11 +835,7 @@ LogicalResult AcquireOp::verifyDrain() {
       getKeptAhead())
     return emitOpError() << "drain runs once, directly in the role (not in "
                             "a kv_loop, no ahead)";
-  bool perBlock = false;
-  (*this)->getParentOfType<KernelOp>().walk([&](AcquireOp a) {
-    perBlock |= a.getPipe() == getPipe() && a->getParentOfType<KVLoopOp>();
-  });
-  if (perBlock)
+  if (acquiredInKVLoop(*this, getPipe()))
     return emitOpError() << "drain is for a pipe filled once per tile: "
                          << getPipeAttr() << " is acquired in a kv_loop";
   auto onPipe = [&](Operation &op) {
@@ -899,11 +905,7 @@ LogicalResult TmaLoadOp::verify() {
         !isa<RoleOp>((*this)->getParentOp()))
       return emitOpError() << "sink copies K of the sequence's block 0 once, "
                               "before the kv_loop (no ahead, not on_demand)";
-    bool perBlock = false;
-    (*this)->getParentOfType<KernelOp>().walk([&](AcquireOp a) {
-      perBlock |= a.getPipe() == getPipe() && a->getParentOfType<KVLoopOp>();
-    });
-    if (perBlock)
+    if (acquiredInKVLoop(*this, getPipe()))
       return emitOpError() << "sink needs a pipe of its own: " << getPipeAttr()
                            << " is acquired in a kv_loop";
   }
