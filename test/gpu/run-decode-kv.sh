@@ -6,7 +6,8 @@
 # the block or the page, mixed in one batch with 1 and 0 (O = 0, LSE =
 # -inf), contiguous and paged (pages 16/64/256, a shuffled block table whose
 # unused entries name other sequences' pages), forced split counts;
-# repeated launches bit-identical; compute-sanitizer; then the benchmark:
+# repeated launches bit-identical; compute-sanitizer (at 3 splits, and
+# racecheck at one split on CTAs with no KV block); then the benchmark:
 # bf16, head_dim 128, 32 q / 8 kv heads, seq_q 1, batch 8 at 32K and 128K
 # and batch 1 at 128K: dense contiguous vs per-sequence contiguous vs paged
 # (64-token pages), K+V bandwidth (bytes of K+V read / median time).
