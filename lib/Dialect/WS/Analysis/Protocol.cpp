@@ -315,6 +315,9 @@ void ProtocolAnalysis::print(raw_ostream &os) const {
         if (e.txBytes)
           os << " tx " << e.txBytes;
       }
+      // A drain waits for this round's release, not the previous one's.
+      if (auto a = dyn_cast<AcquireOp>(s.getOperation()); a && a.getDrain())
+        os << " drain (this round's release)";
       for (const BufferRegion &r : info.reads) {
         os << " reads ";
         printRegion(os, r);

@@ -162,3 +162,71 @@ ws.kernel @multicast target = sm_90a, block_m = 64, block_n = 128, spec = <dtype
 // RUN: blasst-compile --preset llama3-8b-prefill --target sm_100a --cross-stage-p --emit ws -o - 2>/dev/null | blasst-opt --ws-print-protocol -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
 // DEFAULT: exp2_store_p block n reads @s0[0:128, 0:128] writes @s1[0:128, 64:128]
 // DEFAULT: exp2_store_p block n reads @s1[0:128, 0:128] writes @s0[0:128, 64:128]
+
+// -----
+
+// Dense decode with cp.async K/V: every thread of the load role copies
+// (cp-async-threads), and after its kv_loop the role waits for the
+// consumer's release of Q (the drain: this round's phase of the empty
+// barrier, not the previous one's).
+// CHECK-LABEL: protocol of @decode_cp_async
+// CHECK: pipe @k_pipe depth 3 per-block full-arrivals 1 empty-arrivals 128 cp-async-threads 128
+// CHECK: role @producer
+// CHECK: acquire block once wait @q_pipe.empty
+// CHECK-NOT: drain
+// CHECK: release block once arrive @q_pipe.full x1 tx 16384
+// CHECK: release block n arrive @v_pipe.full
+// CHECK-NEXT: acquire block once wait @q_pipe.empty drain (this round's release)
+// CHECK-NEXT: kv_loop carries nothing
+// CHECK-NEXT: role @consumer0
+ws.kernel @decode_cp_async target = sm_90a, block_m = 64, block_n = 64, spec = <dtype = bf16, head_dim = 128, head_dim_v = 128, q_heads = 32, kv_heads = 8, causal = true, phase = decode, softmax_scale = default, sparsity = none, lse = true, stats = false, kv_lengths = per_sequence> q_group = 4 split_kv merge_kernel per_seq_kv schedule {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, kv_cp_async = true, kv_multicast = false, lean_entry = true, merge_kernel = true, overlap = true, p_in_registers = true, persistent = false, pingpong = false, producer_regs = 80 : i64, q_in_registers = false, split_interleave = false, stages = 3 : i64, v_on_demand = false} {
+  ws.buffer @q smem [64, 128] bf16 stages 1
+  ws.buffer @k smem [64, 128] bf16 stages 3
+  ws.buffer @v smem [64, 128] bf16 stages 3
+  ws.buffer @s regs [64, 64] f32 stages 1
+  ws.buffer @p regs [64, 64] bf16 stages 1
+  ws.buffer @o regs [64, 128] f32 stages 1
+  ws.pipe @q_pipe depth 1 producer @producer consumers [@consumer0] buffers [@q] tx_bytes 16384
+  ws.pipe @k_pipe depth 3 producer @producer consumers [@consumer0] buffers [@k] cp_async
+  ws.pipe @v_pipe depth 3 producer @producer consumers [@consumer0] buffers [@v] cp_async
+  ws.role @producer load warps [0, 4) regs 80 {
+    ws.acquire @q_pipe
+    ws.tma_load q -> @q via @q_pipe
+    ws.release @q_pipe
+    ws.kv_loop {
+      ws.acquire @k_pipe
+      ws.tma_load k -> @k via @k_pipe
+      ws.release @k_pipe
+      ws.acquire @v_pipe
+      ws.tma_load v -> @v via @v_pipe
+      ws.release @v_pipe
+    }
+    ws.acquire @q_pipe {drain}
+  }
+  ws.role @consumer0 compute warps [4, 8) regs 240 rows [0, 64) {
+    ws.acquire @q_pipe
+    ws.acquire @k_pipe
+    ws.mma qk @q, @k -> @s
+    ws.release @k_pipe
+    ws.row_max @s
+    ws.softmax_update @s
+    ws.exp2_store_p @s -> @p
+    ws.kv_loop {
+      ws.acquire @k_pipe {ahead = 1 : i64}
+      ws.mma qk @q, @k -> @s {ahead = 1 : i64, async}
+      ws.acquire @v_pipe
+      ws.mma pv @p, @v -> @o {async}
+      ws.mma_wait {pending = 1 : i64}
+      ws.release @k_pipe {ahead = 1 : i64}
+      ws.row_max @s {ahead = 1 : i64}
+      ws.softmax_update @s
+      ws.exp2 @s {guarded}
+      ws.mma_wait
+      ws.release @v_pipe
+      ws.correct @o
+      ws.pack_p @s -> @p
+    }
+    ws.release @q_pipe
+    ws.epilogue @o {lse}
+  }
+}
