@@ -311,8 +311,7 @@ const char *Model::productEagerFails(const State &s, int &who) {
               if (!in.inSkip && b && b->exists) {
                 int m = (in.producer ? emptyBase[in.pipe] : fullBase[in.pipe]) +
                         int(b->stage);
-                int64_t need =
-                    in.producer && !in.drain ? b->round : b->round + 1;
+                int64_t need = in.phasesNeeded(b->round);
                 // The phases an earlier wait of this path passed completed
                 // before this one runs.
                 int64_t done = mbar(s, m)[MCompleted];

@@ -103,6 +103,13 @@ struct Instr {
   /// A producer's `drain` wait: for the consumers' release of the stage's
   /// current round (its last copy), not for the stage to be free.
   bool drain = false;
+  /// A pipe wait (PipeWait) of a block in round `round` of its stage: how
+  /// many phases its barrier must have completed. A producer waits on the
+  /// empty barrier for the previous round's release (a drain: this
+  /// round's), a consumer on the full barrier for this round's fill.
+  int64_t phasesNeeded(int64_t round) const {
+    return producer && !drain ? round : round + 1;
+  }
   /// In a skip region with `ahead`: how many of the role's votes before
   /// the latest one decide it (a deferred P V's region on block n - 1
   /// before the body's vote: 1; 0: the latest).

@@ -294,11 +294,12 @@ void Model::stepOnce(const State &s, int r,
     if (shallow[p] && !ringAgrees(s, in, b, /*arrival=*/false))
       return;
     if (in.producer) {
-      if (!waitOn(s, emptyBase[p] + int(b.stage), b.round + int64_t(in.drain),
+      if (!waitOn(s, emptyBase[p] + int(b.stage), in.phasesNeeded(b.round),
                   in.op, why))
         return;
     } else {
-      if (!waitOn(s, fullBase[p] + int(b.stage), b.round + 1, in.op, why))
+      if (!waitOn(s, fullBase[p] + int(b.stage), in.phasesNeeded(b.round),
+                  in.op, why))
         return;
       for (int i = offCopies; i < int(s.size()); i += kCopyFields)
         if (s[i] == p && s[i + 1] == b.stage)
