@@ -51,6 +51,11 @@ extern "C" {
  * it (blasst_c_api_version() returns the library's). */
 #define BLASST_C_API_VERSION 1
 
+/* Every enum below ends with a *_MAX_ENUM_ = 0x7fffffff entry, which is not
+ * a value of it: the enum stays int-sized, and any int a caller passes is a
+ * valid value of its type in C++ too (the library answers an unknown one
+ * with BLASST_ERROR_INVALID_ARGUMENT, or "unknown status"). */
+
 /*===----------------------------------------------------------------------===*
  * Errors
  *===----------------------------------------------------------------------===*/
@@ -77,7 +82,8 @@ typedef enum blasst_status {
   /* The compiler failed (JIT only; the message has its diagnostics). */
   BLASST_ERROR_COMPILE = 8,
   /* A bug in blasst. */
-  BLASST_ERROR_INTERNAL = 9
+  BLASST_ERROR_INTERNAL = 9,
+  BLASST_STATUS_MAX_ENUM_ = 0x7fffffff
 } blasst_status;
 
 /* "BLASST_OK", "BLASST_ERROR_NOT_FOUND", ...; "unknown status" else. */
@@ -159,28 +165,34 @@ BLASST_API void blasst_kernel_destroy(blasst_kernel *kernel);
 
 typedef enum blasst_kernel_attr {
   BLASST_ATTR_ABI_VERSION = 0,
-  BLASST_ATTR_DTYPE = 1,       /* blasst_dtype */
+  BLASST_ATTR_DTYPE = 1, /* blasst_dtype */
   BLASST_ATTR_HEAD_DIM = 2,
   BLASST_ATTR_Q_HEADS = 3,
   BLASST_ATTR_KV_HEADS = 4,
-  BLASST_ATTR_CAUSAL = 5,      /* 0 or 1 */
-  BLASST_ATTR_LSE = 6,         /* 0 or 1: needs an LSE buffer */
-  BLASST_ATTR_STATS = 7,       /* 0 or 1: needs a stats buffer */
-  BLASST_ATTR_SPARSITY = 8,    /* blasst_sparsity */
+  BLASST_ATTR_CAUSAL = 5,   /* 0 or 1 */
+  BLASST_ATTR_LSE = 6,      /* 0 or 1: needs an LSE buffer */
+  BLASST_ATTR_STATS = 7,    /* 0 or 1: needs a stats buffer */
+  BLASST_ATTR_SPARSITY = 8, /* blasst_sparsity */
   BLASST_ATTR_BLOCK_M = 9,
   BLASST_ATTR_BLOCK_N = 10,
   BLASST_ATTR_THREADS = 11,
   BLASST_ATTR_SMEM_BYTES = 12,
-  BLASST_ATTR_DEVICE = 13,     /* the ordinal, or BLASST_NO_DEVICE */
+  BLASST_ATTR_DEVICE = 13,          /* the ordinal, or BLASST_NO_DEVICE */
   BLASST_ATTR_KV_PER_SEQUENCE = 14, /* 0 or 1: needs seq_lens_kv */
-  BLASST_ATTR_KV_PAGE_SIZE = 15     /* 0 (contiguous) or the page size */
+  BLASST_ATTR_KV_PAGE_SIZE = 15,    /* 0 (contiguous) or the page size */
+  BLASST_ATTR_MAX_ENUM_ = 0x7fffffff
 } blasst_kernel_attr;
 
-typedef enum blasst_dtype { BLASST_DTYPE_BF16 = 0, BLASST_DTYPE_F16 = 1 } blasst_dtype;
+typedef enum blasst_dtype {
+  BLASST_DTYPE_BF16 = 0,
+  BLASST_DTYPE_F16 = 1,
+  BLASST_DTYPE_MAX_ENUM_ = 0x7fffffff
+} blasst_dtype;
 typedef enum blasst_sparsity {
   BLASST_SPARSITY_NONE = 0,      /* dense */
   BLASST_SPARSITY_A = 1,         /* lambda = a / L_kv */
-  BLASST_SPARSITY_LN_LAMBDA = 2  /* fixed ln(lambda) */
+  BLASST_SPARSITY_LN_LAMBDA = 2, /* fixed ln(lambda) */
+  BLASST_SPARSITY_MAX_ENUM_ = 0x7fffffff
 } blasst_sparsity;
 
 BLASST_API blasst_status blasst_kernel_get_attr(const blasst_kernel *kernel,
@@ -203,7 +215,8 @@ typedef enum blasst_threshold_source {
   BLASST_THRESHOLD_VALUE = 1,
   /* One float at log2_threshold_ptr in device memory, read by the kernel
    * when it runs: a CUDA graph replays with the value there at replay. */
-  BLASST_THRESHOLD_DEVICE = 2
+  BLASST_THRESHOLD_DEVICE = 2,
+  BLASST_THRESHOLD_MAX_ENUM_ = 0x7fffffff
 } blasst_threshold_source;
 
 /* One attention launch. Q and O are [batch, seq_q, q_heads, head_dim], K
@@ -272,7 +285,8 @@ typedef enum blasst_launch_flags {
   /* The launch zeroes the stats counters first (one cuMemsetD32Async on
    * the launch's stream, captured by CUDA graphs like the kernel), so the
    * caller need not: with it, stats may be uninitialised memory. */
-  BLASST_LAUNCH_ZERO_STATS = 1u
+  BLASST_LAUNCH_ZERO_STATS = 1,
+  BLASST_LAUNCH_FLAGS_MAX_ENUM_ = 0x7fffffff
 } blasst_launch_flags;
 
 /* Zeroes `args` and sets struct_size. */

@@ -351,7 +351,7 @@ void blasst::ref::referenceAttention(const Shape &s, const float *q,
         std::fill(scores.begin(), scores.begin() + nk, 0.0);
         for (int64_t d = 0; d < D; ++d) {
           double qd = qrow[size_t(d)];
-          const double *kd = &kt[size_t(d * needKeys)];
+          const double *kd = kt.data() + size_t(d * needKeys);
           for (int64_t j = 0; j < nk; ++j)
             scores[size_t(j)] += qd * kd[j];
         }

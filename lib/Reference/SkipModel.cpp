@@ -427,7 +427,7 @@ void blasst::ref::skipModelAttention(const Shape &s, const float *q,
         const float *qr = q + b * qs.batch + i * qs.seq + h * qs.head;
         for (int64_t d = 0; d < D; ++d) {
           double qd = double(qr[d]);
-          const double *kd = &kt[size_t(d * nk)];
+          const double *kd = kt.data() + size_t(d * nk);
           for (int64_t j = 0; j < vis; ++j)
             dst[j] += qd * kd[j];
         }

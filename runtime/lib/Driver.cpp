@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 using namespace blasst::rt;
 using namespace blasst::rt::detail;
@@ -34,6 +35,10 @@ struct DriverState {
   std::string error;
   bool hasOverride = false;
   std::string overrideLibrary;
+  /// Tables of libraries loaded before setDriverLibraryForTesting: objects
+  /// created with them may still call through them, so they live on (and
+  /// stay reachable, for leak checkers).
+  std::vector<const DriverApi *> retired;
 };
 
 DriverState &state() {
@@ -288,6 +293,8 @@ void blasst::rt::setDriverLibraryForTesting(const char *library) {
   s.overrideLibrary = library ? library : "";
   // The previously loaded library stays open: objects created with it may
   // still call into it from their destructors.
+  if (const DriverApi *old = s.loaded.load(std::memory_order_acquire))
+    s.retired.push_back(old);
   s.attempted = false;
   s.error.clear();
   s.ready.store(nullptr, std::memory_order_release);
