@@ -85,34 +85,6 @@ static int64_t toPassOption(std::optional<int64_t> knob) {
   return knob.value_or(0);
 }
 
-std::string blasst::checkTileKnobs(const ScheduleOptions &opts, bool decode) {
-  auto bad = [](const char *knob, int64_t value, const std::string &why) {
-    return std::string(knob) + "=" + std::to_string(value) + ": " + why;
-  };
-  bool hopper = opts.target == Target::SM90a;
-  if (int64_t m = opts.blockM) {
-    if (m < 0 || m % 64)
-      return bad("block-m", m,
-                 "query rows per CTA must be a positive multiple of 64");
-    // Both consumer warpgroups take block_m / 2 rows, and each computes one
-    // 64-row wgmma tile. Decode's one consumer takes block_m 64, which
-    // convert-attn-to-ws checks (and resolveSchedule picks, so the JIT,
-    // which passes the resolved schedule, gets 64 here).
-    if (hopper && m != 128 && !(decode && m == 64))
-      return bad("block-m", m,
-                 "the sm_90a schedule splits block_m between two consumer "
-                 "warpgroups of 64 query rows each (one wgmma tile), so "
-                 "block_m must be 128");
-  }
-  if (int64_t n = opts.blockN)
-    if (n < 0 || n % 16 || n > 256)
-      return bad("block-n", n,
-                 "keys per KV block must be a positive multiple of 16 and at "
-                 "most 256 (the N of one " +
-                     std::string(hopper ? "wgmma" : "tcgen05.mma") + ")");
-  return "";
-}
-
 void blasst::resolveCrossStageP(const AttentionSpec &spec,
                                 ScheduleOptions &o) {
   if (o.target != blasst::Target::SM100a)
@@ -136,7 +108,7 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
   module.walk([&](attn::AttentionOp op) {
     decode |= op.getSpec().getPhase() == Phase::Decode;
   });
-  if (std::string why = checkTileKnobs(opts, decode); !why.empty())
+  if (std::string why = checkScheduleKnobs(opts, decode); !why.empty())
     return module.emitError() << "schedule option " << why;
   PassManager pm(module.getContext());
   ConvertAttnToWSOptions passOpts;
@@ -170,11 +142,6 @@ LogicalResult blasst::lowerToWS(ModuleOp module, const ScheduleOptions &opts,
     return module.emitError()
            << "the V speculation depth needs V on demand, which is off "
               "(--v-on-demand=false)";
-  if (opts.vSpeculateAfter && *opts.vSpeculateAfter < 0)
-    return module.emitError()
-           << "the V speculation depth (--v-speculate-after) must be 0 "
-              "(always wait for the votes) or more, got "
-           << *opts.vSpeculateAfter;
   // So does the K copy depth that follows the decisions.
   bool keptKnob = opts.kKeptAhead || opts.kKeptRun;
   if (keptKnob && opts.vOnDemand == false)

@@ -377,8 +377,8 @@ int main(int argc, char **argv) {
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
     // Tile sizes the schedule cannot build are named as the user gave them
     // (the verifier would name the op they break, with derived sizes).
-    if (std::string why = checkTileKnobs(request.schedule,
-                                         spec.phase == Phase::Decode);
+    if (std::string why =
+            checkScheduleKnobs(request.schedule, spec.phase == Phase::Decode);
         !why.empty())
       return fail("--" + why);
     request.insertVote = !noVote;

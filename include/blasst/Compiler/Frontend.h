@@ -23,14 +23,6 @@ mlir::OwningOpRef<mlir::ModuleOp> buildAttnModule(mlir::MLIRContext *ctx,
                                                   const AttentionSpec &spec,
                                                   llvm::StringRef name);
 
-/// Checks the tile sizes a user gave (block_m, block_n; 0 = the default)
-/// against what `opts.target`'s schedule can build. Returns "" or
-/// "<knob>=<value>: <reason>" with the knob spelled as the table (and
-/// blasst-compile's flag) spells it. lowerToWS runs it first. `decode`:
-/// the spec has phase = decode (sm_90a: block_m 64, checked in full by
-/// convert-attn-to-ws).
-std::string checkTileKnobs(const ScheduleOptions &opts, bool decode = false);
-
 /// Cross-stage P's knobs as they apply to `spec` on `o.target` (the JIT's
 /// cache key): on for sm_100a kernels (dense and BLASST) unless switched
 /// off, with the pass's default handshake depth and hold schedule where not

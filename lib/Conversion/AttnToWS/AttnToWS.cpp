@@ -944,6 +944,12 @@ struct ConvertAttnToWSPass
                          << ": " << reason;
         return signalPassFailure();
       }
+      if (std::string why =
+              checkScheduleKnobs(knobs, spec.phase == Phase::Decode);
+          !why.empty()) {
+        op.emitOpError() << why;
+        return signalPassFailure();
+      }
       ScheduleOptions opts = resolveSchedule(spec, knobs);
       if ((*opts.overlap || *opts.pingpong || *opts.pInRegisters ||
            *opts.qInRegisters) &&
@@ -952,9 +958,7 @@ struct ConvertAttnToWSPass
                             "q-in-registers are sm_90a schedules";
         return signalPassFailure();
       }
-      if (opts.ctasPerSm &&
-          (*opts.ctasPerSm < 1 || *opts.ctasPerSm > 2 ||
-           (*opts.ctasPerSm == 2 && *target != blasst::Target::SM90a))) {
+      if (opts.ctasPerSm.value_or(1) == 2 && *target != blasst::Target::SM90a) {
         op.emitOpError() << "ctas-per-sm=" << *opts.ctasPerSm
                          << ": 1 or 2 CTAs per SM (2: sm_90a)";
         return signalPassFailure();

@@ -12,7 +12,18 @@
 // RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a kv-cp-async=true" 2>&1 | FileCheck %s --check-prefix=CPAPREFILL
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=true persistent=true" 2>&1 | FileCheck %s --check-prefix=CPAPERSISTENT
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-cp-async=often" 2>&1 | FileCheck %s --check-prefix=CPABAD
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-splits=1025" 2>&1 | FileCheck %s --check-prefix=KVBIG
+// The tile sizes the pass checks itself (blasst-compile and the JIT check
+// them first; blasst-opt reaches the pass directly).
+// RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a block-m=192" 2>&1 | FileCheck %s --check-prefix=PBLOCKM192
+// RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a block-m=60" 2>&1 | FileCheck %s --check-prefix=PBLOCKM60
+// RUN: sed -e 's/phase = decode/phase = prefill/' %s | not blasst-opt --convert-attn-to-ws="target=sm_100a block-m=128" 2>&1 | FileCheck %s --check-prefix=PBLOCKM100
 // Knobs the decode schedule refuses (and split KV on a prefill spec).
+
+// KVBIG: error: 'attn.attention' op kv-splits=1025: KV splits per tile are 1 to 1024 (0: chosen at launch)
+// PBLOCKM192: error: 'attn.attention' op block-m=192: the sm_90a schedule splits block_m between two consumer warpgroups of 64 query rows each (one wgmma tile), so block_m must be 128
+// PBLOCKM60: error: 'attn.attention' op block-m=60: query rows per CTA must be a positive multiple of 64
+// PBLOCKM100: error: 'attn.attention' op block-m=128: the sm_100a schedule computes two Q tiles of 128 rows (tcgen05.mma's M, one row per softmax thread), so block_m must be 256
 
 // CPAPREFILL: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode, with one CTA per split or lean CTAs (not with persistent CTAs walking the splits)
 // CPAPERSISTENT: error: 'attn.attention' op kv-cp-async=true copies K/V with cp.async in sm_90a decode, with one CTA per split or lean CTAs (not with persistent CTAs walking the splits)

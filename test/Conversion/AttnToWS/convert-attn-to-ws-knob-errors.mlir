@@ -5,12 +5,13 @@
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a stages=-1" 2>&1 | FileCheck %s --check-prefix=NEG
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a wibble=1" 2>&1 | FileCheck %s --check-prefix=OPT
 // Knobs that make the schedule invalid are refused by the ws verifiers with
-// the reason; unknown targets and options are refused up front.
+// the reason; tile sizes no schedule takes, unknown targets and options are
+// refused up front.
 
 // SMEM: error: 'ws.kernel' op shared memory buffers need 393216 bytes, sm_90a allows at most 232448
 // SMEM: error: 'attn.attention' op the sm_90a schedule for this spec is invalid (see above)
 // REGS: error: 'ws.kernel' op register budgets need 68608 registers, a CTA has 65536
-// BLOCK: error: 'ws.kernel' op block_m must be a positive multiple of 64 and block_n a positive multiple of 16, got block_m = 128, block_n = 72
+// BLOCK: error: 'attn.attention' op block-n=72: keys per KV block must be a positive multiple of 16 and at most 256 (the N of one wgmma)
 // TARGET: error: convert-attn-to-ws: unknown target 'sm_80' (expected sm_90a or sm_100a)
 // NEG: error: convert-attn-to-ws: option stages must not be negative, got -1
 // OPT: no such option wibble

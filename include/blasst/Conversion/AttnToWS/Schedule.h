@@ -72,6 +72,17 @@ inline constexpr ScheduleKnob kScheduleKnobs[] = {
 #include "blasst/Conversion/AttnToWS/ScheduleKnobs.def"
 };
 
+/// Checks the knobs a user gave whose values no schedule can build (tile
+/// sizes against `opts.target`'s schedule, counts out of their range; 0 and
+/// unset = the default). Returns "" or "<knob>=<value>: <reason>" with the
+/// knob spelled as the table (and blasst-compile's flag) spells it.
+/// blasst-compile and lowerToWS run it first, convert-attn-to-ws on its
+/// options. `decode`: the spec has phase = decode (sm_90a: block_m 64,
+/// checked in full by convert-attn-to-ws). What depends on the spec beyond
+/// its phase (page sizes, head_dim) is the passes' to check.
+std::string checkScheduleKnobs(const ScheduleOptions &opts,
+                               bool decode = false);
+
 /// The pass-option spelling of an on/off knob: "auto" (unset), "true",
 /// "false"; parsing also takes "1" and "0". Parsing fails (false) on
 /// anything else.
