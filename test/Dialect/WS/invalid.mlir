@@ -1679,8 +1679,21 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64,
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
   ws.role @l load warps [0, 4) {
     ws.kv_loop {
-      // expected-error @below {{speculate_after must be at least 1 (the kept blocks before a copy issued without its votes)}}
+      // expected-error @below {{speculate_after must be 1 to 2147483647 (the kept blocks before a copy issued without its votes)}}
       ws.await_vote {speculate_after = 0}
+    }
+  }
+}
+
+// -----
+
+// The lowering counts kept blocks in 32 bits: 2^32 + 1 would speculate
+// after 1 kept block there, not what the sync checker proved.
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64, sparsity = blasst(ln_lambda = -8.0)> {
+  ws.role @l load warps [0, 4) {
+    ws.kv_loop {
+      // expected-error @below {{speculate_after must be 1 to 2147483647 (the kept blocks before a copy issued without its votes)}}
+      ws.await_vote {speculate_after = 4294967297}
     }
   }
 }
@@ -2331,5 +2344,45 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
     ws.release @p
   }
   ws.role @b compute warps [4, 8) {
+  }
+}
+
+// -----
+
+// Buffer: an alias offset is bounded (a huge one wrapped the fit check).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @q smem [64, 64] bf16 stages 1
+  // expected-error @below {{at must be [row, column], both in [0, 65536]}}
+  ws.buffer @p smem [32, 64] bf16 stages 1 aliases @q at [0, 9223372036854775807]
+  ws.role @r load warps [0, 1) {
+  }
+}
+
+// -----
+
+// Kernel: each K/V copy fills one KV block of block_n keys (the lowering
+// steps the kv_loop by block_n, the runtime's boxes take block_n rows).
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @kb smem [128, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@kb] tx_bytes 16384
+  ws.role @a load warps [0, 1) {
+    // expected-error @below {{copies a k tile of 128 rows into @kb, but the kernel's block_n is 64 (each KV block is one tile of block_n keys)}}
+    ws.tma_load k -> @kb via @p
+  }
+  ws.role @b load warps [1, 2) {
+  }
+}
+
+// -----
+
+// Kernel: the Q copies fill the tile's block_m query rows.
+// expected-error @below {{the Q copies fill 64 query rows, the kernel's tile has 128 (block_m)}}
+ws.kernel @k target = sm_90a, block_m = 128, block_n = 64, spec = <head_dim = 64> {
+  ws.buffer @qb smem [64, 64] bf16 stages 1
+  ws.pipe @p depth 1 producer @a consumers [@b] buffers [@qb] tx_bytes 8192
+  ws.role @a load warps [0, 1) {
+    ws.tma_load q -> @qb via @p
+  }
+  ws.role @b load warps [1, 2) {
   }
 }

@@ -186,6 +186,39 @@ LogicalResult KernelOp::verifyRegions() {
                 "range per split (no split_chunk; per_seq_kv or page_size "
                 "only with lean)";
   }
+  // The copies fill the tiles block_m and block_n describe: the lowering
+  // steps the kv_loop by block_n keys and the runtime's tensor maps take
+  // block_n-row K/V boxes and block_m query rows (over the Q copies), so a
+  // buffer of another size would take more or fewer bytes than its pipe
+  // expects, or be read past its end.
+  int64_t qRows = 0;
+  bool qLoaded = false;
+  WalkResult tiles = walk([&](TmaLoadOp load) {
+    auto dst = lookup<BufferOp>(load, load.getDstAttr());
+    if (!dst || dst.getShape().size() != 2)
+      return WalkResult::advance(); // the load's verifier reports it
+    int64_t rows = dst.getShape()[0];
+    if (load.getTensor() == Tensor::q) {
+      qRows += rows;
+      qLoaded = true;
+    } else if (rows != blockN) {
+      load.emitOpError() << "copies a " << stringifyTensor(load.getTensor())
+                         << " tile of " << rows << " rows into "
+                         << load.getDstAttr() << ", but the kernel's block_n "
+                         << "is " << blockN
+                         << " (each KV block is one tile of block_n keys)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (tiles.wasInterrupted())
+    return failure();
+  // (Decode's copy lands q_group x floor(block_m / q_group) of them; the
+  // rows after are padding.)
+  if (qLoaded && qRows != blockM)
+    return emitOpError() << "the Q copies fill " << qRows
+                         << " query rows, the kernel's tile has " << blockM
+                         << " (block_m)";
   if (std::optional<uint64_t> n = getCtasPerSm();
       n && (*n < 1 || *n > 2 || (*n > 1 && getTarget() != Target::sm_90a)))
     return emitOpError() << "ctas_per_sm = " << *n
@@ -444,8 +477,10 @@ LogicalResult BufferOp::verify() {
       return emitOpError() << "is larger than the buffer it aliases, "
                            << aliased;
     if (std::optional<ArrayRef<int64_t>> at = getAliasOffset()) {
-      if (at->size() != 2 || (*at)[0] < 0 || (*at)[1] < 0)
-        return emitOpError() << "at must be [row, column], both >= 0";
+      // (Bounded so that the sums below cannot overflow.)
+      if (at->size() != 2 ||
+          llvm::any_of(*at, [](int64_t x) { return x < 0 || x > 65536; }))
+        return emitOpError() << "at must be [row, column], both in [0, 65536]";
       int64_t ownBits = getElementType().getIntOrFloatBitWidth();
       int64_t otherBits = other.getElementType().getIntOrFloatBitWidth();
       int64_t cols = llvm::divideCeil(shape[1] * ownBits, otherBits);
@@ -1305,9 +1340,12 @@ LogicalResult AwaitVoteOp::verify() {
   if (llvm::count_if(loop.getBody().front(),
                      [](Operation &op) { return isa<AwaitVoteOp>(op); }) != 1)
     return emitOpError() << "appears more than once in one kv_loop";
-  if (std::optional<uint64_t> k = getSpeculateAfter(); k && *k < 1)
-    return emitOpError() << "speculate_after must be at least 1 (the kept "
-                            "blocks before a copy issued without its votes)";
+  // The lowering counts kept blocks in 32 bits.
+  if (std::optional<uint64_t> k = getSpeculateAfter();
+      k && (*k < 1 || *k > uint64_t(INT32_MAX)))
+    return emitOpError() << "speculate_after must be 1 to 2147483647 (the "
+                            "kept blocks before a copy issued without its "
+                            "votes)";
   // Every role that multiplies by V must publish a vote on block n + 1 (the
   // overlap schedule's, after row_max {ahead = 1}): the block is loaded
   // only when one of them keeps it, and block 0 is never voted on.

@@ -364,10 +364,12 @@ void VOnDemandPass::runOnOperation() {
                                << int64_t(kAhead);
     return signalPassFailure();
   }
-  if (speculateAfter < -1) {
+  // The lowering counts kept blocks in 32 bits.
+  if (speculateAfter < -1 || speculateAfter > INT32_MAX) {
     getOperation().emitError() << "blasst-v-on-demand: speculate-after must "
-                                  "be 0 (always wait for the votes) or more, "
-                                  "or -1 (the kernel's default), got "
+                                  "be 0 (always wait for the votes) to "
+                                  "2147483647, or -1 (the kernel's "
+                                  "default), got "
                                << int64_t(speculateAfter);
     return signalPassFailure();
   }

@@ -1,7 +1,10 @@
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote --blasst-v-on-demand -verify-diagnostics
 // RUN: blasst-opt %s -split-input-file --convert-attn-to-ws=overlap=false --blasst-insert-vote --blasst-v-on-demand=mode=auto | FileCheck %s --check-prefix=AUTO
 // RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote "--blasst-v-on-demand=speculate-after=-2" 2>&1 | FileCheck %s --check-prefix=NEG
-// NEG: error: blasst-v-on-demand: speculate-after must be 0 (always wait for the votes) or more, or -1 (the kernel's default), got -2
+// NEG: error: blasst-v-on-demand: speculate-after must be 0 (always wait for the votes) to 2147483647, or -1 (the kernel's default), got -2
+// The lowering counts kept blocks in 32 bits: 2^32 + 1 would be 1 there.
+// RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote "--blasst-v-on-demand=speculate-after=4294967297" 2>&1 | FileCheck %s --check-prefix=NEGBIG
+// NEGBIG: error: blasst-v-on-demand: speculate-after must be 0 (always wait for the votes) to 2147483647, or -1 (the kernel's default), got 4294967297
 // RUN: not blasst-opt %s -split-input-file --convert-attn-to-ws --blasst-insert-vote "--blasst-v-on-demand=k-ahead=-1" 2>&1 | FileCheck %s --check-prefix=NEGK
 // NEGK: error: blasst-v-on-demand: k-ahead must be 0 (the default for the kernel) or more, got -1
 // Asked for explicitly (mode=true), V on demand is refused with the reason
