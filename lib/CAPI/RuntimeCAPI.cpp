@@ -236,7 +236,10 @@ struct blasst_kernel {
 namespace {
 
 /// Checks everything that needs no driver, then (with a device) loads.
+/// `specText`: the spec's bytes as the caller gave them, for the content
+/// hash a .meta may record (null: the caller checked it).
 blasst_status loadKernel(const std::string &what, const std::string &cubin,
+                         const std::string *specText,
                          const rt::KernelInfo &info, AttentionSpec spec,
                          int device, blasst_kernel **out) {
   std::string doing = "cannot load kernel " + what + ": ";
@@ -251,6 +254,17 @@ blasst_status loadKernel(const std::string &what, const std::string &cubin,
     return fail(BLASST_ERROR_BAD_FILE, doing + "bad cubin (" +
                                            std::to_string(cubin.size()) +
                                            " bytes): " + bad);
+  // The files must be the ones written together (the .meta's hash), and
+  // the metadata must describe what the spec asks for: a launch sized from
+  // an edited block_n or threads would not match the cubin. Checked with
+  // or without a device.
+  if (specText)
+    if (std::string bad =
+            rt::checkKernelContent(cubin.data(), cubin.size(), *specText, info);
+        !bad.empty())
+      return fail(BLASST_ERROR_BAD_FILE, doing + bad);
+  if (rt::Status s = rt::checkKernelDescription(info, spec); !s)
+    return fail(BLASST_ERROR_BAD_FILE, doing + s.message());
   std::unique_ptr<blasst_kernel> k(new (std::nothrow) blasst_kernel);
   if (!k)
     return fail(BLASST_ERROR_INTERNAL, "out of memory");
@@ -318,24 +332,11 @@ blasst_status parseMeta(const std::string &text, const std::string &source,
 
 blasst_status readText(const std::string &path, const char *what,
                        std::string *out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    int err = errno;
-    return fail(err == ENOENT ? BLASST_ERROR_NOT_FOUND : BLASST_ERROR_BAD_FILE,
-                std::string("cannot open ") + what + " '" + path +
-                    "': " + std::strerror(err));
-  }
-  std::string data;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
-    data.append(buf, n);
-  bool bad = std::ferror(f);
-  std::fclose(f);
-  if (bad)
-    return fail(BLASST_ERROR_BAD_FILE,
-                std::string("cannot read ") + what + " '" + path + "'");
-  *out = std::move(data);
+  int openErrno = 0;
+  if (rt::Status s = rt::readWholeFile(path, what, out, &openErrno); !s)
+    return fail(openErrno == ENOENT ? BLASST_ERROR_NOT_FOUND
+                                    : BLASST_ERROR_BAD_FILE,
+                s.message());
   return BLASST_OK;
 }
 
@@ -361,8 +362,8 @@ blasst_status blasst_kernel_load_files(const char *stem, int device,
   if (blasst_status st = readText(s + ".cubin", "cubin", &cubin);
       st != BLASST_OK)
     return st;
-  return loadKernel("'" + s + "'", cubin, info, std::move(*spec.spec), device,
-                    out);
+  return loadKernel("'" + s + "'", cubin, &specText, info,
+                    std::move(*spec.spec), device, out);
 }
 
 blasst_status blasst_kernel_load_data(const void *cubin, size_t size,
@@ -377,9 +378,10 @@ blasst_status blasst_kernel_load_data(const void *cubin, size_t size,
   AttentionSpec s;
   if (blasst_status st = parseSpecText(spec, &s); st != BLASST_OK)
     return st;
+  std::string specText = spec;
   return loadKernel("'" + info.kernelName + "' (in memory)",
-                    std::string(static_cast<const char *>(cubin), size), info,
-                    std::move(s), device, out);
+                    std::string(static_cast<const char *>(cubin), size),
+                    &specText, info, std::move(s), device, out);
 }
 
 blasst_status blasst_kernel_load_package(const char *dir, const char *spec,
@@ -422,9 +424,9 @@ blasst_status blasst_kernel_load_package(const char *dir, const char *spec,
                                             &error);
       !st)
     return fail(status(error), st.message());
-  return loadKernel("'" + info.kernelName + "' from package '" +
-                        std::string(dir) + "'",
-                    cubin, info, std::move(s), device, out);
+  return loadKernel(
+      "'" + info.kernelName + "' from package '" + std::string(dir) + "'",
+      cubin, /*specText=*/nullptr, info, std::move(s), device, out);
 }
 
 void blasst_kernel_destroy(blasst_kernel *kernel) { delete kernel; }

@@ -209,31 +209,6 @@ Status checkInt(const IntKey &k, int value) {
   return Status::success();
 }
 
-Status readWholeFile(const std::string &path, const char *what,
-                     std::string *out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::error(std::string("cannot open ") + what + " " +
-                         quoted(path) + ": " + std::strerror(errno));
-  // Metadata and specs are small; a cubin is a few MiB. Cap the read so a
-  // device or a pipe (say /dev/zero) cannot make us read forever.
-  constexpr std::streamsize kMaxBytes = 256 << 20;
-  std::string data;
-  char chunk[1 << 16];
-  while (file) {
-    file.read(chunk, sizeof(chunk));
-    data.append(chunk, static_cast<size_t>(file.gcount()));
-    if (static_cast<std::streamsize>(data.size()) > kMaxBytes)
-      return Status::error(std::string("cannot read ") + what + " " +
-                           quoted(path) + ": larger than 256 MiB");
-  }
-  if (file.bad())
-    return Status::error(std::string("cannot read ") + what + " " +
-                         quoted(path) + ": " + std::strerror(errno));
-  *out = std::move(data);
-  return Status::success();
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//

@@ -53,18 +53,12 @@ bool isDirectory(const std::string &path) {
 /// Reads a whole file; NotFound when it does not exist.
 Status readFile(const std::string &path, const char *what, std::string *out,
                 PackageError *error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    int err = errno;
+  int openErrno = 0;
+  if (Status s = readWholeFile(path, what, out, &openErrno); !s)
     return failWith(error,
-                    err == ENOENT ? PackageError::NotFound
-                                  : PackageError::BadFile,
-                    std::string("cannot open ") + what + " '" + path +
-                        "': " + std::strerror(err));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
+                    openErrno == ENOENT ? PackageError::NotFound
+                                        : PackageError::BadFile,
+                    s.message());
   return Status::success();
 }
 
@@ -314,5 +308,10 @@ Status blasst::rt::readPackageKernel(const KernelPackage &package,
     return failWith(error, PackageError::BadFile,
                     stem + ".cubin: bad cubin (" +
                         std::to_string(cubin->size()) + " bytes): " + bad);
+  if (std::string bad =
+          checkKernelContent(cubin->data(), cubin->size(), specText, *info);
+      !bad.empty())
+    return failWith(error, PackageError::BadFile,
+                    stem + ".{cubin,spec,meta}: " + bad);
   return Status::success();
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "blasst/Spec/AttentionSpec.h"
 
 #include <cstdlib>
 #include <algorithm>
@@ -321,23 +322,47 @@ Status Module::loadData(const Context &context, const void *image, size_t size,
   return Status::success();
 }
 
-Status Module::loadFile(const Context &context, const std::string &path,
-                        Module *out) {
+Status blasst::rt::readWholeFile(const std::string &path, const char *what,
+                                 std::string *out, int *openErrno,
+                                 size_t maxBytes) {
+  if (openErrno)
+    *openErrno = 0;
+  std::string name = "'" + escapeForMessage(path) + "'";
   std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return Status::error("cannot read kernel file " + quoted(path) + ": " +
-                         std::strerror(errno));
-  std::vector<char> data;
+  if (!file) {
+    int err = errno;
+    if (openErrno)
+      *openErrno = err;
+    return Status::error(std::string("cannot open ") + what + " " + name +
+                         ": " + std::strerror(err));
+  }
+  std::string data;
   char chunk[1 << 16];
   size_t got;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), file)) > 0)
-    data.insert(data.end(), chunk, chunk + got);
+  while ((got = std::fread(chunk, 1, sizeof(chunk), file)) > 0) {
+    if (data.size() + got > maxBytes) {
+      std::fclose(file);
+      return Status::error(std::string("cannot read ") + what + " " + name +
+                           ": larger than " + std::to_string(maxBytes >> 20) +
+                           " MiB");
+    }
+    data.append(chunk, got);
+  }
   bool readError = std::ferror(file) != 0;
   int savedErrno = errno;
   std::fclose(file);
   if (readError)
-    return Status::error("cannot read kernel file " + quoted(path) + ": " +
-                         std::strerror(savedErrno));
+    return Status::error(std::string("cannot read ") + what + " " + name +
+                         ": " + std::strerror(savedErrno));
+  *out = std::move(data);
+  return Status::success();
+}
+
+Status Module::loadFile(const Context &context, const std::string &path,
+                        Module *out) {
+  std::string data;
+  if (Status s = readWholeFile(path, "kernel file", &data); !s)
+    return s;
   if (data.empty())
     return Status::error("cannot load kernel file " + quoted(path) +
                          ": the file is empty");

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -791,8 +792,37 @@ TEST(ModuleTest, MissingFileIsNamed) {
   Module module;
   EXPECT_TRUE(
       failsWith(Module::loadFile(context, "/nonexistent/attn.cubin", &module),
-                "cannot read kernel file '/nonexistent/attn.cubin': "
+                "cannot open kernel file '/nonexistent/attn.cubin': "
                 "No such file or directory"));
+}
+
+// Every file the runtime and the C API read goes through readWholeFile: a
+// device or a pipe gets an error at the cap instead of the whole memory.
+TEST(FilesTest, ReadsStopAtTheCap) {
+  std::string data;
+  int openErrno = -1;
+  EXPECT_TRUE(failsWith(
+      readWholeFile("/dev/zero", "kernel file", &data, &openErrno, 1 << 20),
+      "cannot read kernel file '/dev/zero': larger than 1 MiB"));
+  EXPECT_EQ(openErrno, 0);
+  EXPECT_TRUE(data.empty());
+  EXPECT_TRUE(failsWith(
+      readWholeFile("/nonexistent/x.meta", "kernel metadata", &data,
+                    &openErrno),
+      "cannot open kernel metadata '/nonexistent/x.meta': No such file"));
+  EXPECT_EQ(openErrno, ENOENT);
+  // Exactly at the cap is fine.
+  std::string path = ::testing::TempDir() + "/blasst-cap.bin";
+  {
+    FILE *f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::string bytes(1 << 20, 'x');
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  ASSERT_TRUE(readWholeFile(path, "kernel file", &data, nullptr, 1 << 20));
+  EXPECT_EQ(data.size(), size_t(1) << 20);
+  std::remove(path.c_str());
 }
 
 TEST(ModuleTest, NonCudaElfIsRejected) {

@@ -101,6 +101,25 @@ static void write_text(const char *name, const char *text) {
   write_file(name, text, strlen(text));
 }
 
+/* The whole file (malloc'd), or NULL. */
+static char *read_text(const char *name) {
+  char p[512];
+  path(p, sizeof(p), name);
+  FILE *f = fopen(p, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (text) {
+    size_t got = fread(text, 1, (size_t)n, f);
+    text[got] = 0;
+  }
+  fclose(f);
+  return text;
+}
+
 static const char *kSpec =
     "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 causal=true";
 static const char *kMeta = "abi_version = 7\nkernel = k\ntarget = sm_90a\n"
@@ -508,6 +527,34 @@ static void test_jit_package(void) {
   blasst_kernel_destroy(k);
   CHECK_OK(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k));
   blasst_kernel_destroy(k);
+  /* Files that were not written together are refused, with or without a
+   * device: an edited .meta against its content hash... */
+  char *meta = read_text("k0.meta");
+  char *threads = meta ? strstr(meta, "threads = 384\n") : NULL;
+  CHECK(meta && strstr(meta, "content_sha256 = ") && threads);
+  if (threads) {
+    memcpy(threads, "threads = 256", 13);
+    write_text("k0.meta", meta);
+    CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
+                BLASST_ERROR_BAD_FILE,
+                "do not match the content hash their .meta records");
+    memcpy(threads, "threads = 384", 13);
+    /* ...and with no hash (a hand-edited kernel), a spec the metadata does
+     * not describe: the decode kernel's packing is not in this .meta. */
+    char *line = strstr(meta, "content_sha256 = ");
+    char *end = line ? strchr(line, '\n') : NULL;
+    if (end)
+      memmove(line, end + 1, strlen(end + 1) + 1);
+    write_text("k0.meta", meta);
+    CHECK_OK(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k));
+    blasst_kernel_destroy(k);
+    write_text("k0.spec", "dtype=bf16 head_dim=64 q_heads=4 kv_heads=2 "
+                          "sparsity=blasst:a=256 stats=true phase=decode\n");
+    CHECK_FAILS(blasst_kernel_load_files(stem, BLASST_NO_DEVICE, &k),
+                BLASST_ERROR_BAD_FILE, "does not match the spec");
+  }
+  free(meta);
+  CHECK_OK(blasst_compiled_write(c, stem));
 
   /* A kernel on the GPU, where one runs sm_90a. */
   if (gpu0_runs_sm90a()) {

@@ -116,11 +116,16 @@ blasst_status blasst_compiled_write(const blasst_compiled *c,
     return fail(BLASST_ERROR_INVALID_ARGUMENT,
                 "compiled and stem must not be null");
   std::string s = stem, why;
+  // The .meta records the content hash of the three files, as the JIT
+  // cache's and blasst-compile's do: loading checks they belong together.
+  rt::KernelInfo info = c->ck.info;
+  info.contentSha256 = rt::kernelContentHash(c->ck.cubin.data(),
+                                             c->ck.cubin.size(), c->spec, info);
   // The metadata last, as the JIT cache does: it marks a complete kernel.
   if (!writeFile(s + ".cubin",
                  std::string(c->ck.cubin.data(), c->ck.cubin.size()), &why) ||
       !writeFile(s + ".spec", c->spec, &why) ||
-      !writeFile(s + ".meta", c->meta, &why))
+      !writeFile(s + ".meta", rt::formatKernelInfo(info), &why))
     return fail(BLASST_ERROR_BAD_FILE, "cannot write kernel '" + s + "': " + why);
   return ok();
 }

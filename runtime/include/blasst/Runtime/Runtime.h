@@ -65,6 +65,16 @@ private:
   std::string msg;
 };
 
+/// Reads a whole file of at most `maxBytes` (256 MiB: a cubin is a few MiB),
+/// so that a device or a pipe (say /dev/zero) cannot make a read run forever
+/// or exhaust memory. Errors: "cannot open <what> '<path>': <reason>",
+/// "cannot read <what> '<path>': larger than 256 MiB" and the like.
+/// `openErrno`: errno where the file could not be opened (ENOENT: it does not
+/// exist), else 0.
+Status readWholeFile(const std::string &path, const char *what,
+                     std::string *out, int *openErrno = nullptr,
+                     size_t maxBytes = size_t(256) << 20);
+
 /// Formats a driver error as "<what>: CUDA_ERROR_X (description)". `what`
 /// says what was being done, e.g. "cuModuleLoadData failed while loading
 /// kernel 'attn_fwd' from cubin (1234 bytes)". Uses the driver's own name and
