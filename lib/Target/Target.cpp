@@ -30,6 +30,7 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 using namespace mlir;
@@ -290,44 +291,50 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
         "the lowered module has no kernel with blasst.block_m");
   LoweredKernel k;
   k.name = kernelFunc.getName().str();
+  // Each integer the metadata takes from the kernel, checked to be one
+  // (LLVM-dialect input is the user's; a value past int would wrap).
+  auto readInt = [&](const char *attr, int *slot,
+                     bool required) -> llvm::Error {
+    Attribute a = kernelFunc->getAttr(attr);
+    if (!a && !required)
+      return llvm::Error::success();
+    auto value = dyn_cast_or_null<IntegerAttr>(a);
+    if (!value)
+      return llvm::createStringError("kernel '" + k.name +
+                                     "' lacks the integer attribute " + attr);
+    const llvm::APInt &ap = value.getValue();
+    int64_t v = ap.getSignificantBits() <= 64 ? ap.getSExtValue() : -1;
+    if (v < 0 || v > std::numeric_limits<int32_t>::max())
+      return llvm::createStringError("kernel '" + k.name + "': " + attr +
+                                     " = " +
+                                     llvm::toString(ap, 10, /*Signed=*/true) +
+                                     " is not a count (0 to 2147483647)");
+    *slot = int(v);
+    return llvm::Error::success();
+  };
   for (auto [attr, slot] :
        {std::pair<const char *, int *>{"blasst.block_m", &k.blockM},
         {"blasst.block_n", &k.blockN},
         {"blasst.threads", &k.threads},
-        {"blasst.smem_bytes", &k.smemBytes}}) {
-    auto value = dyn_cast_or_null<IntegerAttr>(kernelFunc->getAttr(attr));
-    if (!value)
-      return llvm::createStringError("kernel '" + k.name +
-                                     "' lacks the integer attribute " + attr);
-    *slot = int(value.getInt());
-  }
+        {"blasst.smem_bytes", &k.smemBytes}})
+    if (llvm::Error e = readInt(attr, slot, /*required=*/true))
+      return std::move(e);
   k.persistent = kernelFunc->hasAttr("blasst.persistent");
   k.lean = kernelFunc->hasAttr("blasst.lean");
-  if (auto n = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.ctas_per_sm")))
-    k.ctasPerSM = int(n.getInt());
-  if (auto c = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.cluster_m")))
-    k.clusterM = int(c.getInt());
-  if (auto g = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.q_group")))
-    k.qGroup = int(g.getInt());
   k.splitKV = kernelFunc->hasAttr("blasst.split_kv");
-  if (auto n = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.kv_splits")))
-    k.kvSplits = int(n.getInt());
-  if (auto n = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.q_tiles")))
-    k.qTiles = int(n.getInt());
+  for (auto [attr, slot] :
+       {std::pair<const char *, int *>{"blasst.ctas_per_sm", &k.ctasPerSM},
+        {"blasst.cluster_m", &k.clusterM},
+        {"blasst.q_group", &k.qGroup},
+        {"blasst.kv_splits", &k.kvSplits},
+        {"blasst.q_tiles", &k.qTiles},
+        {"blasst.page_size", &k.pageSize},
+        {"blasst.split_chunk", &k.splitChunk}})
+    if (llvm::Error e = readInt(attr, slot, /*required=*/false))
+      return std::move(e);
   k.oTensorMap = kernelFunc->hasAttr("blasst.o_tensor_map");
   k.perSeqKV = kernelFunc->hasAttr("blasst.per_seq_kv");
-  if (auto n = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.page_size")))
-    k.pageSize = int(n.getInt());
   k.sinkSeed = kernelFunc->hasAttr("blasst.sink_seed");
-  if (auto n = dyn_cast_or_null<IntegerAttr>(
-          kernelFunc->getAttr("blasst.split_chunk")))
-    k.splitChunk = int(n.getInt());
   k.voteFirstBlock = kernelFunc->hasAttr("blasst.vote_first_block");
   k.mergeKernel = kernelFunc->hasAttr("blasst.merge_kernel");
   k.kvCpAsync = kernelFunc->hasAttr("blasst.kv_cp_async");

@@ -7,7 +7,12 @@
 #include "blasst/Conversion/AttnToWS/AttnToWS.h"
 #include "blasst/Conversion/Passes.h"
 #include "blasst/Dialect/WS/Transforms/Passes.h"
+#include "blasst/Target/Target.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +34,38 @@ TEST(TargetTest, SpecAndDialectTargetsAgree) {
     EXPECT_EQ(ws::symbolizeTarget(toString(t)), w);
   }
   EXPECT_EQ(std::size(kAllTargets), size_t(ws::getMaxEnumValForTarget()) + 1);
+}
+
+// The metadata a lowered module records becomes the .meta's ints: a value
+// that is not one is refused, not wrapped (kv_splits = 2^32 + 1 read as 1).
+TEST(TargetTest, LoweredKernelIntsAreChecked) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::LLVM::LLVMDialect>();
+  auto parse = [&](const std::string &extra) {
+    return mlir::parseSourceString<mlir::ModuleOp>(
+        "llvm.func @k() attributes {blasst.block_m = 128 : i64, "
+        "blasst.block_n = 64 : i64, blasst.threads = 384 : i64, "
+        "blasst.smem_bytes = 1000 : i64" +
+            extra + "} { llvm.return }",
+        &ctx);
+  };
+  auto good = parse(", blasst.kv_splits = 4 : i64");
+  ASSERT_TRUE(good);
+  llvm::Expected<LoweredKernel> k = findLoweredKernel(*good);
+  ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+  EXPECT_EQ(k->kvSplits, 4);
+  for (const char *bad :
+       {", blasst.kv_splits = 4294967297 : i64", ", blasst.q_group = -1 : i64",
+        ", blasst.page_size = 18446744073709551617 : i128"}) {
+    auto module = parse(bad);
+    ASSERT_TRUE(module) << bad;
+    llvm::Expected<LoweredKernel> r = findLoweredKernel(*module);
+    ASSERT_FALSE(bool(r)) << bad;
+    EXPECT_NE(
+        llvm::toString(r.takeError()).find("is not a count (0 to 2147483647)"),
+        std::string::npos)
+        << bad;
+  }
 }
 
 /// A pass's options and their default values, read from its textual form
