@@ -404,10 +404,11 @@ AttentionSpec pagedDecodeSpec() {
 
 AttentionArgs sampleArgs() {
   AttentionArgs a;
-  a.q = 0x10000000;
-  a.k = 0x20000000;
-  a.v = 0x30000000;
-  a.o = 0x40000000;
+  // 1 TiB apart: no shape of these tests makes them overlap.
+  a.q = 0x10000000000;
+  a.k = 0x20000000000;
+  a.v = 0x30000000000;
+  a.o = 0x40000000000;
   a.batch = 2;
   a.seqQ = 1000;
   a.seqKV = 1000;
@@ -520,7 +521,7 @@ TEST(ArgsForKernelTest, ThresholdPointerOnlyForBlasstKernels) {
 TEST(ArgsForKernelTest, TmaAlignment) {
   AttentionArgs a = sampleArgs();
   a.k += 8;
-  EXPECT_TRUE(failsWith(check(a, sampleSpec()), "K (0x20000008) is not "
+  EXPECT_TRUE(failsWith(check(a, sampleSpec()), "K (0x20000000008) is not "
                                                 "16-byte aligned"));
   a = sampleArgs();
   a.oStrides.seq += 4; // 4 elements = 8 bytes of padding: not a multiple of 8
@@ -1482,8 +1483,8 @@ TEST_F(FakeDriverTest, CpAsyncDecodeTakesKVPointersAndStrides) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   void *p[AttentionLaunch::kNumParams];
   prepared.fillParams(p);
-  EXPECT_EQ(*static_cast<uint64_t *>(p[22]), 0x20000000u);
-  EXPECT_EQ(*static_cast<uint64_t *>(p[23]), 0x30000000u);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[22]), 0x20000000000u);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[23]), 0x30000000000u);
   int64_t k[3] = {1000 * 8 * 128, 8 * 128, 128};
   int64_t v[3] = {8 * 1000 * 128, 128, 1000 * 128};
   for (int i = 0; i < 3; ++i) {
@@ -1515,8 +1516,8 @@ TEST_F(FakeDriverTest, PagedCpAsyncDecodeTakesThePoolSize) {
   ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
   void *p[AttentionLaunch::kNumParams];
   prepared.fillParams(p);
-  EXPECT_EQ(*static_cast<uint64_t *>(p[22]), 0x20000000u);
-  EXPECT_EQ(*static_cast<uint64_t *>(p[23]), 0x30000000u);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[22]), 0x20000000000u);
+  EXPECT_EQ(*static_cast<uint64_t *>(p[23]), 0x30000000000u);
   EXPECT_EQ(*static_cast<int64_t *>(p[24]), 16 * row) << "K's page stride";
   EXPECT_EQ(*static_cast<int64_t *>(p[28]), row) << "V's row stride";
   EXPECT_EQ(*static_cast<uint64_t *>(p[16]), 0x70000000u);

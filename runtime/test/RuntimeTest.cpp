@@ -783,6 +783,39 @@ TEST(AttentionArgsTest, OutputMustNotOverlapItself) {
   EXPECT_TRUE(succeeds(validateAttentionArgs(a)));
 }
 
+// O is written while CTAs still read Q, K and V: an O inside them would be
+// a wrong result, not an error, so it is refused up front.
+TEST(AttentionArgsTest, OutputMustNotOverlapInputs) {
+  AttentionArgs a = validArgs();
+  a.o = a.k + 4096; // inside K
+  EXPECT_TRUE(failsWith(validateAttentionArgs(a),
+                        "O (0x7f0010001000) overlaps K (0x7f0010000000): the "
+                        "kernel writes O while every CTA of a head still "
+                        "reads K; give O memory of its own"));
+  a = validArgs();
+  a.o = a.v - 4096; // O's last rows run into V
+  EXPECT_TRUE(failsWith(validateAttentionArgs(a), "overlaps V"));
+  a = validArgs();
+  a.o = a.q + 256; // Q shifted by one row
+  EXPECT_TRUE(failsWith(validateAttentionArgs(a),
+                        "overlaps Q (0x7f0000000000): the kernel writes O "
+                        "while other CTAs still read Q (O may be Q itself, "
+                        "with Q's strides)"));
+  // O over Q itself: each CTA reads its Q tile before writing O there.
+  a = validArgs();
+  a.o = a.q;
+  EXPECT_TRUE(succeeds(validateAttentionArgs(a)));
+  // ...but not with other strides.
+  a.oStrides.seq *= 2;
+  a.oStrides.batch *= 2;
+  EXPECT_TRUE(failsWith(validateAttentionArgs(a), "overlaps Q"));
+  // Right after K's last element is not inside it.
+  a = validArgs();
+  a.o = a.k + uint64_t(2 * 1024 * 8 * 128 * 2);
+  a.v = a.o + 0x10000000;
+  EXPECT_TRUE(succeeds(validateAttentionArgs(a)));
+}
+
 //===----------------------------------------------------------------------===//
 // Files
 //===----------------------------------------------------------------------===//

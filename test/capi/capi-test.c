@@ -419,10 +419,10 @@ static void test_jit_package(void) {
     /* Argument checks, no driver: [B, H, S, D] strides for Q. */
     blasst_attention_args a;
     blasst_attention_args_init(&a);
-    a.q = 0x10000;
-    a.k = 0x20000;
-    a.v = 0x30000;
-    a.o = 0x40000;
+    a.q = 0x10000000000ull; /* 1 TiB apart: never overlapping */
+    a.k = 0x20000000000ull;
+    a.v = 0x30000000000ull;
+    a.o = 0x40000000000ull;
     a.stats = 0x50000;
     a.batch = 2;
     a.seq_q = 300;
@@ -592,10 +592,10 @@ static void test_jit_decode_workspace(void) {
                                    &k));
   blasst_attention_args a;
   blasst_attention_args_init(&a);
-  a.q = 0x10000;
-  a.k = 0x20000;
-  a.v = 0x30000;
-  a.o = 0x40000;
+  a.q = 0x10000000000ull; /* 1 TiB apart: never overlapping */
+  a.k = 0x20000000000ull;
+  a.v = 0x30000000000ull;
+  a.o = 0x40000000000ull;
   a.seq_lens_kv = 0x50000;
   a.seq_q = 1;
   a.seq_kv = 32768;
