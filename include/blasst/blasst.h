@@ -224,9 +224,8 @@ typedef enum blasst_threshold_source {
  * with its own element strides for batch, seq and head (head_dim's stride
  * is 1): [B, S, H, D] and [B, H, S, D] tensors alike. TMA needs every
  * pointer 16-byte aligned and every stride a positive multiple of 8
- * elements. O may not share memory with K, V or Q, except that O may be Q
- * itself (the same pointer and strides): a launch that breaks this is
- * refused (BLASST_ERROR_INVALID_ARGUMENT). */
+ * elements. O may not share memory with Q, K or V (no attention in place):
+ * such a launch is refused (BLASST_ERROR_INVALID_ARGUMENT). */
 typedef struct blasst_attention_args {
   /* sizeof(blasst_attention_args): set by blasst_attention_args_init. */
   uint32_t struct_size;

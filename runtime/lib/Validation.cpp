@@ -484,10 +484,10 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
       !s)
     return s;
   // Nor may O share memory with what CTAs still read: K and V are read by
-  // every CTA of a head, Q rows of other tiles by theirs. O exactly over Q
-  // (the same address and strides) is fine: a CTA reads its Q tile before
-  // it writes the O tile in its place. A paged cache's K and V are a page
-  // pool, not [batch, seqKV] rows: not checked here.
+  // every CTA of a head, Q by the CTAs of its tile (all KV splits of a
+  // decode tile). In place (O over Q) is refused too: no run has checked it.
+  // A paged cache's K and V are a page pool, not [batch, seqKV] rows: not
+  // checked here.
   auto extent = [&](const Operand &op) {
     using U = unsigned __int128;
     U last = U(a.batch - 1) * U(op.strides->batch) +
@@ -499,9 +499,6 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
   auto [oLo, oHi] = extent(operands[3]);
   for (int i = 0; i < 3; ++i) {
     const Operand &in = operands[i];
-    if (in.address == a.o && i == 0 && a.qStrides.batch == a.oStrides.batch &&
-        a.qStrides.seq == a.oStrides.seq && a.qStrides.head == a.oStrides.head)
-      continue;
     if (i > 0 && a.blockTable != 0)
       continue;
     auto [lo, hi] = extent(in);
@@ -509,8 +506,7 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
       return Status::error(
           std::string("O (") + hex(a.o) + ") overlaps " + in.name + " (" +
           hex(in.address) + "): the kernel writes O while " +
-          (i == 0 ? "other CTAs still read Q (O may be Q itself, with Q's "
-                    "strides)"
+          (i == 0 ? std::string("CTAs still read Q")
                   : std::string("every CTA of a head still reads ") + in.name) +
           "; give O memory of its own");
   }
