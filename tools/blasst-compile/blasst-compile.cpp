@@ -75,7 +75,8 @@ static cl::opt<bool> listPresets("list-presets", cl::desc("list presets"),
 static cl::opt<std::string>
     sparsityOverride("sparsity",
                      cl::desc("override the spec's policy: none | "
-                              "blasst:a=<float> | blasst:ln_lambda=<float>"),
+                              "blasst:a=<float> | blasst:ln_lambda=<float> "
+                              "(the spec's lambda_max stays)"),
                      cl::cat(cat));
 static cl::opt<bool>
     noVote("no-blasst-vote",
@@ -304,7 +305,12 @@ int main(int argc, char **argv) {
       std::optional<SparsityPolicy> p = parseSparsity(sparsityOverride, err);
       if (!p)
         return fail("--sparsity: " + err);
+      // The override names the policy; the spec's cap on it stays (a
+      // dense override has none).
+      double lambdaMax = spec.sparsity.lambdaMax;
       spec.sparsity = *p;
+      if (!p->isDense())
+        spec.sparsity.lambdaMax = lambdaMax;
     }
     reason = spec.validate();
     if (!reason.empty())
