@@ -6,6 +6,11 @@
 #                            present, run, check and time it
 #   bash tools/dev.sh test   set up, build, run every test (lit + unit)
 #   bash tools/dev.sh setup  only install what is missing, configure, build
+#   bash tools/dev.sh sanitize  build with AddressSanitizer and UBSan in
+#                            build-asan (SAN_BUILD_DIR) and run the unit
+#                            tests, the lit suites of the passes, dialects
+#                            and tools (SAN_LIT=all: every lit test, ~1 h
+#                            on 2 cores) and the mutation fuzzer under them
 # Environment: BUILD_DIR (default build), JOBS (default: nproc),
 # PRESET (default llama3-8b-prefill), CUDA_HOME (default /usr/local/cuda).
 set -euo pipefail
@@ -102,10 +107,57 @@ run_tests() {
   return $rc
 }
 
+run_sanitized() {
+  local start=$SECONDS dir="${SAN_BUILD_DIR:-$ROOT/build-asan}"
+  local rtdir
+  rtdir="$(clang++ -print-runtime-dir)"
+  local san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+  # Shared libraries (libblasst.so) take the sanitizer runtime from the
+  # executable: both link the shared runtime, found through the rpath.
+  local link="-fsanitize=address,undefined -shared-libasan -Wl,-rpath,$rtdir"
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    log "configuring $dir (AddressSanitizer + UBSan)"
+    cmake -G Ninja -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DLLVM_USE_LINKER=lld \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+      "-DCMAKE_C_FLAGS=$san -fno-omit-frame-pointer" \
+      "-DCMAKE_CXX_FLAGS=$san -fno-omit-frame-pointer" \
+      "-DCMAKE_EXE_LINKER_FLAGS=$link" \
+      "-DCMAKE_SHARED_LINKER_FLAGS=$link" >/dev/null
+  fi
+  log "building $dir with $JOBS jobs"
+  ninja -C "$dir" -j "$JOBS"
+  # A report aborts (a signal): lit's `not` and the fuzzer take a signal
+  # as a crash, where an exit status would pass for a rejected input.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}"
+  local rc=0
+  # Not here: lit (below), the package install and the Python package (a
+  # Python interpreter cannot load an instrumented libblasst.so without
+  # the runtime preloaded) and the no-LLVM check (the runtime is a
+  # dependency of every instrumented library).
+  log "unit tests under the sanitizers"
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" \
+    -E 'blasst-lit|blasst-fuzz|blasst-install|blasst-python|blasst-capi-no-llvm' ||
+    rc=1
+  local suites=(test/Dialect test/Conversion test/tools)
+  [[ ${SAN_LIT:-} == all ]] && suites=(test)
+  log "lit (${suites[*]}) under the sanitizers"
+  (cd "$dir" && /usr/lib/llvm-22/bin/lit -q -j "$JOBS" "${suites[@]}") || rc=1
+  log "the mutation fuzzer under the sanitizers"
+  python3 "$ROOT/tools/fuzz/fuzz-lit.py" --build "$dir" --src "$ROOT" \
+    --jobs "$JOBS" --timeout 120 || rc=1
+  log "sanitized run done in $((SECONDS - start)) s (rc $rc)"
+  return $rc
+}
+
 cmd="${1:-}"
 case "$cmd" in
   setup) install_packages; configure_and_build ;;
   main) install_packages; configure_and_build; run_main ;;
   test) install_packages; configure_and_build; run_tests ;;
-  *) die "usage: bash tools/dev.sh main|test|setup" ;;
+  sanitize) install_packages; run_sanitized ;;
+  *) die "usage: bash tools/dev.sh main|test|setup|sanitize" ;;
 esac
