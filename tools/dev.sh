@@ -115,18 +115,18 @@ run_sanitized() {
   # Shared libraries (libblasst.so) take the sanitizer runtime from the
   # executable: both link the shared runtime, found through the rpath.
   local link="-fsanitize=address,undefined -shared-libasan -Wl,-rpath,$rtdir"
-  if [[ ! -f "$dir/build.ninja" ]]; then
-    log "configuring $dir (AddressSanitizer + UBSan)"
-    cmake -G Ninja -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DLLVM_USE_LINKER=lld \
-      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-      "-DCMAKE_C_FLAGS=$san -fno-omit-frame-pointer" \
-      "-DCMAKE_CXX_FLAGS=$san -fno-omit-frame-pointer" \
-      "-DCMAKE_EXE_LINKER_FLAGS=$link" \
-      "-DCMAKE_SHARED_LINKER_FLAGS=$link" >/dev/null
-  fi
+  # Configured every time: the flags are this mode's, whatever configured
+  # the directory before.
+  log "configuring $dir (AddressSanitizer + UBSan)"
+  cmake -G Ninja -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DLLVM_USE_LINKER=lld \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    "-DCMAKE_C_FLAGS=$san -fno-omit-frame-pointer" \
+    "-DCMAKE_CXX_FLAGS=$san -fno-omit-frame-pointer" \
+    "-DCMAKE_EXE_LINKER_FLAGS=$link" \
+    "-DCMAKE_SHARED_LINKER_FLAGS=$link" >/dev/null
   log "building $dir with $JOBS jobs"
   ninja -C "$dir" -j "$JOBS"
   # A report aborts (a signal): lit's `not` and the fuzzer take a signal
