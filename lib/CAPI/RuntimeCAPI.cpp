@@ -667,6 +667,12 @@ blasst_status convertArgs(const blasst_kernel *k,
                                                k->info.kernelName);
       !s)
     return fail(BLASST_ERROR_INVALID_ARGUMENT, s.message());
+  // (A workspace query's pointers may be stand-ins.)
+  if (forLaunch)
+    if (rt::Status s = rt::checkOutputOverlap(*r); !s)
+      return fail(BLASST_ERROR_INVALID_ARGUMENT, "arguments for kernel '" +
+                                                     k->info.kernelName +
+                                                     "': " + s.message());
   // A decode launch without a workspace and without a split count (what
   // callers written before the workspace fields pass) takes the kernel's
   // own choice where that needs no workspace (one split, or lean CTAs that

@@ -979,6 +979,9 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   const std::string &name = kernelInfo.kernelName;
   if (Status s = validateArgsForKernel(args, kernelInfo, kernelSpec, name); !s)
     return s;
+  if (Status s = checkOutputOverlap(args); !s)
+    return Status::error("arguments for kernel " + quoted(name) + ": " +
+                         s.message());
 
   CUtensorMapDataType dataType = kernelSpec.dtype == DType::BF16
                                      ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

@@ -479,10 +479,15 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
 
   // Reading overlapping inputs is harmless (and used for broadcasting), but
   // an output that overlaps itself is written by several blocks at once.
-  if (Status s = checkNoSelfOverlap("O", a.batch, a.seqQ, a.numQHeads,
-                                    a.headDim, a.oStrides);
-      !s)
-    return s;
+  return checkNoSelfOverlap("O", a.batch, a.seqQ, a.numQHeads, a.headDim,
+                            a.oStrides);
+}
+
+Status blasst::rt::checkOutputOverlap(const AttentionArgs &a) {
+  const Operand operands[] = {{"Q", a.q, a.seqQ, a.numQHeads, &a.qStrides},
+                              {"K", a.k, a.seqKV, a.numKVHeads, &a.kStrides},
+                              {"V", a.v, a.seqKV, a.numKVHeads, &a.vStrides},
+                              {"O", a.o, a.seqQ, a.numQHeads, &a.oStrides}};
   // Nor may O share memory with what CTAs still read: K and V are read by
   // every CTA of a head, Q by the CTAs of its tile (all KV splits of a
   // decode tile). In place (O over Q) is refused too: no run has checked it.

@@ -15,18 +15,28 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
 
 namespace {
-// The GPU's primary context and the module/function handles: distinct
-// addresses that nobody dereferences.
-int primaryContext, fakeModule, fakeFunction, fakeEvent;
+// The GPU's primary context and the module handle: distinct addresses that
+// nobody dereferences.
+int primaryContext, fakeModule, fakeEvent;
+/// A function handle points at one of these: each cuModuleGetFunction call
+/// gives a new one, so each function keeps its own attributes, as with the
+/// real driver (one shared limit let a later kernel's size stand for an
+/// earlier kernel's lean entry). Never freed (a test process is short).
+struct FakeFunction {
+  int dynamicSmem = 0;
+};
+std::mutex functionsMutex;
+std::deque<FakeFunction> functions;
 thread_local CUcontext current = nullptr;
 std::atomic<int> launches{0};
 std::atomic<int> setCurrentCalls{0};
 float lastThreshold = 0;
 CUcontext contextAtLaunch = nullptr;
-int dynamicSmem = 0;
 std::atomic<uint64_t> nextAddress{0x100000000ull};
 struct Memset {
   CUdeviceptr ptr;
@@ -222,26 +232,29 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *) {
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *) {
-  *f = reinterpret_cast<CUfunction>(&fakeFunction);
+  std::lock_guard<std::mutex> lock(functionsMutex);
+  functions.emplace_back();
+  *f = reinterpret_cast<CUfunction>(&functions.back());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *, size_t *, CUmodule,
                                       const char *) {
   return CUDA_ERROR_NOT_FOUND;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute a, int v) {
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a,
+                                    int v) {
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-    dynamicSmem = v;
+    reinterpret_cast<FakeFunction *>(f)->dynamicSmem = v;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a,
-                                    CUfunction) {
+                                    CUfunction f) {
   switch (a) {
   case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
     *v = 1024;
     break;
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-    *v = dynamicSmem;
+    *v = reinterpret_cast<FakeFunction *>(f)->dynamicSmem;
     break;
   default:
     *v = 0;

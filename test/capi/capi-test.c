@@ -374,10 +374,18 @@ static void test_jit_package(void) {
   CHECK(s == BLASST_OK);
   if (s != BLASST_OK)
     return;
-  /* sm_100a compiles here too (it runs only on a B200). */
+  CHECK(strcmp(blasst_compiled_notes(c), "") == 0);
+  /* sm_100a compiles here too (it runs only on a B200). A cache directory
+   * that cannot be one gives a good kernel and says why it was not kept. */
   blasst_compiled *b200 = NULL;
-  CHECK_OK(blasst_jit_compile(kSpec, "sm_100a", cache, &b200));
+  char notdir[512];
+  path(notdir, sizeof(notdir), "cache-is-a-file");
+  write_text("cache-is-a-file", "x");
+  CHECK_OK(blasst_jit_compile(kSpec, "sm_100a", notdir, &b200));
   CHECK(strstr(blasst_compiled_meta(b200), "target = sm_100a\n") != NULL);
+  CHECK(!blasst_compiled_from_cache(b200));
+  CHECK(strstr(blasst_compiled_notes(b200), "warning: not cached: cannot "
+                                            "create") != NULL);
   blasst_compiled_destroy(b200);
   size_t size = 0;
   CHECK(blasst_compiled_cubin(c, &size) != NULL && size > 1000);
@@ -638,6 +646,17 @@ static void test_jit_decode_workspace(void) {
   a.kv_splits = 3;
   CHECK_OK(blasst_kernel_workspace_bytes(k, &a, &bytes, &splits));
   CHECK(bytes > 0 && splits == 3);
+  /* The query's pointers may be stand-ins (the Python op sizes its plan's
+   * workspace so); a launch's O may not share memory with Q, K or V. */
+  blasst_attention_args stand = a;
+  stand.q = stand.k = stand.v = stand.o = 16;
+  CHECK_OK(blasst_kernel_workspace_bytes(k, &stand, &bytes, &splits));
+  stand = a;
+  stand.o = stand.k;
+  CHECK_FAILS(blasst_kernel_launch(k, &stand, NULL),
+              BLASST_ERROR_INVALID_ARGUMENT,
+              "overlaps K (0x20000000000): the kernel writes O while every "
+              "CTA of a head still reads K");
   blasst_kernel_destroy(k);
 }
 #endif

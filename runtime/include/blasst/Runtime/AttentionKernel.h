@@ -85,8 +85,8 @@ Status writeKernelInfo(const std::string &metaPath, const KernelInfo &info);
 /// Pure check (no driver) of `args` against the kernel, done by
 /// AttentionKernel::run before it encodes or launches anything:
 ///  - validateAttentionArgs (non-null Q/K/V/O, sizes >= 1 and <= INT32_MAX,
-///    kv heads dividing q heads, O not overlapping itself, Q or a
-///    contiguous cache's K and V);
+///    kv heads dividing q heads, O not overlapping itself; prepare adds
+///    checkOutputOverlap);
 ///  - head counts and head dim equal to the spec's; elementBytes equal to
 ///    the spec dtype's size (2);
 ///  - LSE given iff spec.lse, stats given iff spec.stats;

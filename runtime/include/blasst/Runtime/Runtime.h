@@ -482,8 +482,15 @@ struct AttentionArgs {
 /// sequence lengths, head counts and headDim >= 1; numKVHeads divides
 /// numQHeads; strides positive multiples of 16 bytes below 2^40 bytes;
 /// O's layout not overlapping itself. Overlap between O and the inputs is
-/// not checked.
+/// checkOutputOverlap's (the pointers of a workspace query may be stand-ins).
 Status validateAttentionArgs(const AttentionArgs &args);
+
+/// For a launch (AttentionKernel::prepare runs it; args already validated):
+/// O shares no memory with Q, K or V. K and V are read by every CTA of a
+/// head and Q by the CTAs of its tile while O is written; in place (O over
+/// Q) is refused too, since no run has checked it. A paged cache's K and V
+/// (blockTable set) are a page pool, not checked.
+Status checkOutputOverlap(const AttentionArgs &args);
 
 //===----------------------------------------------------------------------===//
 // Memory and timing helpers
