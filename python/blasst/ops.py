@@ -63,8 +63,8 @@ class Sparsity:
         if not (0.0 < float(lambda_max) <= 1.0):
             raise ValueError("lambda_max must be in (0, 1], got %r"
                              % (lambda_max,))
-        self.kind = "a" if a is not None else "ln_lambda"
-        self.lambda_max = float(lambda_max)
+        self._kind = "a" if a is not None else "ln_lambda"
+        self._lambda_max = float(lambda_max)
         value = a if a is not None else ln_lambda
         self._source = None
         if isinstance(value, torch.Tensor):
@@ -83,6 +83,16 @@ class Sparsity:
                 if torch.cuda.is_available() else torch.device("cpu")
         self.threshold = torch.empty(1, dtype=torch.float32, device=device)
         self.set(**{self.kind: value})
+
+    # Read-only: the op's fast path keys its plans on the object (the kernel
+    # follows kind and lambda_max); set() changes only the threshold.
+    @property
+    def kind(self):
+        return self._kind
+
+    @property
+    def lambda_max(self):
+        return self._lambda_max
 
     def set(self, a=None, ln_lambda=None):
         """Changes the threshold in place (same kind as constructed)."""
@@ -609,7 +619,10 @@ def _run(p, q, k, v, scale, threshold, return_lse, return_stats,
         a.seq_lens_kv = 0 if kv_lengths is None else kv_lengths.data_ptr()
         a.block_table = 0 if block_table is None else block_table.data_ptr()
     if p.ws is not None:
-        ws = p.ws.get(stream)
+        # During capture a fresh workspace, zeroed in the graph
+        # (_workspace): never the eager one of the same stream, nor another
+        # graph's.
+        ws = None if _capturing() else p.ws.get(stream)
         if ws is None:
             ws = _workspace(p, stream)
         a.workspace = ws.data_ptr()
