@@ -344,6 +344,11 @@ BLASST_API const char *blasst_compiled_meta(const blasst_compiled *compiled);
 BLASST_API const char *blasst_compiled_spec(const blasst_compiled *compiled);
 /* 1 when the kernel came from the cache. */
 BLASST_API int blasst_compiled_from_cache(const blasst_compiled *compiled);
+/* The compile's cache notes and warnings, one per line ("" when none): a
+ * cache that could not be used or written ("warning: not cached: ..."), a
+ * corrupt entry recompiled, a lock not taken. The kernel is good either
+ * way; the notes say why the next process compiles it again. */
+BLASST_API const char *blasst_compiled_notes(const blasst_compiled *compiled);
 /* Writes `<stem>.cubin`, `<stem>.meta` and `<stem>.spec` (what
  * blasst_kernel_load_files reads). */
 BLASST_API blasst_status blasst_compiled_write(const blasst_compiled *compiled,

@@ -193,6 +193,7 @@ def _declare_jit(l):
         "blasst_compiled_meta": (cp, [vp]),
         "blasst_compiled_spec": (cp, [vp]),
         "blasst_compiled_from_cache": (c.c_int, [vp]),
+        "blasst_compiled_notes": (cp, [vp]),
         "blasst_compiled_write": (c.c_int, [vp, cp]),
     }
     for name, (res, args) in sigs.items():
@@ -416,6 +417,9 @@ class Compiled:
         self.meta = _s(j.blasst_compiled_meta(h))
         self.spec = _s(j.blasst_compiled_spec(h))
         self.from_cache = bool(j.blasst_compiled_from_cache(h))
+        # Cache notes and warnings ("warning: not cached: ..."): the kernel
+        # is good, but the next process compiles it again.
+        self.notes = _s(j.blasst_compiled_notes(h))
 
     def write(self, stem):
         check(self._jit.blasst_compiled_write(self._h, _b(stem)))

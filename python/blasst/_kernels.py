@@ -13,6 +13,7 @@ available. A package of another kernel ABI is an error, not skipped.
 import math
 import os
 import threading
+import warnings
 
 from . import _capi
 
@@ -138,6 +139,10 @@ def get_kernel(spec, device, target=None):
                         _capi._jit_error, target, spec))
             compiled = _capi.Compiled(spec, target)
             _compile_count += 1
+            for line in compiled.notes.splitlines():
+                if line.startswith("warning:"):
+                    warnings.warn("blasst JIT: " + line[len("warning:"):]
+                                  .strip(), RuntimeWarning, stacklevel=3)
             k = compiled.load(spec, device)
         _kernels[key] = k
         _by_spec[asked] = k

@@ -152,6 +152,19 @@ class AotTest(unittest.TestCase):
         # Rebuilding adds nothing.
         self.assertEqual(aot.build(self.dir, [SPEC], "sm_90a", self.cache), 0)
 
+    def test_cache_warnings_are_not_lost(self):
+        # A cache directory that cannot be one: a good kernel, and the
+        # notes (a Python warning where the op compiles) say why it was not
+        # kept, instead of every process compiling again in silence.
+        path = os.path.join(self.dir, "cache-is-a-file")
+        with open(path, "w") as f:
+            f.write("x")
+        c = _capi.Compiled(SPEC, "sm_90a", path)
+        self.assertFalse(c.from_cache)
+        self.assertIn("warning: not cached: cannot create", c.notes)
+        c = _capi.Compiled(SPEC, "sm_90a", self.cache)
+        self.assertEqual(c.notes, "")
+
     def test_args_are_checked_without_a_gpu(self):
         k = _capi.Kernel.from_package(self.dir, SPEC, "sm_90a")
         a = _capi.AttentionArgs()

@@ -150,6 +150,13 @@ class TorchOpTest(unittest.TestCase):
         with self.assertRaises(ValueError) as cm:
             sp.set(ln_lambda=-0.1)
         self.assertIn("above the cap", str(cm.exception))
+        # kind and lambda_max choose the kernel, and the op's plans are
+        # keyed on the object: they cannot change after it is made.
+        with self.assertRaises(AttributeError):
+            sp.lambda_max = 0.25
+        with self.assertRaises(AttributeError):
+            sp.kind = "a"
+        self.assertEqual((sp.kind, sp.lambda_max), ("ln_lambda", 0.5))
         with self.assertRaises(ValueError):
             blasst.Sparsity()
         with self.assertRaises(ValueError):

@@ -10,12 +10,14 @@
 
 #include "blasst/JIT/JIT.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <unistd.h>
 #include <new>
+#include <thread>
+#include <unistd.h>
 
 using namespace blasst;
 using namespace blasst::capi;
@@ -30,8 +32,13 @@ namespace {
 
 bool writeFile(const std::string &path, const std::string &data,
                std::string *why) {
-  // A unique temporary name, then rename: a reader never sees half a file.
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  // A unique temporary name (process, thread and call: two threads may
+  // write one stem), then rename: a reader never sees half a file.
+  static std::atomic<unsigned> calls{0};
+  std::string tmp =
+      path + ".tmp" + std::to_string(::getpid()) + "." +
+      std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) +
+      "." + std::to_string(calls++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
@@ -108,6 +115,10 @@ const char *blasst_compiled_spec(const blasst_compiled *c) {
 
 int blasst_compiled_from_cache(const blasst_compiled *c) {
   return c && c->ck.fromCache ? 1 : 0;
+}
+
+const char *blasst_compiled_notes(const blasst_compiled *c) {
+  return c ? c->ck.notes.c_str() : "";
 }
 
 blasst_status blasst_compiled_write(const blasst_compiled *c,
