@@ -449,9 +449,11 @@ public:
       ::close(fd); // releases the lock
   }
   /// Waits for the lock, at most `timeout`. Returns "" once held, else why
-  /// not (then the caller compiles without it).
+  /// not (then the caller compiles without it). `onWait` runs once, when
+  /// the lock is found held (the wait may be long: say so first).
+  template <typename F>
   std::string acquire(const std::string &path, std::chrono::seconds timeout,
-                      bool *waited) {
+                      bool *waited, F &&onWait) {
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
       return "cannot open the lock file " + path + ": " + std::strerror(errno);
@@ -464,6 +466,8 @@ public:
       if (Clock::now() > deadline)
         return "gave up waiting for " + path + " after " +
                std::to_string(timeout.count()) + " s";
+      if (!*waited)
+        onWait();
       *waited = true;
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(100));
@@ -678,7 +682,12 @@ llvm::Expected<CompiledKernel> jit::compile(const AttentionSpec &spec,
     if (std::error_code ec = fs::create_directories(dir))
       storeError = "cannot create " + dir + ": " + ec.message();
     else if (std::string e = entryLock.acquire(
-                 stem + ".lock", std::chrono::seconds(600), &waited);
+                 stem + ".lock", std::chrono::seconds(600), &waited,
+                 [&] {
+                   log.progress("waiting for " + stem +
+                                ".lock: another compile of this kernel "
+                                "holds it (at most 600 s)");
+                 });
              !e.empty())
       log.note("warning: compiling without the entry's lock: " + e);
     else if (waited)

@@ -23,12 +23,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -507,6 +509,36 @@ TEST_F(JITCacheTest, CompilesDecode) {
   jit::CompiledKernel kv = mustCompile(paged, options());
   EXPECT_EQ(kv.info.pageSize, 32);
   EXPECT_TRUE(kv.info.perSeqKV);
+}
+
+// A cold compile that finds another compile of the kernel holding the
+// entry's lock says so when its wait begins (it may last up to 600 s), and
+// uses that compile's entry once the lock is free.
+TEST_F(JITCacheTest, WaitingForTheEntryLockIsReported) {
+  AttentionSpec spec = smallSpec();
+  jit::CompileOptions opts = options();
+  opts.verbose = true;
+  std::string key = jit::cacheKey(spec, kSM90);
+  mustCompile(spec, options()); // the entry the waiter will find
+  int fd = ::open((stem(key) + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  fs::remove(stem(key) + ".meta"); // cold again: the waiter must lock
+  std::thread release([fd] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::close(fd);
+  });
+  ::testing::internal::CaptureStderr();
+  jit::CompiledKernel ck = mustCompile(spec, opts);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  release.join();
+  EXPECT_NE(err.find("waiting for " + stem(key) +
+                     ".lock: another compile of this kernel holds it"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("waited for " + stem(key) + ".lock"), std::string::npos)
+      << err;
+  EXPECT_FALSE(ck.cubin.empty());
 }
 
 TEST_F(JITCacheTest, MissThenHit) {
