@@ -7,8 +7,10 @@ Seeds: every `.mlir` file under test/ (split at `// -----` like
 Each mutant (1-3 line, token or byte edits; seeded, so a run is repeatable)
 runs through the pipeline its content calls for: ws IR through
 --blasst-ws-to-llvm, attn IR through --blasst-attn-to-llvm (or the sm_100a
-schedule), anything else through the parser and verifiers; specs through
-blasst-compile with random schedule flags. A failure is
+schedule, or convert-attn-to-ws with random options of its own: the pass must
+check what blasst-compile checks first), anything else through the parser and
+verifiers; specs through blasst-compile with random schedule flags (values no
+schedule takes among them). A failure is
   crash  a signal, an exit code other than 0/1, or LLVM's crash output
          ("PLEASE submit a bug report", "Stack dump", "LLVM ERROR",
          an assertion, "UNREACHABLE")
@@ -71,7 +73,31 @@ KNOBS = ["--block-m=64", "--block-m=128", "--block-m=256", "--block-n=16",
          "--q-in-registers=true", "--kv-multicast=true",
          "--v-on-demand=true", "--v-on-demand=false",
          "--v-speculate-after=0", "--v-speculate-after=3", "--stats",
-         "--sparsity=blasst:a=64", "--no-blasst-vote"]
+         "--sparsity=blasst:a=64", "--no-blasst-vote",
+         # Values no schedule takes (session 39: truncated or crashing).
+         "--block-m=192", "--block-m=60", "--kv-splits=4294967297",
+         "--kv-splits=1025", "--ctas-per-sm=0", "--ctas-per-sm=2",
+         "--v-speculate-after=4294967297", "--split-chunk=0",
+         "--k-kept-run=9", "--k-kept-ahead=-1"]
+# convert-attn-to-ws's own options, given to blasst-opt directly (the pass
+# must check them itself: blasst-compile and the JIT check them first).
+PASS_SIZES = ["block-m", "block-n", "stages", "producer-regs",
+              "consumer-regs", "kv-splits", "split-chunk", "ctas-per-sm"]
+PASS_SWITCHES = ["balanced-splits", "kv-cp-async", "kv-multicast", "lean",
+                 "lean-entry", "merge-kernel", "overlap", "p-in-registers",
+                 "persistent", "pingpong", "q-in-registers",
+                 "split-interleave"]
+
+
+def attn_pass_options(rng):
+    opts = ["target=" + rng.choice(["sm_90a", "sm_90a", "sm_100a"])]
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.6:
+            opts.append(rng.choice(PASS_SIZES) + "=" + rng.choice(NUMBERS))
+        else:
+            opts.append(rng.choice(PASS_SWITCHES) + "=" +
+                        rng.choice(["true", "false", "auto"]))
+    return "--convert-attn-to-ws=" + " ".join(opts)
 
 
 def chunks_of(path):
@@ -185,7 +211,10 @@ def mlir_command(text, rng):
                            ["--ws-print-protocol"]])
     if "attn.attention" in text:
         return rng.choice([["--blasst-attn-to-llvm"], ["--blasst-attn-to-llvm"],
-                           ["--convert-attn-to-ws=target=sm_100a"]])
+                           ["--convert-attn-to-ws=target=sm_100a"],
+                           [attn_pass_options(rng)], [attn_pass_options(rng)],
+                           [attn_pass_options(rng), "--blasst-insert-vote",
+                            "--blasst-ws-to-llvm"]])
     return []
 
 
