@@ -775,6 +775,12 @@ def attention(q, k, v, *, causal=False, scale=None, sparsity=None,
                         "blasst.Sparsity, got %s" % type(sparsity).__name__)
     causal, return_lse, return_stats = \
         bool(causal), bool(return_lse), bool(return_stats)
+    # (Before the fast path's key, which would fail to hash a list.)
+    if not isinstance(layout, str) or \
+            not (phase is None or isinstance(phase, str)):
+        raise TypeError("blasst.attention: layout must be 'bshd' or 'bhsd' "
+                        "and phase None, 'prefill' or 'decode', got "
+                        "layout=%r, phase=%r" % (layout, phase))
     if seq_kv is not None:
         seq_kv = operator.index(seq_kv)
         if seq_kv < 1:

@@ -54,6 +54,11 @@ class TorchOpTest(unittest.TestCase):
             ((q, self.meta(3, 517, 2, 128), self.meta(3, 517, 2, 128)), {},
              ValueError, "batch"),
             ((q, k, k), {"layout": "sbhd"}, ValueError, "layout"),
+            ((q, k, k), {"layout": ["bshd"]}, TypeError,
+             "layout must be 'bshd' or 'bhsd'"),
+            ((q, k, k), {"phase": ["decode"]}, TypeError,
+             "phase None, 'prefill' or 'decode', got layout='bshd', "
+             "phase=['decode']"),
             ((q, k, k), {"scale": -1.0}, ValueError, "scale"),
             ((q, k, k), {"return_stats": True}, ValueError,
              "return_stats needs a sparsity"),
