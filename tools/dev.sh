@@ -42,16 +42,23 @@ install_packages() {
     die "MLIR 22 not found at /usr/lib/llvm-22 after installing ${PACKAGES[*]}"
 }
 
+# cmake for build directory $1 with the project's toolchain; the rest of the
+# arguments are added (the build type first).
+configure() {
+  local dir="$1"
+  shift
+  cmake -G Ninja -S "$ROOT" -B "$dir" "$@" \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DLLVM_USE_LINKER=lld \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
+}
+
 configure_and_build() {
   local start=$SECONDS
   if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
     log "configuring $BUILD_DIR"
-    cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
-      -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DLLVM_USE_LINKER=lld \
-      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
+    configure "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
   fi
   log "building with $JOBS jobs"
   ninja -C "$BUILD_DIR" -j "$JOBS" "$@"
@@ -118,15 +125,11 @@ run_sanitized() {
   # Configured every time: the flags are this mode's, whatever configured
   # the directory before.
   log "configuring $dir (AddressSanitizer + UBSan)"
-  cmake -G Ninja -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DLLVM_USE_LINKER=lld \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+  configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_C_FLAGS=$san -fno-omit-frame-pointer" \
     "-DCMAKE_CXX_FLAGS=$san -fno-omit-frame-pointer" \
     "-DCMAKE_EXE_LINKER_FLAGS=$link" \
-    "-DCMAKE_SHARED_LINKER_FLAGS=$link" >/dev/null
+    "-DCMAKE_SHARED_LINKER_FLAGS=$link"
   log "building $dir with $JOBS jobs"
   ninja -C "$dir" -j "$JOBS"
   # A report aborts (a signal): lit's `not` and the fuzzer take a signal

@@ -12,6 +12,7 @@
 #include "blasst/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdio>
 
@@ -359,6 +360,14 @@ struct Operand {
   const BSHDStrides *strides;
 };
 
+/// Q, K, V and O, in that order.
+std::array<Operand, 4> operandsOf(const AttentionArgs &a) {
+  return {{{"Q", a.q, a.seqQ, a.numQHeads, &a.qStrides},
+           {"K", a.k, a.seqKV, a.numKVHeads, &a.kStrides},
+           {"V", a.v, a.seqKV, a.numKVHeads, &a.vStrides},
+           {"O", a.o, a.seqQ, a.numQHeads, &a.oStrides}}};
+}
+
 Status checkStride(const char *tensor, const char *which, int64_t stride,
                    int elementBytes) {
   std::string what = std::string(tensor) + " " + which + " stride (" +
@@ -447,10 +456,7 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
         ") is not a multiple of numKVHeads (" + std::to_string(a.numKVHeads) +
         "); each KV head must serve a whole number of query heads");
 
-  const Operand operands[] = {{"Q", a.q, a.seqQ, a.numQHeads, &a.qStrides},
-                              {"K", a.k, a.seqKV, a.numKVHeads, &a.kStrides},
-                              {"V", a.v, a.seqKV, a.numKVHeads, &a.vStrides},
-                              {"O", a.o, a.seqQ, a.numQHeads, &a.oStrides}};
+  const std::array<Operand, 4> operands = operandsOf(a);
   for (const Operand &op : operands)
     if (op.address == 0)
       return Status::error(std::string(op.name) + " is a null pointer");
@@ -484,10 +490,7 @@ Status blasst::rt::validateAttentionArgs(const AttentionArgs &a) {
 }
 
 Status blasst::rt::checkOutputOverlap(const AttentionArgs &a) {
-  const Operand operands[] = {{"Q", a.q, a.seqQ, a.numQHeads, &a.qStrides},
-                              {"K", a.k, a.seqKV, a.numKVHeads, &a.kStrides},
-                              {"V", a.v, a.seqKV, a.numKVHeads, &a.vStrides},
-                              {"O", a.o, a.seqQ, a.numQHeads, &a.oStrides}};
+  const std::array<Operand, 4> operands = operandsOf(a);
   // Nor may O share memory with what CTAs still read: K and V are read by
   // every CTA of a head, Q by the CTAs of its tile (all KV splits of a
   // decode tile). In place (O over Q) is refused too: no run has checked it.
