@@ -44,6 +44,10 @@ double blasst::ref::kernelLog2Threshold(const SparsityPolicy &policy,
   // The kernel's threshold, capped at log2(lambda_max) as the kernel caps
   // it (lambda <= lambda_max <= 1).
   const double cap = policy.log2Cap();
+  // A NaN threshold skips nothing, as in the kernel (a select after its
+  // minnum, which alone would return the cap).
+  if (policy.kind != SparsityKind::None && std::isnan(param))
+    return -kInf;
   switch (policy.kind) {
   case SparsityKind::None:
     return -kInf;

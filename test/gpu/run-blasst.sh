@@ -32,6 +32,14 @@ for dial in 0.5 0.9; do
   run "m_dial$dial" --kernel "$K/sparse_causaltrue" --kernel "$K/sparse_causalfalse" \
     --kernel "$K/sparse_a_causaltrue" --batch 1 --seq 4096 --dial "$dial" --warmup 0 --iters 1
 done
+# The threshold in device memory (parameter 13, as a CUDA graph or the
+# Python op's tensor threshold passes it): a value as by value, inf (capped
+# at lambda_max), and NaN, which skips nothing (the model's -inf; the
+# kernel's minnum alone returned the cap, the most skipping).
+for thr in nan -4 inf; do
+  run "m_devthr_$thr" --kernel "$K/sparse_causaltrue" --kernel "$K/sparse_a_causaltrue" \
+    --batch 1 --seq 2048 --dial 0.7 --device-threshold "$thr" --warmup 0 --iters 1
+done
 echo "=== racecheck with skipping active ==="
 # Both tiles: causal (176-key blocks) and non-causal (192) head_dim 128.
 for causal in true false; do

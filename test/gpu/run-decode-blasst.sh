@@ -8,7 +8,8 @@
 # equal, skipped within the model's borderline decisions), over seq_q
 # 1/2/4/8 x MHA/GQA/MQA x head_dim 64/128 x causal, the sparsity dial at
 # 0.5 / 0.9 and fixed thresholds on random inputs (several skip levels),
-# forced split counts 1/3/7/16/17/40, the a= policy, 1000 launches (SPLIT_KS,
+# forced split counts 1/3/7/16/17/40, the a= policy, the threshold in
+# device memory (NaN: nothing skipped), 1000 launches (SPLIT_KS,
 # LAUNCH_KS name other kernels for the split and 1000-launch runs).
 # SANITIZER: racecheck, memcheck, synccheck with 3 splits (SAN_KS: kernels).
 # BENCH: bf16 hd128 32/8 heads, seq_q 1, batch 8 at 32K and 128K, batch 1 at
@@ -90,6 +91,14 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     [[ ${SPLITS:-1} == 1 ]] || break
     run "chk_a_kv$skv" --kernel "$K/bdec_a_hd128_q32kv8_ctrue" --batch 4 --seq-q 4 \
       --seq-kv "$skv" --stats --warmup 0 --iters 1
+  done
+  # The threshold in device memory (parameter 13): NaN skips nothing (the
+  # kernel's select after its minnum), inf is capped at lambda_max = 1.
+  for thr in nan -3 inf; do
+    [[ ${SPLITS:-1} == 1 ]] || break
+    run "chk_devthr_$thr" --kernel "$K/bdec_hd128_q32kv8_ctrue" \
+      --kernel "$K/bdec_a_hd128_q32kv8_ctrue" --batch 4 --seq-q 4 --seq-kv 5000 \
+      --dial 0.7 --device-threshold "$thr" --stats --warmup 0 --iters 1
   done
   for k in ${LAUNCH_KS:-bdec_hd128_q32kv8_ctrue}; do
     [[ ${SPLITS:-1} == 1 ]] || break

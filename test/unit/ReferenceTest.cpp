@@ -1195,6 +1195,11 @@ TEST(SkipModel, ThresholdFormulas) {
       kernelLog2Threshold(a, paramForKernelLog2Threshold(a, -7.0, 3000), 3000),
       -7.0, 1e-12)
       << "paramForKernelLog2Threshold inverts kernelLog2Threshold";
+  double nanT = kernelLog2Threshold(l, std::nan(""), 1024);
+  EXPECT_TRUE(std::isinf(nanT) && nanT < 0)
+      << "a NaN run-time threshold skips nothing (the kernel's select)";
+  nanT = kernelLog2Threshold(a, std::nan(""), 1024);
+  EXPECT_TRUE(std::isinf(nanT) && nanT < 0);
   double dense = kernelLog2Threshold(SparsityPolicy(), 0, 10);
   EXPECT_TRUE(std::isinf(dense) && dense < 0) << "dense policy: T = -inf";
 }

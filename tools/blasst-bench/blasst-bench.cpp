@@ -154,6 +154,9 @@ sparse (BLASST) kernels:
   --log2-threshold X   override ABI parameter 12 (default: from the spec, or
                        the --dial default); for blasst:a= the kernel still
                        subtracts log2(seq_kv)
+  --device-threshold X as --log2-threshold, but X is written to device
+                       memory and the kernel reads it there (parameter 13);
+                       X may be nan or inf (a NaN threshold skips nothing)
   --borderline-eps E   a skip decision within E log2 units of flipping is
                        borderline (default 0.01): counters may differ from
                        the model by the borderline count
@@ -214,6 +217,7 @@ struct Options {
   bool vsFirst = false;
   unsigned threads = 0;
   std::optional<float> log2Threshold;
+  std::optional<float> deviceThreshold;   // --device-threshold (NaN allowed)
   std::optional<SparsityPolicy> sparsity; // --sparsity (threshold override)
   bool requireStats = false;              // --stats
   std::optional<double> dial;
@@ -453,6 +457,16 @@ std::string parseOptions(int argc, char **argv, Options *o) {
         else
           o->log2Threshold = x;
       }
+    } else if (arg == "--device-threshold") {
+      if ((err = need(&v)).empty()) {
+        char *end = nullptr;
+        float x = std::strtof(v.c_str(), &end);
+        if (v.empty() || *end)
+          err = "option --device-threshold: '" + v +
+                "' is not a number (nan and inf are allowed)";
+        else
+          o->deviceThreshold = x;
+      }
     } else if (arg == "--dial") {
       if ((err = need(&v)).empty()) {
         char *end = nullptr;
@@ -509,6 +523,9 @@ std::string parseOptions(int argc, char **argv, Options *o) {
   if (o->log2Threshold && o->sparsity)
     return "give --sparsity or --log2-threshold, not both (both set the "
            "threshold, parameter 12)";
+  if (o->deviceThreshold && (o->log2Threshold || o->sparsity))
+    return "give --device-threshold, --log2-threshold or --sparsity, not two "
+           "of them (each sets the threshold)";
   if (o->dialEven && !o->dial)
     return "--dial-even spaces the dial's cold blocks: give --dial F too";
   if (o->dialRuns && !o->dial)
@@ -1147,6 +1164,8 @@ void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
   const AttentionSpec &spec = kernel.spec();
   if (opt.log2Threshold)
     r.log2Threshold = *opt.log2Threshold;
+  else if (opt.deviceThreshold)
+    r.log2Threshold = *opt.deviceThreshold;
   else if (opt.sparsity && !opt.sparsity->isDense()) {
     AttentionSpec overridden = spec;
     overridden.sparsity = *opt.sparsity;
@@ -1180,9 +1199,11 @@ void resolveThreshold(const Options &opt, const AttentionKernel &kernel,
                 "%s, %" PRId64 "-key blocks\n",
                 sparsityToString(spec.sparsity).c_str(),
                 double(r.log2Threshold),
-                opt.log2Threshold ? "--log2-threshold"
-                : opt.dial        ? "--dial default"
-                                  : "from the spec",
+                opt.log2Threshold     ? "--log2-threshold"
+                : opt.deviceThreshold ? "--device-threshold, read by the "
+                                        "kernel from device memory"
+                : opt.dial            ? "--dial default"
+                                      : "from the spec",
                 r.kernelT, std::exp2(r.kernelT), r.kernelT * 0.6931471805599453,
                 groups.c_str(), skipCfg->blockN);
   }
@@ -1204,6 +1225,9 @@ std::string checkBeforeGpu(const Options &opt, const KernelFiles &files) {
   if (opt.requireStats && !spec.stats)
     return "--stats: the kernel was built without statistics; rebuild it "
            "with blasst-compile --stats";
+  if (opt.deviceThreshold && spec.sparsity.isDense())
+    return "--device-threshold: the kernel was built dense and reads no "
+           "threshold; rebuild it with blasst-compile --sparsity";
   if (opt.sparsity) {
     std::string given = "--sparsity " + sparsityToString(*opt.sparsity);
     if (opt.sparsity->isDense() && !spec.sparsity.isDense())
@@ -1286,7 +1310,7 @@ std::string checkJsonPath(const std::string &path) {
 struct DeviceRun {
   const Context *ctx = nullptr;
   const AttentionKernel *kernel = nullptr;
-  DeviceBuffer q, k, v, o, lse, stats, workspace, lens, table;
+  DeviceBuffer q, k, v, o, lse, stats, workspace, lens, table, threshold;
   AttentionLaunch launch;
   /// O and LSE with their poisoned guards (LSE empty without lse = true).
   std::vector<uint16_t> outO;
@@ -1426,6 +1450,18 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
     args.workspaceBytes = bytes;
   }
 
+  if (opt.deviceThreshold) {
+    // The threshold as one float in device memory (ABI parameter 13), the
+    // way a CUDA graph or the Python op's tensor threshold passes it.
+    if (Status st = DeviceBuffer::allocate(ctx, sizeof(float), "threshold",
+                                           &run->threshold);
+        !st)
+      return fail(r, st.message());
+    if (Status st = run->threshold.upload(std::vector<float>{r.log2Threshold});
+        !st)
+      return fail(r, st.message());
+    args.log2ThresholdPtr = run->threshold.address();
+  }
   if (Status st = kernel.prepare(args, r.log2Threshold, &run->launch); !st)
     return fail(r, st.message());
   r.grid = run->launch.grid;

@@ -9,6 +9,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -593,9 +594,17 @@ LogicalResult KernelLowering::emitRole(RoleOp role) {
       // lambda <= lambda_max (at most 1): above 1 a block whose maximum
       // exceeds the running maximum, the one that dominates the softmax,
       // would be skipped (a / L_kv with L_kv < a, or a threshold passed at
-      // run time). Applied to this sequence's threshold.
-      st.threshold = arith::MinNumFOp::create(
-          b, loc, st.threshold, cf(float(spec.sparsity.log2Cap())));
+      // run time). Applied to this sequence's threshold. A NaN threshold
+      // (a device float the host never sees: log2 of a scale factor of 0 or
+      // below, a NaN written there) skips nothing: minnum alone would turn
+      // it into the cap, the most skipping lambda_max allows.
+      Value t = st.threshold;
+      Value capped = arith::MinNumFOp::create(
+          b, loc, t, cf(float(spec.sparsity.log2Cap())));
+      Value isNum =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ORD, t, t);
+      st.threshold = arith::SelectOp::create(
+          b, loc, isNum, capped, cf(-std::numeric_limits<float>::infinity()));
     }
   }
   // --timeline: the load role and the first compute role are stamped.
