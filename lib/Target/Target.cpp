@@ -50,6 +50,7 @@ void blasst::buildWSToLLVMPipeline(OpPassManager &pm, Target target,
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createAnnotateItemLoops());
 }
 
 void blasst::buildNVVMInputPipeline(OpPassManager &pm) {

@@ -137,4 +137,21 @@ def ConvertWSToNVVM : Pass<"convert-ws-to-nvvm", "mlir::ModuleOp"> {
   ];
 }
 
+def AnnotateItemLoops : Pass<"blasst-annotate-item-loops", "mlir::ModuleOp"> {
+  let summary = "Keep LLVM's LICM out of persistent CTAs' tile loops";
+  let description = [{
+    Runs on the LLVM dialect, after the cf conversion. A persistent prefill
+    CTA walks its tiles in a loop (`convert-ws-to-nvvm` gives that `scf.for`
+    the location name `blasst.item_loop`, which the SCF and cf conversions
+    pass on to the loop's branches). Every back-edge branch with that
+    location gets `loop_annotation<licm = <disable = true>>`, i.e. LLVM IR's
+    `llvm.licm.disable`: LICM would hoist each tile's invariants (the
+    last block's column masks, the Q descriptors) out of the tile loop,
+    where they stay live around the consumers' whole KV loop and ptxas
+    spills (docs/design.md "Persistent CTAs under the overlap"). Recomputing
+    them once per tile costs a few dozen instructions.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // BLASST_CONVERSION_PASSES

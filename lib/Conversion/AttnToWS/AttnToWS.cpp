@@ -250,11 +250,16 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   bool fa3 = hopper && *o.overlap && *o.pInRegisters && !*o.pingpong;
   // Q in registers takes head_dim / 4 more registers per thread: at
   // head_dim 128 FA3's tiles then fit with 144-key blocks (176 and 160
-  // spill and serialise the wgmmas, C7512).
+  // spill and serialise the wgmmas, C7512). A persistent CTA holds its
+  // tile's state (row, head, output addresses) across the KV loop, in 232
+  // registers (below): 176 and 192 spill 8-24 bytes there, 160 8 (causal),
+  // 144 none.
   if (!o.blockN)
     o.blockN = (hopper && spec.headDim > 128) ? (fa3 ? 80 : 64)
-               : (fa3 && spec.headDim == 128)
-                   ? (*o.qInRegisters ? 144 : spec.causal ? 176 : 192)
+               : (fa3 && spec.headDim == 128) ? (*o.qInRegisters ? 144
+                                                 : *o.persistent ? 144
+                                                 : spec.causal   ? 176
+                                                                 : 192)
                                               : 128;
   if (!o.stages)
     o.stages = 2;
@@ -311,13 +316,22 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // at 160, 40 at 176). 192 / 80 / 48 and 184 / 88 / 56 spill 4 bytes in
   // some kernels of the ptxas matrix (bf16 head_dim 128); 184 / 80 / 64
   // assembles all of them without.
+  // Persistent prefill CTAs: the load role keeps its tile loop's state
+  // (tile, query block, head, the rings' block count) beside the copies';
+  // at 24 registers ptxas spilled 4-16 bytes there (causal, LSE). The
+  // launch gives 168 x 384 registers: 40 + 2 x 232 fills them (32 + 2 x
+  // 240 = 65536 is more: setmaxnreg.inc waited forever, session 41).
+  bool persistentPrefill = hopper && !decode && *o.persistent;
+  if (!o.producerRegs && persistentPrefill)
+    o.producerRegs = 40;
   if (!o.producerRegs)
     o.producerRegs = hopper ? 24 : 64;
   if (!o.consumerRegs)
     o.consumerRegs = !hopper ? 184
                      : decode && o.lean.value_or(false) && leanRegs(spec)
                          ? leanRegs(spec)
-                         : 240;
+                     : persistentPrefill ? 232
+                                         : 240;
   return o;
 }
 
@@ -1092,13 +1106,6 @@ struct ConvertAttnToWSPass
           spec.phase == Phase::Prefill) {
         op.emitOpError() << "persistent=true is not available at head_dim > "
                             "128 yet: ptxas spills the consumers' registers";
-        return signalPassFailure();
-      }
-      if (*opts.persistent && *opts.overlap && spec.phase == Phase::Prefill) {
-        op.emitOpError()
-            << "persistent=true with the overlap schedule is not available "
-               "yet: the tile loop around it makes ptxas spill the consumers' "
-               "registers; use overlap=false";
         return signalPassFailure();
       }
       if (*opts.qInRegisters &&

@@ -891,7 +891,13 @@ LogicalResult KernelLowering::emitItemLoop(
       step ? step : NVVM::GridDimXOp::create(b, loc, i32).getResult();
   SmallVector<Value> init = {c32(0), c32(0)};
   llvm::append_range(init, carryInit);
-  auto forOp = scf::ForOp::create(b, loc, first, items, stride, init);
+  // Prefill tiles: named for blasst-annotate-item-loops (no LICM out of the
+  // loop). Decode items keep the plain location (their kernels unchanged).
+  Location loopLoc =
+      spec.phase == Phase::Prefill
+          ? Location(NameLoc::get(b.getStringAttr(kItemLoopMarker), loc))
+          : loc;
+  auto forOp = scf::ForOp::create(b, loopLoc, first, items, stride, init);
   Value savedM = mBlock, savedHead = head, savedKV = kvHead, savedB = batch;
   Value savedRow = tableRow, savedLast = lastTableEntry, savedLen = kvLen;
   {

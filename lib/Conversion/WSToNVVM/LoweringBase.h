@@ -89,6 +89,11 @@ constexpr unsigned kNumCpAsyncParams = kVStrideH + 1;
 /// TMA's bounds make it for the TMA copies.
 constexpr unsigned kNumPages = kNumCpAsyncParams;
 
+/// The location name of a persistent prefill CTA's tile loop (an scf.for):
+/// blasst-annotate-item-loops finds its back-edge by it after the cf
+/// conversion and keeps LLVM's LICM out of the loop.
+constexpr llvm::StringLiteral kItemLoopMarker = "blasst.item_loop";
+
 /// --timeline: the module global `blasst_stamps` holds kTimelineRows rows of
 /// 16 u64, one per (CTA, item): row = CTA linear id x kTimelineItems + the
 /// item's ordinal on the CTA (0 without persistent CTAs). Values are

@@ -138,6 +138,20 @@ ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64>
 
 // -----
 
+// Kernel: the budgets fit in the CTA's launch allocation (ptxas' 168
+// registers x 384 threads), not just in 65536: setmaxnreg.inc would wait.
+// expected-error @below {{register budgets need 65536 registers, a CTA has 65536 and launches with 64512 (384 threads x 168): setmaxnreg cannot grow past the launch's}}
+ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {
+  ws.role @a load warps [0, 4) regs 32 {
+  }
+  ws.role @b load warps [4, 8) regs 240 {
+  }
+  ws.role @c load warps [8, 12) regs 240 {
+  }
+}
+
+// -----
+
 // Kernel: shared memory within the target's limit.
 // expected-error @below {{shared memory buffers need 524288 bytes, sm_90a allows at most 232448}}
 ws.kernel @k target = sm_90a, block_m = 64, block_n = 64, spec = <head_dim = 64> {

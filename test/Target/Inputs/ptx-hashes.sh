@@ -21,6 +21,7 @@ variants() {
     "plain-pregs|--overlap=false --p-in-registers"
     "pingpong|--pingpong"
     "persistent|--persistent --overlap=false"
+    "persistent-overlap|--persistent"
     "qregs|--q-in-registers"
     "multicast|--kv-multicast"
     "bn64-st3|--block-n=64 --stages=3"

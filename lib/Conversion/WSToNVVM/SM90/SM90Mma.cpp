@@ -83,7 +83,17 @@ LogicalResult SM90Lowering::emitMma(MmaOp op, RoleState &st) {
   // A Q Kᵀ that does not run leaves scores nobody reads (the loop ends):
   // undef, so no instruction defines accumulator registers in the wgmma
   // pipeline stage (ptxas would serialise the wgmmas, C7515).
-  Value previous = qk ? Value(LLVM::UndefOp::create(b, loc, acc)) : st.o;
+  // A persistent prefill CTA's Q Kᵀ before the loop is the exception: in
+  // PTX an undef is no definition, so on that path the registers would keep
+  // the previous tile's scores, live around the whole tile loop (64
+  // registers: ptxas spills and serialises every wgmma, C7512). Zeros
+  // define them on the path that skips the product, where no wgmma is in
+  // flight. (Decode items: unchanged, their kernels do not spill.)
+  bool tileLoop = kernel.getPersistent() && spec.phase == Phase::Prefill;
+  Value previous = !qk ? st.o
+                   : (tileLoop && !st.inLoop)
+                       ? Value(LLVM::ZeroOp::create(b, loc, acc))
+                       : Value(LLVM::UndefOp::create(b, loc, acc));
   // Q Kᵀ of block n+1 in the loop is not guarded: past the end it reads a
   // stage no TMA writes any more (stale or never-loaded data) and its
   // scores are fully masked or never read. A guard would make the wgmma

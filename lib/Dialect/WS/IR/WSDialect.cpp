@@ -369,13 +369,23 @@ LogicalResult KernelOp::verifyRegions() {
     totalRegs +=
         128 * budget.value_or(getRegistersPerCTA() / (numWarps * 32) / 8 * 8);
   }
-  if (anyBudget && totalRegs > getRegistersPerCTA())
+  // setmaxnreg moves registers only within the CTA's launch allocation:
+  // ptxas' launch count (the register file's share per thread, a multiple
+  // of 8) times the threads. A budget beyond it leaves setmaxnreg.inc
+  // waiting forever (384 threads: 168 x 384 = 64512, not 65536; 32 + 2 x
+  // 240 per warpgroup hung on the H100 in session 41).
+  int64_t threads = numWarps * 32;
+  int64_t launchRegs = getRegistersPerCTA() / threads / 8 * 8;
+  if (anyBudget && totalRegs > threads * launchRegs)
     return emitOpError() << "register budgets need " << totalRegs
                          << " registers, a CTA has " << getRegistersPerCTA()
                          << (getCtasPerSM() > 1
                                  ? " (ctas_per_sm = " +
                                        std::to_string(getCtasPerSM()) + ")"
-                                 : std::string());
+                                 : std::string())
+                         << " and launches with " << threads * launchRegs
+                         << " (" << threads << " threads x " << launchRegs
+                         << "): setmaxnreg cannot grow past the launch's";
 
   int64_t smem = getSharedMemoryBytes();
   if (smem > getSharedMemoryLimit())
