@@ -251,9 +251,9 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // Q in registers takes head_dim / 4 more registers per thread: at
   // head_dim 128 FA3's tiles then fit with 144-key blocks (176 and 160
   // spill and serialise the wgmmas, C7512). A persistent CTA holds its
-  // tile's state (row, head, output addresses) across the KV loop, in 232
-  // registers (below): 176 and 192 spill 8-24 bytes there, 160 8 (causal),
-  // 144 none.
+  // tile's state (row, head, output addresses) across the KV loop: with
+  // 240 registers 176 and 192 spilled 8-24 bytes there; with the 232 it
+  // gets (below) 160 spills 8 (causal), 144 none.
   if (!o.blockN)
     o.blockN = (hopper && spec.headDim > 128) ? (fa3 ? 80 : 64)
                : (fa3 && spec.headDim == 128) ? (*o.qInRegisters ? 144

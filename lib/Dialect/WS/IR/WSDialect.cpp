@@ -341,6 +341,14 @@ LogicalResult KernelOp::verifyRegions() {
   // setmaxnreg acts on whole warpgroups: the roles of one warpgroup agree on
   // a budget, and if any role sets one, every warpgroup must have one.
   bool anyBudget = llvm::any_of(roles, [](RoleOp r) { return r.getRegs(); });
+  // setmaxnreg moves registers only within the CTA's launch allocation:
+  // ptxas' launch count (the register file's share per thread, a multiple
+  // of 8; a warpgroup without a budget keeps it) times the threads. A
+  // budget beyond it leaves setmaxnreg.inc waiting forever (384 threads:
+  // 168 x 384 = 64512, not 65536; 32 + 2 x 240 per warpgroup hung on the
+  // H100 in session 41).
+  int64_t threads = numWarps * 32;
+  int64_t launchRegs = getRegistersPerCTA() / threads / 8 * 8;
   int64_t totalRegs = 0;
   for (int64_t wg = 0; wg < numWarps / 4; ++wg) {
     std::optional<int64_t> budget;
@@ -366,16 +374,8 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError() << "warpgroup " << wg
                            << " has no register budget while other "
                               "warpgroups set one";
-    totalRegs +=
-        128 * budget.value_or(getRegistersPerCTA() / (numWarps * 32) / 8 * 8);
+    totalRegs += 128 * budget.value_or(launchRegs);
   }
-  // setmaxnreg moves registers only within the CTA's launch allocation:
-  // ptxas' launch count (the register file's share per thread, a multiple
-  // of 8) times the threads. A budget beyond it leaves setmaxnreg.inc
-  // waiting forever (384 threads: 168 x 384 = 64512, not 65536; 32 + 2 x
-  // 240 per warpgroup hung on the H100 in session 41).
-  int64_t threads = numWarps * 32;
-  int64_t launchRegs = getRegistersPerCTA() / threads / 8 * 8;
   if (anyBudget && totalRegs > threads * launchRegs)
     return emitOpError() << "register budgets need " << totalRegs
                          << " registers, a CTA has " << getRegistersPerCTA()
