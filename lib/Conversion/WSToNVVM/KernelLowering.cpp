@@ -678,8 +678,9 @@ void KernelLowering::startTile(RoleState &st) {
 }
 
 /// A persistent CTA walks the (query block, q head) tiles of its batch entry
-/// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., the last query blocks first
-/// with reverse_tiles (the longest causal tiles). Decode: the launch's
+/// (grid z), ctaid.x, ctaid.x + nctaid.x, ..., in L2 sections of KV heads and
+/// snake rounds (below), the last query blocks first with reverse_tiles (the
+/// longest causal tiles) in every other section. Decode: the launch's
 /// (batch, KV head, query tile, split) items on a 1-D grid (the split count
 /// and batch are parameters 19 and 20); the splits of a tile are consecutive
 /// items, so they run on different CTAs at once.
@@ -704,11 +705,58 @@ LogicalResult KernelLowering::emitPersistentRole(RoleOp role, RoleState &st) {
   }
   Value numMBlocks = divu(add(param(kSeqQ), c32(blockM - 1)), c32(blockM));
   Value tiles = mul(numMBlocks, c32(spec.numQHeads));
+  // L2 sections: the K/V of `secKV` KV heads (all batch entries, grid z, at
+  // once) fit kPersistentL2KiB; a section's tiles come before the next's.
+  // Without them the CTAs of an entry spread over every head at once: at
+  // 16K x 16 heads the K/V working set is 128 MB and half the L2 reads miss
+  // (ncu, session 42).
+  int64_t elemBytes = elemTy.getIntOrFloatBitWidth() / 8;
+  Value kvKiB = mul(divu(add(param(kSeqKV), c32(1023)), c32(1024)),
+                    c32(int64_t(spec.headDim + spec.headDimV) * elemBytes));
+  Value budget = divu(c32(kPersistentL2KiB),
+                      NVVM::GridDimZOp::create(b, loc, i32).getResult());
+  Value fit = divu(budget, select(cmp(arith::CmpIPredicate::eq, kvKiB, c32(0)),
+                                  c32(1), kvKiB));
+  Value secKV =
+      select(cmp(arith::CmpIPredicate::ult, fit, c32(1)), c32(1),
+             select(cmp(arith::CmpIPredicate::ugt, fit, c32(spec.numKVHeads)),
+                    c32(spec.numKVHeads), fit));
+  Value secQ = mul(secKV, c32(spec.gqaRatio()));
+  Value perSec = mul(numMBlocks, secQ);
+  Value ctas = NVVM::GridDimXOp::create(b, loc, i32);
   return emitItemLoop(role, st, tiles, [&](Value tile) {
-    mBlock = kernel.getReverseTiles()
-                 ? sub(sub(numMBlocks, c32(1)), divu(tile, c32(spec.numQHeads)))
-                 : divu(tile, c32(spec.numQHeads));
-    head = remu(tile, c32(spec.numQHeads));
+    // Snake rounds: the CTAs take round k's nctaid.x consecutive tiles left
+    // to right when k is even, right to left when odd (full rounds only), so
+    // along a section's descending causal lengths every CTA's sum is about
+    // equal.
+    Value round = divu(tile, ctas);
+    Value first = mul(round, ctas);
+    Value flip = arith::AndIOp::create(
+        b, loc,
+        cmp(arith::CmpIPredicate::ne,
+            arith::AndIOp::create(b, loc, round, c32(1)), c32(0)),
+        cmp(arith::CmpIPredicate::ule, add(first, ctas), tiles));
+    Value t = select(flip, sub(add(first, sub(ctas, c32(1))), sub(tile, first)),
+                     tile);
+    // Within a section, the heads (those sharing a KV head adjacent) go
+    // fastest, then the query blocks, in the opposite direction in every
+    // other section (descending causal lengths, then ascending: the snake
+    // stays balanced across the sections' seams); the last section may be
+    // short.
+    Value sec = divu(t, perSec);
+    Value r = sub(t, mul(sec, perSec));
+    Value secHead = mul(sec, secQ);
+    Value left = sub(c32(spec.numQHeads), secHead);
+    Value heads =
+        select(cmp(arith::CmpIPredicate::ult, left, secQ), left, secQ);
+    Value m = divu(r, heads);
+    head = add(secHead, sub(r, mul(m, heads)));
+    Value last = sub(numMBlocks, c32(1));
+    Value oddSec = cmp(arith::CmpIPredicate::ne,
+                       arith::AndIOp::create(b, loc, sec, c32(1)), c32(0));
+    if (kernel.getReverseTiles())
+      oddSec = notI1(oddSec);
+    mBlock = select(oddSec, sub(last, m), m);
     kvHead = divu(head, c32(spec.gqaRatio()));
   });
 }

@@ -93,6 +93,12 @@ constexpr unsigned kNumPages = kNumCpAsyncParams;
 /// blasst-annotate-item-loops finds its back-edge by it after the cf
 /// conversion and keeps LLVM's LICM out of the loop.
 constexpr llvm::StringLiteral kItemLoopMarker = "blasst.item_loop";
+/// The L2 share (KiB) a persistent prefill grid's K/V working set aims at:
+/// its tiles go by sections of KV heads whose K and V fit (the H100's and
+/// the H200's L2 is 50 MB in two halves). 8, 16 and 32 MiB timed within
+/// noise of each other on an H100 (session 42); without sections, half the
+/// L2 reads missed at 16K.
+constexpr int64_t kPersistentL2KiB = 16 * 1024;
 
 /// --timeline: the module global `blasst_stamps` holds kTimelineRows rows of
 /// 16 u64, one per (CTA, item): row = CTA linear id x kTimelineItems + the

@@ -253,11 +253,19 @@ ws.kernel @pingpong target = sm_90a, block_m = 128, block_n = 128, spec = <dtype
 
 // Persistent CTAs: a tile loop over ctaid.x, +nctaid.x, the last query
 // blocks first (reverse_tiles); the K/V rings' block count and Q's phase
-// carried across tiles.
+// carried across tiles. The tiles go by L2 sections of KV heads (16 MiB
+// over the batch entries, nctaid.z, and each KV head's K and V KiB), and
+// odd rounds of nctaid.x tiles run backwards (the snake).
 // CHECK-LABEL: llvm.func @persistent(
 // CHECK-SAME: blasst.persistent
-// CHECK: nvvm.read.ptx.sreg.nctaid.x
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %c0_i32{{.*}}, %{{.*}} = %c0_i32{{.*}}) -> (i32, i32)
+// CHECK: %[[KIB:.*]] = arith.muli %{{.*}}, %c256_i32
+// CHECK: %[[BATCHES:.*]] = nvvm.read.ptx.sreg.nctaid.z
+// CHECK: %[[BUDGET:.*]] = arith.divui %c16384_i32, %[[BATCHES]]
+// CHECK: %[[CTAS:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %c0_i32{{.*}}, %{{.*}} = %c0_i32{{.*}}) -> (i32, i32)
+// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[CTAS]]
+// CHECK: %[[SNAKE:.*]] = arith.select %{{.*}}, %{{.*}}, %[[TILE]]
+// CHECK-NEXT: arith.divui %[[SNAKE]], %{{.*}}
 ws.kernel @persistent target = sm_90a, block_m = 64, block_n = 128, spec = <dtype = bf16, head_dim = 64, q_heads = 4, kv_heads = 4, lse = true> persistent reverse_tiles {
   ws.buffer @q smem [64, 64] bf16 stages 1
   ws.buffer @k smem [128, 64] bf16 stages 2
