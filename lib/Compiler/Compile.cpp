@@ -156,6 +156,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.ctasPerSM = lowered->ctasPerSM;
   info.mergeKernel = lowered->mergeKernel ? 1 : 0;
   info.leanEntry = lowered->leanEntry ? 1 : 0;
+  info.shortBlockN = lowered->shortBlockN;
   info.kvCpAsync = lowered->kvCpAsync ? 1 : 0;
   info.balancedSplits = lowered->balancedSplits ? 3 : 0;
   info.clusterM = lowered->clusterM;

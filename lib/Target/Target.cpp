@@ -272,14 +272,19 @@ FailureOr<std::string> blasst::translateToPTX(ModuleOp module, Target target) {
 }
 
 llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
-  // The kernel: the first with blasst.block_m that is not the lean entry
-  // (`<kernel>_lean`) of another.
+  // The kernel: the first with blasst.block_m that is not the lean or the
+  // short-sequence entry (`<kernel>_lean`, `<kernel>_short`) of another.
   auto isLeanEntryOfAnother = [&](LLVM::LLVMFuncOp f) {
     StringRef name = f.getName();
-    if (!name.ends_with("_lean"))
-      return false;
-    auto main = module.lookupSymbol<LLVM::LLVMFuncOp>(name.drop_back(5));
-    return main && main->hasAttr("blasst.lean_entry");
+    auto entryOf = [&](StringRef suffix, StringRef attr) {
+      if (!name.ends_with(suffix))
+        return false;
+      auto main =
+          module.lookupSymbol<LLVM::LLVMFuncOp>(name.drop_back(suffix.size()));
+      return main && main->hasAttr(attr);
+    };
+    return entryOf("_lean", "blasst.lean_entry") ||
+           entryOf("_short", "blasst.short_entry");
   };
   LLVM::LLVMFuncOp kernelFunc;
   for (auto f : module.getOps<LLVM::LLVMFuncOp>())
@@ -362,6 +367,36 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
           std::to_string(k.threads));
     k.smemBytes = std::max(k.smemBytes, int(smem.getInt()));
     k.leanEntry = true;
+  }
+  if (kernelFunc->hasAttr("blasst.short_entry")) {
+    // Launched with the same parameters, block and grid (block_m), and the
+    // larger of the two shared-memory sizes for either.
+    auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + "_short");
+    auto intAttr = [&](StringRef name) {
+      return entry ? dyn_cast_or_null<IntegerAttr>(entry->getAttr(name))
+                   : IntegerAttr();
+    };
+    IntegerAttr threads = intAttr("blasst.threads"),
+                smem = intAttr("blasst.smem_bytes"),
+                blockM = intAttr("blasst.block_m"),
+                blockN = intAttr("blasst.block_n");
+    if (!threads || !smem || !blockM || !blockN)
+      return llvm::createStringError("kernel '" + k.name +
+                                     "' has blasst.short_entry but no "
+                                     "kernel '" +
+                                     k.name + "_short'");
+    if (threads.getInt() != k.threads || blockM.getInt() != k.blockM ||
+        blockN.getInt() >= k.blockN)
+      return llvm::createStringError(
+          "the short-sequence entry '" + k.name + "_short' has " +
+          std::to_string(threads.getInt()) + " threads, block_m " +
+          std::to_string(blockM.getInt()) + ", block_n " +
+          std::to_string(blockN.getInt()) + "; its kernel " +
+          std::to_string(k.threads) + ", " + std::to_string(k.blockM) + ", " +
+          std::to_string(k.blockN) +
+          " (same threads and block_m, fewer keys per block)");
+    k.smemBytes = std::max(k.smemBytes, int(smem.getInt()));
+    k.shortBlockN = int(blockN.getInt());
   }
   return k;
 }

@@ -140,6 +140,11 @@ const IntKey kIntKeys[] = {
      "decode: 1 when the cubin's <kernel>_lean, a lean kernel taking the "
      "same parameters, may be launched instead (the runtime picks per "
      "launch); optional, default 0"},
+    {"short_block_n", &KernelInfo::shortBlockN, 0, 256,
+     "prefill: keys per KV block of the cubin's <kernel>_short, a kernel "
+     "taking the same parameters, block and grid that the runtime may "
+     "launch instead for short sequences (its K/V boxes have this many "
+     "rows); optional, default 0 (none)"},
     {"balanced_splits", &KernelInfo::balancedSplits, 0, 3,
      "decode over per-sequence lengths: 1 when each tile takes KV splits in "
      "proportion to its sequence's length (a 1-D grid, parameter 19 the "
@@ -150,13 +155,13 @@ const IntKey kIntKeys[] = {
 };
 
 const char *const kKnownKeys[] = {
-    "abi_version", "kernel",     "target",         "block_m",
-    "block_n",     "threads",    "smem_bytes",     "compiler_version",
-    "persistent",  "cluster_m",  "content_sha256", "q_group",
-    "split_kv",    "kv_splits",  "q_tiles",        "o_tensor_map",
-    "per_seq_kv",  "page_size",  "sink_seed",      "vote_first_block",
-    "split_chunk", "lean",       "ctas_per_sm",    "merge_kernel",
-    "kv_cp_async", "lean_entry", "balanced_splits"};
+    "abi_version", "kernel",     "target",          "block_m",
+    "block_n",     "threads",    "smem_bytes",      "compiler_version",
+    "persistent",  "cluster_m",  "content_sha256",  "q_group",
+    "split_kv",    "kv_splits",  "q_tiles",         "o_tensor_map",
+    "per_seq_kv",  "page_size",  "sink_seed",       "vote_first_block",
+    "split_chunk", "lean",       "ctas_per_sm",     "merge_kernel",
+    "kv_cp_async", "lean_entry", "balanced_splits", "short_block_n"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
@@ -266,6 +271,14 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("lean_entry needs a one-CTA-per-split decode kernel "
                          "(q_group, split_kv; no persistent, split_chunk or "
                          "kv_splits)");
+  if (info.shortBlockN &&
+      (info.qGroup || info.splitKV || info.persistent || info.clusterM != 1 ||
+       info.shortBlockN >= info.blockN))
+    return Status::error("short_block_n = " + std::to_string(info.shortBlockN) +
+                         " needs a one-CTA-per-tile prefill kernel (no "
+                         "q_group, split_kv, persistent or cluster_m) with "
+                         "wider KV blocks (block_n = " +
+                         std::to_string(info.blockN) + ")");
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -339,6 +352,7 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::mergeKernel || info.mergeKernel) &&
         (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync) &&
         (k.field != &KernelInfo::leanEntry || info.leanEntry) &&
+        (k.field != &KernelInfo::shortBlockN || info.shortBlockN) &&
         (k.field != &KernelInfo::balancedSplits || info.balancedSplits))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
@@ -848,7 +862,7 @@ void requiredCapability(Target target, int *major, int *minor) {
 Status loadImpl(const Context &context, const void *cubin, size_t size,
                 const std::string &moduleName, const KernelInfo &info,
                 const AttentionSpec &spec, Module *module, Function *function,
-                Function *merge, Function *lean) {
+                Function *merge, Function *lean, Function *shortFn) {
   std::string doing = "cannot load attention kernel " +
                       quoted(info.kernelName) + " from " + moduleName + ": ";
   if (Status s = checkKernelDescription(info, spec); !s)
@@ -894,6 +908,19 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
                            std::to_string(info.smemBytes) +
                            " failed: " + s.message());
   }
+  if (info.shortBlockN) {
+    if (Status s = module->getFunction(info.kernelName + "_short", shortFn); !s)
+      return Status::error(doing + "its metadata says short_block_n = " +
+                           std::to_string(info.shortBlockN) + " but " +
+                           s.message());
+    if (Status s = shortFn->setMaxDynamicSharedMemory(size_t(info.smemBytes));
+        !s)
+      return Status::error(doing +
+                           "raising the dynamic shared memory limit "
+                           "of its short-sequence entry to smem_bytes = " +
+                           std::to_string(info.smemBytes) +
+                           " failed: " + s.message());
+  }
   int maxThreads = 0;
   if (Status s = function->getAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                                         &maxThreads);
@@ -922,10 +949,10 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   if (!out)
     return Status::error("AttentionKernel::load: the output pointer is null");
   AttentionKernel result;
-  if (Status s = loadImpl(context, cubin, size,
-                          "cubin '" + info.kernelName + "' (in memory)", info,
-                          spec, &result.module, &result.function,
-                          &result.mergeFunction, &result.leanFunction);
+  if (Status s = loadImpl(
+          context, cubin, size, "cubin '" + info.kernelName + "' (in memory)",
+          info, spec, &result.module, &result.function, &result.mergeFunction,
+          &result.leanFunction, &result.shortFunction);
       !s)
     return s;
   result.kernelInfo = info;
@@ -950,10 +977,11 @@ Status AttentionKernel::loadFiles(const Context &context,
     return Status::error(doing + s.message());
 
   AttentionKernel result;
-  if (Status s = loadImpl(context, files.cubin.data(), files.cubin.size(),
-                          quoted(stem + ".cubin"), files.info, files.spec,
-                          &result.module, &result.function,
-                          &result.mergeFunction, &result.leanFunction);
+  if (Status s =
+          loadImpl(context, files.cubin.data(), files.cubin.size(),
+                   quoted(stem + ".cubin"), files.info, files.spec,
+                   &result.module, &result.function, &result.mergeFunction,
+                   &result.leanFunction, &result.shortFunction);
       !s)
     return s;
   result.numSMs = context.info().multiprocessorCount * files.info.ctasPerSM;
@@ -989,11 +1017,19 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   std::string doing = "preparing the launch of kernel " + quoted(name) + ": ";
   auto blockM = uint32_t(kernelInfo.blockM),
        blockN = uint32_t(kernelInfo.blockN);
+  // The short-sequence entry: its own KV blocks, so K/V boxes of its rows.
+  bool shortEntry = kernelInfo.shortBlockN &&
+                    chooseShortEntry(args.seqQ, args.seqKV, kernelSpec.causal,
+                                     kernelInfo.blockM, kernelInfo.blockN,
+                                     kernelInfo.shortBlockN);
+  if (shortEntry)
+    blockN = uint32_t(kernelInfo.shortBlockN);
   // K/V multicast pairs: each CTA copies half of every K/V block.
   uint32_t kvBoxRows = blockN / uint32_t(kernelInfo.clusterM);
   // Q tiles per CTA (sm_100a: two of 128 rows): one box per tile.
   uint32_t tileRows = blockM / uint32_t(kernelInfo.qTiles);
   AttentionLaunch launch;
+  launch.shortEntry = shortEntry;
   if (Status s = encodeTiledBSHD(&launch.tmQ, "Q", dataType, args.q, args.batch,
                                  args.seqQ, args.numQHeads, args.headDim,
                                  args.qStrides, tileRows, kTmaBoxHeadDim,
@@ -1458,6 +1494,28 @@ int blasst::rt::chooseLeanSplits(int64_t tiles, int64_t blocks,
   return leanBeatsSplitGrid(tiles, blocks, s, sms) ? 0 : s;
 }
 
+bool blasst::rt::chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal,
+                                  int blockM, int blockN, int shortBlockN) {
+  if (seqQ < 1 || seqKV < 1 || blockM < 1 || shortBlockN < 1 ||
+      shortBlockN >= blockN)
+    return false;
+  // Keys a row computes in blocks of n, summed over the query tiles (the
+  // same for every head and batch entry).
+  auto keys = [&](int64_t n) {
+    if (!causal)
+      return double((seqKV + n - 1) / n * n) *
+             double((seqQ + blockM - 1) / blockM);
+    double total = 0;
+    for (int64_t row0 = 0; row0 < seqQ; row0 += blockM) {
+      int64_t last = std::min(row0 + blockM, seqQ) - 1;
+      int64_t limit = std::clamp<int64_t>(last + seqKV - seqQ + 1, 0, seqKV);
+      total += double((limit + n - 1) / n * n);
+    }
+    return total;
+  };
+  return keys(blockN) > 1.04 * keys(shortBlockN);
+}
+
 bool blasst::rt::leanBeatsSplitGrid(int64_t tiles, int64_t blocks,
                                     int64_t splits, int sms) {
   if (tiles < 1 || blocks < 1 || splits < 1 || sms < 1)
@@ -1544,9 +1602,15 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
   if (copy.leanEntry && !leanFunction.valid())
     return Status::error("launch of kernel " + quoted(kernelInfo.kernelName) +
                          " asks for its lean entry, which is not loaded");
-  if (Status s =
-          rt::launch(copy.leanEntry ? leanFunction : function, copy.grid,
-                     copy.block, copy.smemBytes, stream, params, std::nullopt);
+  if (copy.shortEntry && !shortFunction.valid())
+    return Status::error("launch of kernel " + quoted(kernelInfo.kernelName) +
+                         " asks for its short-sequence entry, which is not "
+                         "loaded");
+  const Function &entry = copy.leanEntry    ? leanFunction
+                          : copy.shortEntry ? shortFunction
+                                            : function;
+  if (Status s = rt::launch(entry, copy.grid, copy.block, copy.smemBytes,
+                            stream, params, std::nullopt);
       !s || copy.mergeGrid.x == 0)
     return s;
   // The splits' merge: a programmatic dependent of the attention kernel

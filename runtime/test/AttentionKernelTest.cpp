@@ -1292,6 +1292,70 @@ TEST_F(FakeDriverTest, LeanDecodeGridFollowsTheWaves) {
   EXPECT_EQ(prepared.grid.str(), "(16,1,1)");
 }
 
+// A prefill kernel with a short-sequence entry (.meta short_block_n,
+// `<kernel>_short`): the runtime launches the entry where the kernel's wide
+// KV blocks would compute over 4% more padded keys, with K/V boxes of the
+// entry's rows, and the kernel itself elsewhere.
+TEST_F(FakeDriverTest, ShortEntryTakesPaddedShortSequences) {
+  KernelInfo info = sampleInfo();
+  info.blockN = 192;
+  info.shortBlockN = 128;
+  AttentionSpec spec = sampleSpec();
+  spec.causal = false;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  auto box = [](const CUtensorMap &m, int i) {
+    uint32_t b = 0;
+    std::memcpy(&b, reinterpret_cast<const char *>(&m) + 64 + 4 * i, 4);
+    return b;
+  };
+  AttentionArgs a = sampleArgs();
+  AttentionLaunch prepared;
+  // 1024 keys: 6 blocks of 192 (1152 keys) against 8 of 128.
+  a.seqQ = a.seqKV = 1024;
+  a.setContiguousStrides();
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.shortEntry);
+  EXPECT_EQ(prepared.grid.str(), "(8,32,2)");
+  EXPECT_EQ(box(prepared.tmK, 2), 128u);
+  EXPECT_EQ(box(prepared.tmV, 2), 128u);
+  EXPECT_EQ(box(prepared.tmQ, 2), 128u);
+  // 1536 and 16K keys: as many or under 4% more keys: the kernel itself.
+  for (int64_t seq : {1536, 16384}) {
+    a.seqQ = a.seqKV = seq;
+    a.setContiguousStrides();
+    ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+    EXPECT_FALSE(prepared.shortEntry) << seq;
+    EXPECT_EQ(box(prepared.tmK, 2), 192u) << seq;
+  }
+  // The rule itself: causal tiles up to their last row (bottom-right).
+  EXPECT_TRUE(chooseShortEntry(1024, 1024, false, 128, 192, 128));
+  EXPECT_FALSE(chooseShortEntry(2048, 2048, false, 128, 192, 128));
+  EXPECT_TRUE(chooseShortEntry(2048, 2048, true, 128, 176, 128));
+  EXPECT_FALSE(chooseShortEntry(16384, 16384, true, 128, 176, 128));
+  EXPECT_FALSE(chooseShortEntry(1024, 1024, false, 128, 128, 128));
+  EXPECT_FALSE(chooseShortEntry(0, 1024, false, 128, 192, 128));
+  // The metadata: prefill kernels with wider blocks only.
+  KernelInfo decode = decodeInfo();
+  decode.shortBlockN = 32;
+  EXPECT_TRUE(failsWith(validateKernelInfo(decode),
+                        "short_block_n = 32 needs a one-CTA-per-tile "
+                        "prefill kernel"));
+  KernelInfo wider = info;
+  wider.shortBlockN = 192;
+  EXPECT_TRUE(failsWith(validateKernelInfo(wider),
+                        "with wider KV blocks (block_n = 192)"));
+  std::string text = formatKernelInfo(info);
+  EXPECT_NE(text.find("short_block_n = 128\n"), std::string::npos) << text;
+  KernelInfo parsed;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "k.meta", &parsed)));
+  EXPECT_EQ(parsed.shortBlockN, 128);
+  EXPECT_EQ(formatKernelInfo(sampleInfo()).find("short_block_n"),
+            std::string::npos);
+}
+
 // A decode kernel with a lean entry (.meta lean_entry, `<kernel>_lean`):
 // the runtime launches the lean entry where the split grid it would take has
 // ragged waves (leanBeatsSplitGrid), one CTA per SM, whichever merge the

@@ -1483,6 +1483,10 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
       run->launch.leanEntry
           ? ", the lean entry (CTAs sharing all tiles' KV blocks; "
             "the splits are slots per tile)"
+      : run->launch.shortEntry
+          ? (", the short-sequence entry (" +
+             std::to_string(kernel.info().shortBlockN) + "-key blocks)")
+                .c_str()
       : kernel.info().balancedSplits && run->launch.decodeSplits < 0
           ? (r.mergeKernel ? ", splits follow the lengths: every tile the "
                              "same count (the merge kernel's slots)"

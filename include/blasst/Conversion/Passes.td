@@ -83,6 +83,12 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "two waves (the runtime picks per launch): auto (default: on at "
            "head_dim 64 and 128 over a contiguous or paged KV cache, with "
            "cp.async K/V), true or false">,
+    Option<"shortEntry", "short-entry", "std::string", /*default=*/"\"auto\"",
+           "sm_90a dense prefill: a short-sequence entry (<kernel>_short, "
+           "128-key blocks) beside a kernel with wider KV blocks, launched "
+           "where it computes fewer padded keys (the runtime picks per "
+           "launch): auto (default: on at head_dim 128 without persistent "
+           "CTAs or K/V multicast), true or false">,
     Option<"mergeKernel", "merge-kernel", "std::string", /*default=*/"\"auto\"",
            "sm_90a decode: a second kernel over many CTAs that can merge "
            "the splits' partials instead of each tile's last split (the "

@@ -74,6 +74,10 @@ struct LoweredKernel {
   /// Decode: `<name>_lean`, a lean kernel the runtime may launch instead
   /// (same parameters and block; smemBytes covers both).
   bool leanEntry = false;
+  /// Prefill: keys per KV block of `<name>_short`, a kernel the runtime may
+  /// launch instead for short sequences (same parameters, block and grid;
+  /// smemBytes covers both); 0: none.
+  int shortBlockN = 0;
   /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
   bool kvCpAsync = false;
   /// Decode: splits that follow per-sequence lengths (balanced_splits).

@@ -51,6 +51,18 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
          64 % spec.gqaRatio() == 0 && !o.balancedSplits.value_or(false);
 }
 
+/// Whether prefill with these (resolved) options can carry a short-sequence
+/// entry (`<kernel>_short`, kShortEntryBlockN-key blocks; resolveSchedule):
+/// the one-CTA-per-tile sm_90a kernel at head_dim 128 with wider blocks.
+static bool shortEntryFits(const AttentionSpec &spec,
+                           const ScheduleOptions &o) {
+  return o.target == blasst::Target::SM90a && spec.phase == Phase::Prefill &&
+         spec.sparsity.isDense() && spec.headDim == 128 &&
+         spec.headDimV == 128 && o.blockM == 128 &&
+         o.blockN > kShortEntryBlockN && !o.persistent.value_or(false) &&
+         !o.kvMulticast.value_or(false) && o.ctasPerSm.value_or(1) == 1;
+}
+
 /// The registers of lean decode CTAs' warpgroups (sm_90a; 0: the decode
 /// default). At head_dim 64 the item loop's state beside S (64 x 128 f32 at
 /// 128-key blocks) made ptxas spill 4-136 bytes in the compute warpgroup at
@@ -332,6 +344,14 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                          ? leanRegs(spec)
                      : persistentPrefill ? 232
                                          : 240;
+  // The short-sequence entry: 176- and 192-key blocks pad 1024 keys to
+  // 1152 and widen the causal diagonal; 128-key blocks on the same grid
+  // were 11-14% faster at 1K and 6-9% causal at 1.5K-2K, 2-3% slower at 16K
+  // (H100, docs/results/2026-12-06-session42.md §4). The runtime launches
+  // `<kernel>_short` where it computes fewer padded keys
+  // (rt::chooseShortEntry).
+  if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o))
+    o.shortEntry = true;
   return o;
 }
 
@@ -992,6 +1012,16 @@ struct ConvertAttnToWSPass
                "walking the splits)";
         return signalPassFailure();
       }
+      if (opts.shortEntry.value_or(false) && !shortEntryFits(spec, opts)) {
+        op.emitOpError()
+            << "short-entry=true needs sm_90a dense prefill at head_dim 128 "
+               "with 128-row query tiles, KV blocks wider than "
+            << kShortEntryBlockN
+            << " keys and one CTA per tile (no persistent CTAs, K/V "
+               "multicast or two CTAs per SM); block_n = "
+            << opts.blockN;
+        return signalPassFailure();
+      }
       if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
         op.emitOpError()
             << "lean-entry=true needs sm_90a dense decode at head_dim 64, "
@@ -1161,13 +1191,31 @@ struct ConvertAttnToWSPass
           return signalPassFailure();
         }
       }
+      // The short-sequence entry: the same knobs with 128-key blocks
+      // (their own defaults resolved for that size), `<kernel>_short`.
+      KernelOp shortKernel;
+      if (opts.shortEntry.value_or(false)) {
+        ScheduleOptions shortKnobs = knobs;
+        shortKnobs.blockN = kShortEntryBlockN;
+        shortKnobs.shortEntry = false;
+        ScheduleOptions shortOpts = resolveSchedule(spec, shortKnobs);
+        std::string shortName = kernel.getSymName().str() + "_short";
+        shortKernel = buildKernel(b, op.getLoc(), shortName, spec, shortOpts);
+        symbols.insert(shortKernel);
+        if (shortKernel.getSymName() != shortName) {
+          op.emitOpError() << "the short-sequence entry's name " << shortName
+                           << " is taken in this module";
+          return signalPassFailure();
+        }
+      }
       // The verifier's message says what is wrong; a dump of the whole
       // generated kernel would bury it.
       bool printOp = getContext().shouldPrintOpOnDiagnostic();
       getContext().printOpOnDiagnostic(false);
       LogicalResult verified =
           success(succeeded(verify(kernel)) &&
-                  (!leanKernel || succeeded(verify(leanKernel))));
+                  (!leanKernel || succeeded(verify(leanKernel))) &&
+                  (!shortKernel || succeeded(verify(shortKernel))));
       getContext().printOpOnDiagnostic(printOp);
       if (failed(verified)) {
         op.emitOpError() << "the " << toString(*target)

@@ -191,9 +191,13 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
     func->setAttr("blasst.balanced_splits", b.getUnitAttr());
   // The lean entry `<kernel>_lean` beside this one (convert-attn-to-ws
   // builds it; findLoweredKernel checks it is there).
-  if (std::optional<DictionaryAttr> record = kernel.getSchedule())
+  // And the short-sequence entry `<kernel>_short`.
+  if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
     if (auto e = record->getAs<BoolAttr>("lean_entry"); e && e.getValue())
       func->setAttr("blasst.lean_entry", b.getUnitAttr());
+    if (auto e = record->getAs<BoolAttr>("short_entry"); e && e.getValue())
+      func->setAttr("blasst.short_entry", b.getUnitAttr());
+  }
   if (kernel.getCtasPerSM() > 1)
     func->setAttr("blasst.ctas_per_sm",
                   b.getI64IntegerAttr(kernel.getCtasPerSM()));

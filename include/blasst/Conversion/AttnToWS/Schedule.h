@@ -40,6 +40,10 @@ struct ScheduleKnobType<KnobKind::Count> {
   using type = std::optional<int64_t>;
 };
 
+/// Keys per KV block of a prefill kernel's short-sequence entry
+/// (`short-entry`, `<kernel>_short`).
+inline constexpr int64_t kShortEntryBlockN = 128;
+
 /// The target and one field per knob of ScheduleKnobs.def (what each does
 /// is written there). Zero and unset knobs mean "the target's default for
 /// the spec"; resolveSchedule fills them in.

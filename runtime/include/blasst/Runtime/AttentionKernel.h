@@ -164,6 +164,9 @@ struct AttentionLaunch {
   /// lean_entry kernels: launch `<kernel>_lean` instead of the kernel (the
   /// same parameters; grid x = the lean CTAs).
   bool leanEntry = false;
+  /// short_block_n kernels: launch `<kernel>_short` instead of the kernel
+  /// (the same parameters and grid; K/V tensor maps of its block rows).
+  bool shortEntry = false;
 
   Dim3 grid;
   Dim3 block;
@@ -280,6 +283,7 @@ private:
   Function function;
   Function mergeFunction; // merge_kernel: <kernel>_merge
   Function leanFunction;  // lean_entry: <kernel>_lean
+  Function shortFunction; // short_block_n: <kernel>_short
   KernelInfo kernelInfo;
   AttentionSpec kernelSpec;
   CUcontext ctx = nullptr; // made current before each launch
@@ -344,6 +348,17 @@ int chooseLeanSplits(int64_t tiles, int64_t blocks, int64_t blockBytes, int sms,
 /// waves or more, and under 90% full or 32 blocks or fewer a CTA). The
 /// runtime launches a kernel's lean entry (KernelInfo::leanEntry) there.
 bool leanBeatsSplitGrid(int64_t tiles, int64_t blocks, int64_t splits, int sms);
+
+/// Prefill with a short-sequence entry (KernelInfo::shortBlockN): true
+/// where `<kernel>_short` computes fewer padded keys than the kernel by more
+/// than its per-key cost: keys(blockN) > 1.04 x keys(shortBlockN), keys(n)
+/// the KV keys the launch's query tiles of `blockM` rows compute in blocks
+/// of n (causal: up to each tile's last row, seq_kv - seq_q + row, as the
+/// kernels mask). H100 (docs/results/2026-12-06-session42.md §4): 128-key
+/// blocks were 11-14% faster at 1K (1152 against 1024 keys a row with 192),
+/// 2-3% slower at 16K (0.8% more keys).
+bool chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal, int blockM,
+                      int blockN, int shortBlockN);
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile

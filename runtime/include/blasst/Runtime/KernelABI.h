@@ -220,6 +220,12 @@ struct KernelInfo {
   /// workspace's slots per tile, 20 the batch) that the runtime launches
   /// instead where the split grid's waves are ragged (chooseLeanSplits).
   int leanEntry = 0;
+  /// Prefill: keys per KV block of `<kernel>_short`, a kernel in the same
+  /// cubin with the same parameters, block and grid that the runtime
+  /// launches instead where it computes fewer padded keys
+  /// (chooseShortEntry; its K/V tensor maps have boxes of this many rows);
+  /// 0: none.
+  int shortBlockN = 0;
   /// Decode over per-sequence lengths: 1 when the splits follow the
   /// lengths (a 1-D grid of C + tiles CTAs, parameter 19 the CTA budget C,
   /// 20 the batch; each tile takes max(1, ceil(its blocks / per)) splits,

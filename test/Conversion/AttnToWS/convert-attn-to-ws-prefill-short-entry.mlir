@@ -1,0 +1,55 @@
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" | FileCheck %s
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync=report 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a" --blasst-verify-sync --convert-ws-to-nvvm | FileCheck %s --check-prefix=LLVM
+// RUN: sed -e 's/q_heads = 16, kv_heads = 16/q_heads = 16, kv_heads = 16, causal = true/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=CAUSAL
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=false" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a block-n=128" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a persistent=true" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_90a kv-multicast=true" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: blasst-opt %s --convert-attn-to-ws="target=sm_100a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=true block-n=128" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
+// The short-sequence entry (docs/design.md, Schedule options, short-entry): dense
+// prefill at head_dim 128 with KV blocks wider than 128 keys carries
+// `<kernel>_short`, the same schedule with 128-key blocks, which the
+// runtime launches where the wide blocks compute more padded keys.
+
+// CHECK: ws.launch @mha_kernel(
+// CHECK: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
+// CHECK-SAME: short_entry = true
+// CHECK: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 128
+// CHECK-SAME: consumer_regs = 240
+// CHECK-SAME: short_entry = false
+// CHECK-NOT: ws.kernel
+
+// CAUSAL: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 176
+// CAUSAL-SAME: reverse_tiles
+// CAUSAL-SAME: short_entry = true
+// CAUSAL: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 128
+// CAUSAL-SAME: reverse_tiles
+
+// Both kernels are proven.
+// SYNC: remark: synchronisation verified
+// SYNC: remark: synchronisation verified
+
+// The kernel says so (findLoweredKernel reads it).
+// LLVM: llvm.func @mha_kernel(
+// LLVM-SAME: blasst.block_n = 192
+// LLVM-SAME: blasst.short_entry
+// LLVM: llvm.func @mha_kernel_short(
+// LLVM-SAME: blasst.block_n = 128
+// LLVM-NOT: blasst.short_entry
+
+// OFF: ws.kernel @mha_kernel
+// OFF-NOT: short_entry = true
+// OFF-NOT: ws.kernel @mha_kernel_short
+
+// ERR: error: 'attn.attention' op short-entry=true needs sm_90a dense prefill at head_dim 128 with 128-row query tiles, KV blocks wider than 128 keys and one CTA per tile
+// BAD: short-entry
+func.func @mha(%q: memref<?x?x16x128xbf16>, %k: memref<?x?x16x128xbf16>, %v: memref<?x?x16x128xbf16>, %o: memref<?x?x16x128xbf16>) {
+  attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 16, kv_heads = 16>) : memref<?x?x16x128xbf16>, memref<?x?x16x128xbf16>, memref<?x?x16x128xbf16>, memref<?x?x16x128xbf16>
+  return
+}
