@@ -1173,6 +1173,21 @@ struct ConvertAttnToWSPass
       b.setInsertionPointToEnd(module.getBody());
       KernelOp kernel = buildKernel(b, op.getLoc(), name, spec, opts);
       symbols.insert(kernel); // Renames on a clash.
+      // A second entry beside the kernel, `<kernel><suffix>`, built from
+      // the knobs asked for with some changed and resolved again; null (and
+      // the error given) when the name is taken.
+      auto buildEntry = [&](StringRef suffix, StringRef what,
+                            const ScheduleOptions &entryKnobs) {
+        std::string entryName = (kernel.getSymName() + suffix).str();
+        KernelOp entry = buildKernel(b, op.getLoc(), entryName, spec,
+                                     resolveSchedule(spec, entryKnobs));
+        symbols.insert(entry);
+        if (entry.getSymName() == entryName)
+          return entry;
+        op.emitOpError() << "the " << what << "'s name " << entryName
+                         << " is taken in this module";
+        return KernelOp();
+      };
       // The lean entry: the same spec with lean CTAs, `<kernel>_lean`, which
       // the runtime may launch instead: the knobs asked for, resolved as
       // for `lean=true` (resolveSchedule's lean defaults, e.g. leanRegs).
@@ -1181,15 +1196,8 @@ struct ConvertAttnToWSPass
         ScheduleOptions leanKnobs = knobs;
         leanKnobs.lean = leanKnobs.persistent = true;
         leanKnobs.leanEntry = leanKnobs.mergeKernel = false;
-        ScheduleOptions leanOpts = resolveSchedule(spec, leanKnobs);
-        std::string leanName = kernel.getSymName().str() + "_lean";
-        leanKernel = buildKernel(b, op.getLoc(), leanName, spec, leanOpts);
-        symbols.insert(leanKernel);
-        if (leanKernel.getSymName() != leanName) {
-          op.emitOpError() << "the lean entry's name " << leanName
-                           << " is taken in this module";
+        if (!(leanKernel = buildEntry("_lean", "lean entry", leanKnobs)))
           return signalPassFailure();
-        }
       }
       // The short-sequence entry: the same knobs with 128-key blocks
       // (their own defaults resolved for that size), `<kernel>_short`.
@@ -1198,15 +1206,9 @@ struct ConvertAttnToWSPass
         ScheduleOptions shortKnobs = knobs;
         shortKnobs.blockN = kShortEntryBlockN;
         shortKnobs.shortEntry = false;
-        ScheduleOptions shortOpts = resolveSchedule(spec, shortKnobs);
-        std::string shortName = kernel.getSymName().str() + "_short";
-        shortKernel = buildKernel(b, op.getLoc(), shortName, spec, shortOpts);
-        symbols.insert(shortKernel);
-        if (shortKernel.getSymName() != shortName) {
-          op.emitOpError() << "the short-sequence entry's name " << shortName
-                           << " is taken in this module";
+        if (!(shortKernel =
+                  buildEntry("_short", "short-sequence entry", shortKnobs)))
           return signalPassFailure();
-        }
       }
       // The verifier's message says what is wrong; a dump of the whole
       // generated kernel would bury it.

@@ -12,6 +12,7 @@
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=true block-n=128" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=maybe" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: (cat %s; echo 'func.func @mha_kernel_short() { return }') | not blasst-opt --convert-attn-to-ws="target=sm_90a" 2>&1 | FileCheck %s --check-prefix=TAKEN
 // The short-sequence entry (docs/design.md, Schedule options, short-entry): dense
 // prefill at head_dim 128 with KV blocks wider than 128 keys carries
 // `<kernel>_short`, the same schedule with 128-key blocks, which the
@@ -49,6 +50,7 @@
 
 // ERR: error: 'attn.attention' op short-entry=true needs sm_90a dense prefill at head_dim 128 with 128-row query tiles, KV blocks wider than 128 keys and one CTA per tile
 // BAD: short-entry
+// TAKEN: error: 'attn.attention' op the short-sequence entry's name mha_kernel_short is taken in this module
 func.func @mha(%q: memref<?x?x16x128xbf16>, %k: memref<?x?x16x128xbf16>, %v: memref<?x?x16x128xbf16>, %o: memref<?x?x16x128xbf16>) {
   attn.attention %q, %k, %v -> %o spec(<head_dim = 128, q_heads = 16, kv_heads = 16>) : memref<?x?x16x128xbf16>, memref<?x?x16x128xbf16>, memref<?x?x16x128xbf16>, memref<?x?x16x128xbf16>
   return
