@@ -555,6 +555,9 @@ struct KernelResult {
   int64_t kvSplitsAsked = 0; ///< --kv-splits (0: the kernel's / launch's)
   SplitMerge splitMerge = SplitMerge::Auto; ///< --split-merge
   bool mergeKernel = false;  ///< the launch's merge is the merge kernel
+  /// The function launched: "kernel", or the cubin's "lean" or "short"
+  /// entry (the runtime picks per launch).
+  const char *entry = "kernel";
   int kvSplits = 1;          ///< the launch's KV splits (decode kernels)
   double kvBytes = 0;        ///< K+V bytes a launch reads (bandwidth)
   /// Decode KV caches: the lengths and the page size ("" for uniform,
@@ -1469,6 +1472,9 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
   r.smemBytes = run->launch.smemBytes;
   r.kvSplits = run->launch.kvSplits;
   r.mergeKernel = run->launch.mergeLaunch != 0;
+  r.entry = run->launch.leanEntry    ? "lean"
+            : run->launch.shortEntry ? "short"
+                                     : "kernel";
   std::printf(
       "  launch: grid %s, block %s, %zu B dynamic smem%s%s%s\n",
       run->launch.grid.str().c_str(), run->launch.block.str().c_str(),
@@ -2064,7 +2070,8 @@ bool writeJson(const std::string &path, const Options &opt,
     if (r.grid.count() > 1 || r.block.x > 1)
       j << ",\n      \"launch\": {\"grid\": [" << r.grid.x << ", " << r.grid.y
         << ", " << r.grid.z << "], \"block\": " << r.block.x
-        << ", \"smem_bytes\": " << r.smemBytes << "}";
+        << ", \"smem_bytes\": " << r.smemBytes << ", \"entry\": \"" << r.entry
+        << "\"}";
     if (r.checked) {
       const CheckResult &c = r.check;
       j << ",\n      \"check\": {\"mode\": " << jsonString(r.checkMode)
