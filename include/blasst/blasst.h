@@ -180,6 +180,10 @@ typedef enum blasst_kernel_attr {
   BLASST_ATTR_DEVICE = 13,          /* the ordinal, or BLASST_NO_DEVICE */
   BLASST_ATTR_KV_PER_SEQUENCE = 14, /* 0 or 1: needs seq_lens_kv */
   BLASST_ATTR_KV_PAGE_SIZE = 15,    /* 0 (contiguous) or the page size */
+  /* 0, or the keys per KV block of the kernel's short-sequence entry, which
+   * a launch takes instead where the kernel's wider blocks would compute
+   * more padded keys (dense sm_90a prefill at head_dim 128). */
+  BLASST_ATTR_SHORT_BLOCK_N = 16,
   BLASST_ATTR_MAX_ENUM_ = 0x7fffffff
 } blasst_kernel_attr;
 

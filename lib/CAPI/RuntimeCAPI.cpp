@@ -489,6 +489,9 @@ blasst_status blasst_kernel_get_attr(const blasst_kernel *k,
   case BLASST_ATTR_KV_PAGE_SIZE:
     *value = k->spec.kvPageSize;
     break;
+  case BLASST_ATTR_SHORT_BLOCK_N:
+    *value = k->info.shortBlockN;
+    break;
   default:
     return fail(BLASST_ERROR_INVALID_ARGUMENT,
                 "unknown kernel attribute " + std::to_string(int(attr)));

@@ -516,6 +516,9 @@ static void test_jit_package(void) {
       CHECK(v == 0);
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PAGE_SIZE, &v));
       CHECK(v == 0);
+      /* head_dim 64: 128-key blocks, no short-sequence entry. */
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_SHORT_BLOCK_N, &v));
+      CHECK(v == 0);
     }
     CHECK_FAILS(blasst_kernel_launch(k, &a, NULL), BLASST_ERROR_INVALID_ARGUMENT,
                 "BLASST_NO_DEVICE");
