@@ -136,6 +136,12 @@ checking:
 timing:
   --warmup N           untimed launches first (default 10)
   --iters N            timed launches, each between two events (default 50)
+  --interleave         time the kernels in turns: after every kernel's run
+                       and checks, each one's warm-up, then --iters rounds
+                       that launch every kernel once (each between its own
+                       events), so clock drift and the order of the kernels
+                       do not favour one of them (default: each kernel's
+                       launches back to back, kernel after kernel)
   --stamps FILE        after the timed launches, one more launch, then the
                        kernel module's global `blasst_stamps` (u64 values a
                        kernel built with blasst-compile --timeline writes:
@@ -210,6 +216,7 @@ struct Options {
   int64_t warmup = 10;
   int64_t iters = 50;
   std::string stampsFile; ///< --stamps
+  bool interleave = false; ///< --interleave: the kernels timed in turns
   uint64_t seed = 1234;
   Distribution dist = Distribution::Uniform;
   std::string json;
@@ -411,6 +418,8 @@ std::string parseOptions(int argc, char **argv, Options *o) {
       err = intArg(&o->kvOverlong, 0, INT32_MAX);
     } else if (arg == "--iters") {
       err = intArg(&o->iters, 0);
+    } else if (arg == "--interleave") {
+      o->interleave = true;
     } else if (arg == "--stamps") {
       err = need(&o->stampsFile);
     } else if (arg == "--seed") {
@@ -1826,6 +1835,8 @@ bool dumpStamps(const Options &opt, DeviceRun &run, KernelResult &r) {
 /// between its own pair of CUDA events, all enqueued before any is read so
 /// the GPU never waits for the host. Records the times (median, min, mean)
 /// and prints them with the TFLOP/s. False when a launch fails.
+bool finishTiming(const Options &opt, DeviceRun &run, KernelResult &r);
+
 bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
   r.iters = opt.iters;
   if (opt.iters <= 0)
@@ -1856,6 +1867,12 @@ bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
       return fail(r, st.message());
     r.timesMs.push_back(ms);
   }
+  return finishTiming(opt, run, r);
+}
+
+/// The statistics of r.timesMs (median, min, mean), printed with the
+/// TFLOP/s and the K+V bandwidth; then --stamps.
+bool finishTiming(const Options &opt, DeviceRun &run, KernelResult &r) {
   std::vector<float> sorted = r.timesMs;
   std::sort(sorted.begin(), sorted.end());
   size_t n = sorted.size();
@@ -1916,9 +1933,17 @@ void setPerSequenceSkipping(const Options &opt, const AttentionSpec &spec,
 /// Runs one kernel through the phases above; false when one of them failed
 /// (r.error says why). A failed check is not a failure here: it is recorded
 /// in r and the kernel is still timed.
-bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
-               KernelResult &r) {
+/// A kernel and its launch kept for --interleave's timing after every
+/// kernel's checks (run.kernel points at kernel).
+struct KeptRun {
   AttentionKernel kernel;
+  DeviceRun run;
+};
+
+bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
+               KernelResult &r, std::unique_ptr<KeptRun> *keep) {
+  auto kept = std::make_unique<KeptRun>();
+  AttentionKernel &kernel = kept->kernel;
   if (!loadKernel(ctx, stem, &kernel, r))
     return false;
   setUpShape(opt, kernel.spec(), r);
@@ -1927,7 +1952,7 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   std::shared_ptr<const HostInputs> in =
       prepareInputs(opt, kernel.info(), layout, skipCfg, r);
   resolveThreshold(opt, kernel, in->dial, &skipCfg, r);
-  DeviceRun run;
+  DeviceRun &run = kept->run;
   if (!prepareLaunch(opt, ctx, kernel, *in, layout, r, &run))
     return false;
   if (skipCfg.qGroup > 0) {
@@ -1973,7 +1998,76 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
   printUncheckedSkipping(kernel.spec(), r);
   if (opt.repeatLaunches > 0 && !checkDeterminism(opt, run, r))
     return false;
+  if (opt.interleave) {
+    *keep = std::move(kept);
+    return true;
+  }
   return timeKernel(opt, run, r);
+}
+
+/// --interleave: every kept kernel's warm-up, then --iters rounds, each
+/// launching every kernel once between its own events; all enqueued before
+/// any is read. A failed launch or kernel fails every kernel of the round
+/// (the stream does not say whose it was).
+void timeInTurns(const Options &opt,
+                 std::vector<std::unique_ptr<KeptRun>> &kept,
+                 std::vector<KernelResult> &results) {
+  std::vector<size_t> live;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] && results[i].error.empty())
+      live.push_back(i);
+  if (live.empty() || opt.iters <= 0)
+    return;
+  auto failAll = [&](const std::string &why) {
+    for (size_t i : live)
+      fail(results[i], why);
+  };
+  std::printf("\ntiming %zu kernels in turns: %" PRId64 " warm-up launches "
+              "each, then %" PRId64 " rounds of one launch each\n",
+              live.size(), opt.warmup, opt.iters);
+  std::vector<std::vector<EventTimer>> timers(live.size());
+  for (size_t j = 0; j < live.size(); ++j) {
+    KeptRun &k = *kept[live[j]];
+    results[live[j]].iters = opt.iters;
+    for (int64_t w = 0; w < opt.warmup; ++w)
+      if (Status st = k.kernel.launch(k.run.launch, nullptr); !st)
+        return failAll("warm-up launch: " + st.message());
+    timers[j].resize(size_t(opt.iters));
+    for (EventTimer &t : timers[j])
+      if (Status st = EventTimer::create(*k.run.ctx, &t); !st)
+        return failAll(st.message());
+  }
+  for (int64_t it = 0; it < opt.iters; ++it)
+    for (size_t j = 0; j < live.size(); ++j) {
+      KeptRun &k = *kept[live[j]];
+      EventTimer &t = timers[j][size_t(it)];
+      Status st = t.start(nullptr);
+      if (st)
+        st = k.kernel.launch(k.run.launch, nullptr);
+      if (st)
+        st = t.stop(nullptr);
+      if (!st)
+        return failAll("timed launch (in turns): " + st.message());
+    }
+  if (Status st = kept[live.front()]->run.ctx->synchronize(); !st)
+    return failAll("a kernel failed during the timed launches (in turns): " +
+                   st.message());
+  for (size_t j = 0; j < live.size(); ++j) {
+    KernelResult &r = results[live[j]];
+    for (EventTimer &t : timers[j]) {
+      float ms = 0;
+      if (Status st = t.elapsedMs(&ms); !st) {
+        fail(r, st.message());
+        break;
+      }
+      r.timesMs.push_back(ms);
+    }
+    if (!r.error.empty())
+      continue;
+    std::printf("\n[%zu/%zu] %s (timed in turns)\n", live[j] + 1,
+                results.size(), r.stem.c_str());
+    finishTiming(opt, kept[live[j]]->run, r);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -2261,18 +2355,23 @@ int main(int argc, char **argv) {
   std::string device = ctx.info().describe();
   std::printf("blasst-bench on %s\n", device.c_str());
 
+  // --interleave: the kernels stay loaded with their buffers until all are
+  // timed together.
+  std::vector<std::unique_ptr<KeptRun>> kept(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].error.empty())
       continue;
     const std::string &stem = opt.kernels[i / perKernel];
     std::printf("\n[%zu/%zu] %s\n", i + 1, results.size(), stem.c_str());
-    runKernel(ctx, opt, stem, results[i]);
+    runKernel(ctx, opt, stem, results[i], &kept[i]);
     // Rows of one kernel at several split counts: the count in its name.
     if (opt.kvSplits.size() > 1)
       results[i].name += " s" + std::to_string(results[i].kvSplits);
     if (opt.splitMerges.size() > 1)
       results[i].name += results[i].mergeKernel ? " mk" : " ik";
   }
+  if (opt.interleave)
+    timeInTurns(opt, kept, results);
 
   bool allPassed = true;
   for (const KernelResult &r : results)
