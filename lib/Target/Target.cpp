@@ -274,7 +274,7 @@ FailureOr<std::string> blasst::translateToPTX(ModuleOp module, Target target) {
 llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   // The kernel: the first with blasst.block_m that is not the lean or the
   // short-sequence entry (`<kernel>_lean`, `<kernel>_short`) of another.
-  auto isLeanEntryOfAnother = [&](LLVM::LLVMFuncOp f) {
+  auto isEntryOfAnother = [&](LLVM::LLVMFuncOp f) {
     StringRef name = f.getName();
     auto entryOf = [&](StringRef suffix, StringRef attr) {
       if (!name.ends_with(suffix))
@@ -288,7 +288,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
   };
   LLVM::LLVMFuncOp kernelFunc;
   for (auto f : module.getOps<LLVM::LLVMFuncOp>())
-    if (f->hasAttr("blasst.block_m") && !isLeanEntryOfAnother(f)) {
+    if (f->hasAttr("blasst.block_m") && !isEntryOfAnother(f)) {
       kernelFunc = f;
       break;
     }

@@ -154,22 +154,30 @@ const IntKey kIntKeys[] = {
      "35 on); optional, default 0"},
 };
 
-const char *const kKnownKeys[] = {
-    "abi_version", "kernel",     "target",          "block_m",
-    "block_n",     "threads",    "smem_bytes",      "compiler_version",
-    "persistent",  "cluster_m",  "content_sha256",  "q_group",
-    "split_kv",    "kv_splits",  "q_tiles",         "o_tensor_map",
-    "per_seq_kv",  "page_size",  "sink_seed",       "vote_first_block",
-    "split_chunk", "lean",       "ctas_per_sm",     "merge_kernel",
-    "kv_cp_async", "lean_entry", "balanced_splits", "short_block_n"};
+/// The keys with text values; the integer keys are kIntKeys' (one table,
+/// so a new key is known where it is parsed).
+const char *const kTextKeys[] = {"abi_version", "kernel", "target",
+                                 "compiler_version", "content_sha256"};
 const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
 
+bool isKnownKey(const std::string &key) {
+  for (const char *k : kTextKeys)
+    if (key == k)
+      return true;
+  for (const IntKey &k : kIntKeys)
+    if (key == k.key)
+      return true;
+  return false;
+}
+
 std::string knownKeysList() {
   std::string out;
-  for (const char *key : kKnownKeys)
+  for (const char *key : kTextKeys)
     out += (out.empty() ? "" : ", ") + std::string(key);
+  for (const IntKey &k : kIntKeys)
+    out += ", " + std::string(k.key);
   return out;
 }
 
@@ -423,10 +431,7 @@ Status blasst::rt::parseKernelInfo(const std::string &text,
 
   KernelInfo info;
   for (const Entry &e : entries) {
-    bool known = false;
-    for (const char *key : kKnownKeys)
-      known |= e.key == key;
-    if (!known)
+    if (!isKnownKey(e.key))
       return Status::error(at(e.line) + "unknown key " + quoted(e.key) +
                            " (known keys: " + knownKeysList() + ")");
     Status s;

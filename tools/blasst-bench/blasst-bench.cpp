@@ -1331,6 +1331,23 @@ struct DeviceRun {
   /// without stats = true).
   std::vector<int64_t> statsRaw;
 
+  /// `n` launches back to back (not waited for).
+  Status launchTimes(int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      if (Status st = kernel->launch(launch, nullptr); !st)
+        return st;
+    return Status::success();
+  }
+  /// One launch between `t`'s two events.
+  Status timedLaunch(EventTimer &t) {
+    Status st = t.start(nullptr);
+    if (st)
+      st = kernel->launch(launch, nullptr);
+    if (st)
+      st = t.stop(nullptr);
+    return st;
+  }
+
   /// Poisons O and LSE (0xFF bytes: NaN in bf16/f16/f32), clears the
   /// counters, launches `launches` times back to back, waits, and reads O
   /// and LSE back. `doing` names the step in the error of a failed kernel.
@@ -1344,9 +1361,8 @@ struct DeviceRun {
     if (spec.stats)
       if (Status st = stats.fill(0); !st)
         return st;
-    for (int64_t i = 0; i < launches; ++i)
-      if (Status st = kernel->launch(launch, nullptr); !st)
-        return st;
+    if (Status st = launchTimes(launches); !st)
+      return st;
     if (Status st = ctx->synchronize(); !st)
       return Status::error(std::string("the kernel failed while ") + doing +
                            ": " + st.message());
@@ -1358,6 +1374,26 @@ struct DeviceRun {
     return Status::success();
   }
 };
+
+/// --iters' timers, created before the first timed launch.
+Status makeTimers(const Context &ctx, int64_t n, std::vector<EventTimer> *out) {
+  out->resize(size_t(n));
+  for (EventTimer &t : *out)
+    if (Status st = EventTimer::create(ctx, &t); !st)
+      return st;
+  return Status::success();
+}
+
+/// The timers' times, after the stream finished.
+Status readTimes(std::vector<EventTimer> &timers, std::vector<float> *out) {
+  for (EventTimer &t : timers) {
+    float ms = 0;
+    if (Status st = t.elapsedMs(&ms); !st)
+      return st;
+    out->push_back(ms);
+  }
+  return Status::success();
+}
 
 /// Launch setup: allocates Q, K, V, O (plus a poisoned guard after O and
 /// LSE), LSE and the counters as the spec asks, uploads the inputs and
@@ -1841,32 +1877,19 @@ bool timeKernel(const Options &opt, DeviceRun &run, KernelResult &r) {
   r.iters = opt.iters;
   if (opt.iters <= 0)
     return true;
-  const AttentionKernel &kernel = *run.kernel;
-  for (int64_t i = 0; i < opt.warmup; ++i)
-    if (Status st = kernel.launch(run.launch, nullptr); !st)
-      return fail(r, "warm-up launch: " + st.message());
-  std::vector<EventTimer> timers(size_t(opt.iters));
+  if (Status st = run.launchTimes(opt.warmup); !st)
+    return fail(r, "warm-up launch: " + st.message());
+  std::vector<EventTimer> timers;
+  if (Status st = makeTimers(*run.ctx, opt.iters, &timers); !st)
+    return fail(r, st.message());
   for (EventTimer &t : timers)
-    if (Status st = EventTimer::create(*run.ctx, &t); !st)
-      return fail(r, st.message());
-  for (EventTimer &t : timers) {
-    Status st = t.start(nullptr);
-    if (st)
-      st = kernel.launch(run.launch, nullptr);
-    if (st)
-      st = t.stop(nullptr);
-    if (!st)
+    if (Status st = run.timedLaunch(t); !st)
       return fail(r, "timed launch: " + st.message());
-  }
   if (Status st = run.ctx->synchronize(); !st)
     return fail(r,
                 "the kernel failed during the timed launches: " + st.message());
-  for (EventTimer &t : timers) {
-    float ms = 0;
-    if (Status st = t.elapsedMs(&ms); !st)
-      return fail(r, st.message());
-    r.timesMs.push_back(ms);
-  }
+  if (Status st = readTimes(timers, &r.timesMs); !st)
+    return fail(r, st.message());
   return finishTiming(opt, run, r);
 }
 
@@ -2027,43 +2050,27 @@ void timeInTurns(const Options &opt,
               live.size(), opt.warmup, opt.iters);
   std::vector<std::vector<EventTimer>> timers(live.size());
   for (size_t j = 0; j < live.size(); ++j) {
-    KeptRun &k = *kept[live[j]];
+    DeviceRun &run = kept[live[j]]->run;
     results[live[j]].iters = opt.iters;
-    for (int64_t w = 0; w < opt.warmup; ++w)
-      if (Status st = k.kernel.launch(k.run.launch, nullptr); !st)
-        return failAll("warm-up launch: " + st.message());
-    timers[j].resize(size_t(opt.iters));
-    for (EventTimer &t : timers[j])
-      if (Status st = EventTimer::create(*k.run.ctx, &t); !st)
-        return failAll(st.message());
+    if (Status st = run.launchTimes(opt.warmup); !st)
+      return failAll("warm-up launch: " + st.message());
+    if (Status st = makeTimers(*run.ctx, opt.iters, &timers[j]); !st)
+      return failAll(st.message());
   }
   for (int64_t it = 0; it < opt.iters; ++it)
-    for (size_t j = 0; j < live.size(); ++j) {
-      KeptRun &k = *kept[live[j]];
-      EventTimer &t = timers[j][size_t(it)];
-      Status st = t.start(nullptr);
-      if (st)
-        st = k.kernel.launch(k.run.launch, nullptr);
-      if (st)
-        st = t.stop(nullptr);
-      if (!st)
+    for (size_t j = 0; j < live.size(); ++j)
+      if (Status st = kept[live[j]]->run.timedLaunch(timers[j][size_t(it)]);
+          !st)
         return failAll("timed launch (in turns): " + st.message());
-    }
   if (Status st = kept[live.front()]->run.ctx->synchronize(); !st)
     return failAll("a kernel failed during the timed launches (in turns): " +
                    st.message());
   for (size_t j = 0; j < live.size(); ++j) {
     KernelResult &r = results[live[j]];
-    for (EventTimer &t : timers[j]) {
-      float ms = 0;
-      if (Status st = t.elapsedMs(&ms); !st) {
-        fail(r, st.message());
-        break;
-      }
-      r.timesMs.push_back(ms);
-    }
-    if (!r.error.empty())
+    if (Status st = readTimes(timers[j], &r.timesMs); !st) {
+      fail(r, st.message());
       continue;
+    }
     std::printf("\n[%zu/%zu] %s (timed in turns)\n", live[j] + 1,
                 results.size(), r.stem.c_str());
     finishTiming(opt, kept[live[j]]->run, r);
