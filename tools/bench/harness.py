@@ -25,6 +25,21 @@ SEQS = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
 LAST_MODE = None
 
 
+def capture_graph(fn):
+    """fn captured into a CUDA graph (after three warm-up calls on a side
+    stream, as capture wants); RuntimeError where fn cannot be captured."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
 def time_ms(fn, warmup=5, iters=20, graph=True):
     """Median GPU time of fn in ms. fn is captured into a CUDA graph and
     replayed (graph=True, falling back to plain calls where capture fails;
@@ -38,16 +53,7 @@ def time_ms(fn, warmup=5, iters=20, graph=True):
     run, LAST_MODE = fn, "eager"
     if graph:
         try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    fn()
-            torch.cuda.current_stream().wait_stream(side)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            run, LAST_MODE = g.replay, "graph"
+            run, LAST_MODE = capture_graph(fn).replay, "graph"
         except RuntimeError:
             torch.cuda.synchronize()
             run, LAST_MODE = fn, "eager"
