@@ -492,6 +492,9 @@ blasst_status blasst_kernel_get_attr(const blasst_kernel *k,
   case BLASST_ATTR_SHORT_BLOCK_N:
     *value = k->info.shortBlockN;
     break;
+  case BLASST_ATTR_SHORT_CTAS_PER_SM:
+    *value = k->info.shortCtasPerSM;
+    break;
   default:
     return fail(BLASST_ERROR_INVALID_ARGUMENT,
                 "unknown kernel attribute " + std::to_string(int(attr)));

@@ -157,6 +157,8 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.mergeKernel = lowered->mergeKernel ? 1 : 0;
   info.leanEntry = lowered->leanEntry ? 1 : 0;
   info.shortBlockN = lowered->shortBlockN;
+  info.shortCtasPerSM = lowered->shortCtasPerSM;
+  info.shortSmemBytes = lowered->shortSmemBytes;
   info.kvCpAsync = lowered->kvCpAsync ? 1 : 0;
   info.balancedSplits = lowered->balancedSplits ? 3 : 0;
   info.clusterM = lowered->clusterM;

@@ -1,6 +1,7 @@
 //===- Target.cpp - From ws IR to PTX and cubin ---------------------------===//
 #include "blasst/Target/Target.h"
 #include "blasst/Conversion/Passes.h"
+#include "blasst/Dialect/WS/IR/WS.h"
 #include "blasst/Dialect/WS/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -369,8 +370,8 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     k.leanEntry = true;
   }
   if (kernelFunc->hasAttr("blasst.short_entry")) {
-    // Launched with the same parameters, block and grid (block_m), and the
-    // larger of the two shared-memory sizes for either.
+    // Launched with the same parameters, block and grid (block_m), and its
+    // own shared memory (short_smem_bytes).
     auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + "_short");
     auto intAttr = [&](StringRef name) {
       return entry ? dyn_cast_or_null<IntegerAttr>(entry->getAttr(name))
@@ -379,7 +380,8 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     IntegerAttr threads = intAttr("blasst.threads"),
                 smem = intAttr("blasst.smem_bytes"),
                 blockM = intAttr("blasst.block_m"),
-                blockN = intAttr("blasst.block_n");
+                blockN = intAttr("blasst.block_n"),
+                ctas = intAttr("blasst.ctas_per_sm");
     if (!threads || !smem || !blockM || !blockN)
       return llvm::createStringError("kernel '" + k.name +
                                      "' has blasst.short_entry but no "
@@ -395,8 +397,21 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
           std::to_string(k.threads) + ", " + std::to_string(k.blockM) + ", " +
           std::to_string(k.blockN) +
           " (same threads and block_m, fewer keys per block)");
-    k.smemBytes = std::max(k.smemBytes, int(smem.getInt()));
     k.shortBlockN = int(blockN.getInt());
+    k.shortCtasPerSM = ctas ? int(ctas.getInt()) : 1;
+    k.shortSmemBytes = int(smem.getInt());
+    // Launched with its own shared memory; its resident CTAs share an SM.
+    int perCta = k.shortCtasPerSM == 1 || k.shortCtasPerSM == 2
+                     ? int(blasst::ws::kSharedMemoryPerSM / k.shortCtasPerSM -
+                           blasst::ws::kReservedSharedPerCTA)
+                     : 0;
+    if (k.shortSmemBytes > perCta)
+      return llvm::createStringError(
+          "the short-sequence entry '" + k.name + "_short' runs " +
+          std::to_string(k.shortCtasPerSM) + " CTAs per SM with " +
+          std::to_string(k.shortSmemBytes) + " B of shared memory each; " +
+          (perCta ? "at most " + std::to_string(perCta) + " B fit"
+                  : std::string("1 or 2 CTAs per SM are supported")));
   }
   return k;
 }

@@ -208,6 +208,7 @@ class AotTest(unittest.TestCase):
         self.assertEqual((k.attrs["kv_per_sequence"],
                           k.attrs["kv_page_size"]), (0, 0))
         self.assertEqual(k.attrs["short_block_n"], 0)  # decode: none
+        self.assertEqual(k.attrs["short_ctas_per_sm"], 1)
         kp = _capi.Kernel.from_package(d, paged, "sm_90a")
         self.assertEqual((kp.attrs["kv_per_sequence"],
                           kp.attrs["kv_page_size"]), (1, 32))

@@ -79,6 +79,12 @@ struct IntKey {
   const char *meaning;
 };
 
+// Shared memory of an sm_90a / sm_100a SM, and what each resident CTA
+// leaves to the hardware (the compiler's ws::kSharedMemoryPerSM,
+// ws::kReservedSharedPerCTA).
+constexpr int64_t kSharedMemoryPerSM = 233472;
+constexpr int64_t kReservedSharedPerCTA = 1024;
+
 // The integer keys, their fields and ranges: shared by the parser and
 // validateKernelInfo so the two cannot disagree.
 const IntKey kIntKeys[] = {
@@ -145,6 +151,14 @@ const IntKey kIntKeys[] = {
      "taking the same parameters, block and grid that the runtime may "
      "launch instead for short sequences (its K/V boxes have this many "
      "rows); optional, default 0 (none)"},
+    {"short_smem_bytes", &KernelInfo::shortSmemBytes, 0, INT_MAX,
+     "prefill with short_block_n: dynamic shared memory per CTA of "
+     "<kernel>_short, which it is launched with; optional, default 0 "
+     "(smem_bytes)"},
+    {"short_ctas_per_sm", &KernelInfo::shortCtasPerSM, 1, 2,
+     "prefill with short_block_n: CTAs resident per SM of <kernel>_short "
+     "(2: launched where the query tiles average at most 3072 keys, else "
+     "where it computes fewer padded keys); optional, default 1"},
     {"balanced_splits", &KernelInfo::balancedSplits, 0, 3,
      "decode over per-sequence lengths: 1 when each tile takes KV splits in "
      "proportion to its sequence's length (a 1-D grid, parameter 19 the "
@@ -287,6 +301,24 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          "q_group, split_kv, persistent or cluster_m) with "
                          "wider KV blocks (block_n = " +
                          std::to_string(info.blockN) + ")");
+  for (auto [key, set] :
+       {std::pair{"short_ctas_per_sm", info.shortCtasPerSM != 1},
+        std::pair{"short_smem_bytes", info.shortSmemBytes != 0}})
+    if (set && !info.shortBlockN)
+      return Status::error(std::string(key) +
+                           " needs a short-sequence entry (short_block_n)");
+  // The short-sequence entry's CTAs share an SM: each gets its part of it.
+  if (info.shortBlockN) {
+    int64_t bytes = info.shortSmemBytes ? info.shortSmemBytes : info.smemBytes;
+    int64_t perCta =
+        kSharedMemoryPerSM / info.shortCtasPerSM - kReservedSharedPerCTA;
+    if (bytes > perCta)
+      return Status::error(
+          "the short-sequence entry's " + std::to_string(bytes) +
+          " B of shared memory do not fit " +
+          std::to_string(info.shortCtasPerSM) + " CTAs per SM (at most " +
+          std::to_string(perCta) + " B each)");
+  }
   if (info.lean && (!info.persistent || !info.qGroup))
     return Status::error("lean needs persistent = 1 and q_group (persistent "
                          "decode CTAs sharing the KV blocks)");
@@ -361,6 +393,8 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync) &&
         (k.field != &KernelInfo::leanEntry || info.leanEntry) &&
         (k.field != &KernelInfo::shortBlockN || info.shortBlockN) &&
+        (k.field != &KernelInfo::shortCtasPerSM || info.shortCtasPerSM != 1) &&
+        (k.field != &KernelInfo::shortSmemBytes || info.shortSmemBytes) &&
         (k.field != &KernelInfo::balancedSplits || info.balancedSplits))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
@@ -918,13 +952,12 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
       return Status::error(doing + "its metadata says short_block_n = " +
                            std::to_string(info.shortBlockN) + " but " +
                            s.message());
-    if (Status s = shortFn->setMaxDynamicSharedMemory(size_t(info.smemBytes));
-        !s)
+    int bytes = info.shortSmemBytes ? info.shortSmemBytes : info.smemBytes;
+    if (Status s = shortFn->setMaxDynamicSharedMemory(size_t(bytes)); !s)
       return Status::error(doing +
                            "raising the dynamic shared memory limit "
-                           "of its short-sequence entry to smem_bytes = " +
-                           std::to_string(info.smemBytes) +
-                           " failed: " + s.message());
+                           "of its short-sequence entry to " +
+                           std::to_string(bytes) + " B failed: " + s.message());
   }
   int maxThreads = 0;
   if (Status s = function->getAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
@@ -1023,10 +1056,11 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
   auto blockM = uint32_t(kernelInfo.blockM),
        blockN = uint32_t(kernelInfo.blockN);
   // The short-sequence entry: its own KV blocks, so K/V boxes of its rows.
-  bool shortEntry = kernelInfo.shortBlockN &&
-                    chooseShortEntry(args.seqQ, args.seqKV, kernelSpec.causal,
-                                     kernelInfo.blockM, kernelInfo.blockN,
-                                     kernelInfo.shortBlockN);
+  bool shortEntry =
+      kernelInfo.shortBlockN &&
+      chooseShortEntry(args.seqQ, args.seqKV, kernelSpec.causal,
+                       kernelInfo.blockM, kernelInfo.blockN,
+                       kernelInfo.shortBlockN, kernelInfo.shortCtasPerSM);
   if (shortEntry)
     blockN = uint32_t(kernelInfo.shortBlockN);
   // K/V multicast pairs: each CTA copies half of every K/V block.
@@ -1236,7 +1270,9 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
         Dim3(unsigned(std::min(tiles, perBatch)), 1u, unsigned(args.batch));
   }
   launch.block = Dim3(unsigned(kernelInfo.threads));
-  launch.smemBytes = size_t(kernelInfo.smemBytes);
+  launch.smemBytes =
+      size_t(shortEntry && kernelInfo.shortSmemBytes ? kernelInfo.shortSmemBytes
+                                                     : kernelInfo.smemBytes);
   *out = launch;
   return Status::success();
 }
@@ -1500,7 +1536,8 @@ int blasst::rt::chooseLeanSplits(int64_t tiles, int64_t blocks,
 }
 
 bool blasst::rt::chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal,
-                                  int blockM, int blockN, int shortBlockN) {
+                                  int blockM, int blockN, int shortBlockN,
+                                  int shortCtasPerSM) {
   if (seqQ < 1 || seqKV < 1 || blockM < 1 || shortBlockN < 1 ||
       shortBlockN >= blockN)
     return false;
@@ -1518,6 +1555,9 @@ bool blasst::rt::chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal,
     }
     return total;
   };
+  if (shortCtasPerSM == 2)
+    return keys(shortBlockN) <= double(kShortEntryTwoCtaMaxKeys) *
+                                    double((seqQ + blockM - 1) / blockM);
   return keys(blockN) > 1.04 * keys(shortBlockN);
 }
 

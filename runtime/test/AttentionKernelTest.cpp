@@ -1356,6 +1356,76 @@ TEST_F(FakeDriverTest, ShortEntryTakesPaddedShortSequences) {
             std::string::npos);
 }
 
+// Head_dim 64's short-sequence entry runs two CTAs per SM (.meta
+// short_ctas_per_sm = 2, 64-key blocks): taken where the query tiles
+// average at most kShortEntryTwoCtaMaxKeys keys, whatever the padding.
+TEST_F(FakeDriverTest, TwoCtaShortEntryTakesShortTiles) {
+  KernelInfo info = sampleInfo();
+  info.blockN = 128;
+  info.shortBlockN = 64;
+  info.shortCtasPerSM = 2;
+  info.shortSmemBytes = 82032; // launched with its own
+  AttentionSpec spec = sampleSpec();
+  spec.headDim = spec.headDimV = 64;
+  spec.causal = true;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs();
+  a.headDim = 64;
+  AttentionLaunch prepared;
+  // Causal 4K: tiles average 2112 keys: the entry, with 64-row K/V boxes.
+  a.seqQ = a.seqKV = 4096;
+  a.setContiguousStrides();
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.shortEntry);
+  EXPECT_EQ(prepared.grid.str(), "(32,32,2)");
+  EXPECT_EQ(prepared.smemBytes, 82032u);
+  uint32_t kBox = 0;
+  std::memcpy(&kBox, reinterpret_cast<const char *>(&prepared.tmK) + 72, 4);
+  EXPECT_EQ(kBox, 64u);
+  // Causal 8K averages 4160: the kernel.
+  a.seqQ = a.seqKV = 8192;
+  a.setContiguousStrides();
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.shortEntry);
+  EXPECT_EQ(prepared.smemBytes, 196608u);
+  // The rule: no padding needed (1024 keys in 128 or 64), the mean decides.
+  EXPECT_TRUE(chooseShortEntry(1024, 1024, false, 128, 128, 64, 2));
+  EXPECT_TRUE(chooseShortEntry(3072, 3072, false, 128, 128, 64, 2));
+  EXPECT_FALSE(chooseShortEntry(4096, 4096, false, 128, 128, 64, 2));
+  EXPECT_TRUE(chooseShortEntry(6000, 6000, true, 128, 128, 64, 2));
+  EXPECT_FALSE(chooseShortEntry(16384, 16384, true, 128, 128, 64, 2));
+  EXPECT_FALSE(chooseShortEntry(1024, 1024, false, 128, 128, 64, 1));
+  // The metadata: only beside a short-sequence entry; 1 or 2.
+  KernelInfo lone = sampleInfo();
+  lone.shortCtasPerSM = 2;
+  EXPECT_TRUE(failsWith(validateKernelInfo(lone),
+                        "short_ctas_per_sm needs a short-sequence entry"));
+  KernelInfo big = info;
+  big.shortSmemBytes = 115713;
+  EXPECT_TRUE(failsWith(validateKernelInfo(big),
+                        "the short-sequence entry's 115713 B of shared "
+                        "memory do not fit 2 CTAs per SM (at most 115712"));
+  big.shortSmemBytes = 0; // then smem_bytes, 196608, is its size
+  EXPECT_TRUE(failsWith(validateKernelInfo(big), "196608 B"));
+  std::string text = formatKernelInfo(info);
+  EXPECT_NE(text.find("short_ctas_per_sm = 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("short_smem_bytes = 82032\n"), std::string::npos) << text;
+  KernelInfo parsed;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "k.meta", &parsed)));
+  EXPECT_EQ(parsed.shortCtasPerSM, 2);
+  EXPECT_EQ(parsed.shortSmemBytes, 82032);
+  std::string three = text;
+  three.replace(three.find("short_ctas_per_sm = 2"), 21,
+                "short_ctas_per_sm = 3");
+  EXPECT_TRUE(failsWith(parseKernelInfo(three, "k.meta", &parsed),
+                        "short_ctas_per_sm"));
+  EXPECT_EQ(formatKernelInfo(sampleInfo()).find("short_ctas_per_sm"),
+            std::string::npos);
+}
+
 // A decode kernel with a lean entry (.meta lean_entry, `<kernel>_lean`):
 // the runtime launches the lean entry where the split grid it would take has
 // ragged waves (leanBeatsSplitGrid), one CTA per SM, whichever merge the

@@ -516,9 +516,11 @@ static void test_jit_package(void) {
       CHECK(v == 0);
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PAGE_SIZE, &v));
       CHECK(v == 0);
-      /* head_dim 64: 128-key blocks, no short-sequence entry. */
+      /* BLASST: no short-sequence entry (dense prefill only). */
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_SHORT_BLOCK_N, &v));
       CHECK(v == 0);
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_SHORT_CTAS_PER_SM, &v));
+      CHECK(v == 1);
     }
     CHECK_FAILS(blasst_kernel_launch(k, &a, NULL), BLASST_ERROR_INVALID_ARGUMENT,
                 "BLASST_NO_DEVICE");

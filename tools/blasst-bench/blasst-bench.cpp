@@ -1536,7 +1536,9 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
             "the splits are slots per tile)"
       : run->launch.shortEntry
           ? (", the short-sequence entry (" +
-             std::to_string(kernel.info().shortBlockN) + "-key blocks)")
+             std::to_string(kernel.info().shortBlockN) + "-key blocks" +
+             (kernel.info().shortCtasPerSM == 2 ? ", two CTAs per SM" : "") +
+             ")")
                 .c_str()
       : kernel.info().balancedSplits && run->launch.decodeSplits < 0
           ? (r.mergeKernel ? ", splits follow the lengths: every tile the "

@@ -84,11 +84,13 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "head_dim 64 and 128 over a contiguous or paged KV cache, with "
            "cp.async K/V), true or false">,
     Option<"shortEntry", "short-entry", "std::string", /*default=*/"\"auto\"",
-           "sm_90a dense prefill: a short-sequence entry (<kernel>_short, "
-           "128-key blocks) beside a kernel with wider KV blocks, launched "
-           "where it computes fewer padded keys (the runtime picks per "
-           "launch): auto (default: on at head_dim 128 without persistent "
-           "CTAs or K/V multicast), true or false">,
+           "sm_90a dense prefill: a short-sequence entry (<kernel>_short) "
+           "beside the kernel, launched for short sequences (the runtime "
+           "picks per launch): at head_dim 128 with 128-key blocks beside "
+           "wider ones, where it computes fewer padded keys; at head_dim 64 "
+           "two CTAs per SM with 64-key blocks, where the query tiles "
+           "average at most 3072 keys: auto (default: on at head_dim 64 and "
+           "128 without persistent CTAs or K/V multicast), true or false">,
     Option<"mergeKernel", "merge-kernel", "std::string", /*default=*/"\"auto\"",
            "sm_90a decode: a second kernel over many CTAs that can merge "
            "the splits' partials instead of each tile's last split (the "

@@ -75,9 +75,13 @@ struct LoweredKernel {
   /// (same parameters and block; smemBytes covers both).
   bool leanEntry = false;
   /// Prefill: keys per KV block of `<name>_short`, a kernel the runtime may
-  /// launch instead for short sequences (same parameters, block and grid;
-  /// smemBytes covers both); 0: none.
+  /// launch instead for short sequences (same parameters, block and grid);
+  /// 0: none.
   int shortBlockN = 0;
+  /// Prefill: CTAs per SM of `<name>_short` (head_dim 64's entry: 2), and
+  /// the dynamic shared memory it is launched with.
+  int shortCtasPerSM = 1;
+  int shortSmemBytes = 0;
   /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
   bool kvCpAsync = false;
   /// Decode: splits that follow per-sequence lengths (balanced_splits).

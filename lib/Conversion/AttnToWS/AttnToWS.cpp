@@ -52,15 +52,42 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
 }
 
 /// Whether prefill with these (resolved) options can carry a short-sequence
-/// entry (`<kernel>_short`, kShortEntryBlockN-key blocks; resolveSchedule):
-/// the one-CTA-per-tile sm_90a kernel at head_dim 128 with wider blocks.
+/// entry (`<kernel>_short`; resolveSchedule, shortEntryKnobs): the
+/// one-CTA-per-tile sm_90a kernel at head_dim 128 with blocks wider than
+/// kShortEntryBlockN keys, or at head_dim 64 with the overlap (the entry:
+/// two CTAs per SM).
 static bool shortEntryFits(const AttentionSpec &spec,
                            const ScheduleOptions &o) {
+  bool wide = spec.headDim == 128 && o.blockN > kShortEntryBlockN;
+  // The plain schedule spills 24 bytes in two CTAs' 104 registers.
+  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false);
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Prefill &&
-         spec.sparsity.isDense() && spec.headDim == 128 &&
-         spec.headDimV == 128 && o.blockM == 128 &&
-         o.blockN > kShortEntryBlockN && !o.persistent.value_or(false) &&
-         !o.kvMulticast.value_or(false) && o.ctasPerSm.value_or(1) == 1;
+         spec.sparsity.isDense() && spec.headDimV == spec.headDim &&
+         (wide || twoCtas) && o.blockM == 128 &&
+         !o.persistent.value_or(false) && !o.kvMulticast.value_or(false) &&
+         o.ctasPerSm.value_or(1) == 1;
+}
+
+/// The knobs of the short-sequence entry of a kernel built from `knobs`
+/// (what was asked; resolveSchedule resolves the rest for the entry): at
+/// head_dim 128 the same with kShortEntryBlockN-key blocks; at head_dim 64
+/// two CTAs per SM with 64-key blocks in 3 stages, P (and Q) in shared
+/// memory and 24 / 104 registers (Schedule.h).
+static ScheduleOptions shortEntryKnobs(const AttentionSpec &spec,
+                                       const ScheduleOptions &knobs) {
+  ScheduleOptions e = knobs;
+  e.shortEntry = false;
+  if (spec.headDim == 64) {
+    e.ctasPerSm = 2;
+    e.blockN = kShortEntryTwoCtaBlockN;
+    e.stages = kShortEntryTwoCtaStages;
+    e.pInRegisters = e.qInRegisters = false;
+    e.producerRegs = kShortEntryTwoCtaProducerRegs;
+    e.consumerRegs = kShortEntryTwoCtaConsumerRegs;
+  } else {
+    e.blockN = kShortEntryBlockN;
+  }
+  return e;
 }
 
 /// The registers of lean decode CTAs' warpgroups (sm_90a; 0: the decode
@@ -344,11 +371,13 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
                          ? leanRegs(spec)
                      : persistentPrefill ? 232
                                          : 240;
-  // The short-sequence entry: 176- and 192-key blocks pad 1024 keys to
-  // 1152 and widen the causal diagonal; 128-key blocks on the same grid
-  // were 11-14% faster at 1K and 6-9% causal at 1.5K-2K, 2-3% slower at 16K
-  // (H100, docs/results/2026-12-06-session42.md §4). The runtime launches
-  // `<kernel>_short` where it computes fewer padded keys
+  // The short-sequence entry: at head_dim 128, 176- and 192-key blocks pad
+  // 1024 keys to 1152 and widen the causal diagonal; 128-key blocks on the
+  // same grid were 11-14% faster at 1K and 6-9% causal at 1.5K-2K, 2-3%
+  // slower at 16K (H100, docs/results/2026-12-06-session42.md §4). At
+  // head_dim 64, two CTAs per SM were 4-13% faster at 1K-2K and 4-23%
+  // causal at 1K-4K, even at 4K, 3-5% slower at 16K (H100,
+  // docs/results/2026-12-06-session43.md). The runtime picks per launch
   // (rt::chooseShortEntry).
   if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o))
     o.shortEntry = true;
@@ -1014,12 +1043,13 @@ struct ConvertAttnToWSPass
       }
       if (opts.shortEntry.value_or(false) && !shortEntryFits(spec, opts)) {
         op.emitOpError()
-            << "short-entry=true needs sm_90a dense prefill at head_dim 128 "
-               "with 128-row query tiles, KV blocks wider than "
+            << "short-entry=true needs sm_90a dense prefill at head_dim 64 "
+               "with the overlap, or 128 with KV blocks wider than "
             << kShortEntryBlockN
-            << " keys and one CTA per tile (no persistent CTAs, K/V "
-               "multicast or two CTAs per SM); block_n = "
-            << opts.blockN;
+            << " keys, with 128-row query tiles and one CTA per tile (no "
+               "persistent CTAs, K/V multicast or two CTAs per SM); "
+               "head_dim "
+            << spec.headDim << ", block_n " << opts.blockN;
         return signalPassFailure();
       }
       if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
@@ -1199,17 +1229,13 @@ struct ConvertAttnToWSPass
         if (!(leanKernel = buildEntry("_lean", "lean entry", leanKnobs)))
           return signalPassFailure();
       }
-      // The short-sequence entry: the same knobs with 128-key blocks
-      // (their own defaults resolved for that size), `<kernel>_short`.
+      // The short-sequence entry, `<kernel>_short`: shortEntryKnobs (their
+      // own defaults resolved for them).
       KernelOp shortKernel;
-      if (opts.shortEntry.value_or(false)) {
-        ScheduleOptions shortKnobs = knobs;
-        shortKnobs.blockN = kShortEntryBlockN;
-        shortKnobs.shortEntry = false;
-        if (!(shortKernel =
-                  buildEntry("_short", "short-sequence entry", shortKnobs)))
-          return signalPassFailure();
-      }
+      if (opts.shortEntry.value_or(false) &&
+          !(shortKernel = buildEntry("_short", "short-sequence entry",
+                                     shortEntryKnobs(spec, knobs))))
+        return signalPassFailure();
       // The verifier's message says what is wrong; a dump of the whole
       // generated kernel would bury it.
       bool printOp = getContext().shouldPrintOpOnDiagnostic();

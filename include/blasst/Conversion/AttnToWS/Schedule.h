@@ -41,8 +41,18 @@ struct ScheduleKnobType<KnobKind::Count> {
 };
 
 /// Keys per KV block of a prefill kernel's short-sequence entry
-/// (`short-entry`, `<kernel>_short`).
+/// (`short-entry`, `<kernel>_short`) at head_dim 128.
 inline constexpr int64_t kShortEntryBlockN = 128;
+/// At head_dim 64 the entry runs two CTAs per SM, so that one CTA's start
+/// (Q and the first K/V landing, the first block's softmax) and end (the
+/// last P V, the epilogue, the CTA's exit and the next one's launch)
+/// overlap the other's KV loop: 64-key blocks in 3 stages with P in shared
+/// memory, registers 24 / 104 / 104 (a 384-thread CTA launches with 80 at
+/// two per SM; P in registers spills 32 bytes there).
+inline constexpr int64_t kShortEntryTwoCtaBlockN = 64;
+inline constexpr int64_t kShortEntryTwoCtaStages = 3;
+inline constexpr int64_t kShortEntryTwoCtaProducerRegs = 24;
+inline constexpr int64_t kShortEntryTwoCtaConsumerRegs = 104;
 
 /// The target and one field per knob of ScheduleKnobs.def (what each does
 /// is written there). Zero and unset knobs mean "the target's default for

@@ -356,9 +356,16 @@ bool leanBeatsSplitGrid(int64_t tiles, int64_t blocks, int64_t splits, int sms);
 /// of n (causal: up to each tile's last row, seq_kv - seq_q + row, as the
 /// kernels mask). H100 (docs/results/2026-12-06-session42.md §4): 128-key
 /// blocks were 11-14% faster at 1K (1152 against 1024 keys a row with 192),
-/// 2-3% slower at 16K (0.8% more keys).
+/// 2-3% slower at 16K (0.8% more keys). An entry of two CTAs per SM
+/// (shortCtasPerSM = 2, head_dim 64) instead pays off by overlapping the
+/// CTAs' starts and ends with each other's KV loops, which weigh the more
+/// the fewer keys a tile has: true where the query tiles average at most
+/// kShortEntryTwoCtaMaxKeys keys (H100, docs/results/2026-12-06-session43.md:
+/// +4-23% up to causal 4K, which averages 2112; even at 4K; 3-5% slower at
+/// 16K).
+inline constexpr int64_t kShortEntryTwoCtaMaxKeys = 3072;
 bool chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal, int blockM,
-                      int blockN, int shortBlockN);
+                      int blockN, int shortBlockN, int shortCtasPerSM = 1);
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile

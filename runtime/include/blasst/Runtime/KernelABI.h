@@ -226,6 +226,13 @@ struct KernelInfo {
   /// (chooseShortEntry; its K/V tensor maps have boxes of this many rows);
   /// 0: none.
   int shortBlockN = 0;
+  /// Prefill with short_block_n: CTAs per SM of `<kernel>_short` (2: the
+  /// head_dim 64 entry, taken where the query tiles average at most
+  /// kShortEntryTwoCtaMaxKeys keys; chooseShortEntry).
+  int shortCtasPerSM = 1;
+  /// Prefill with short_block_n: dynamic shared memory of `<kernel>_short`,
+  /// which it is launched with (0: smemBytes, which then covers both).
+  int shortSmemBytes = 0;
   /// Decode over per-sequence lengths: 1 when the splits follow the
   /// lengths (a 1-D grid of C + tiles CTAs, parameter 19 the CTA budget C,
   /// 20 the batch; each tile takes max(1, ceil(its blocks / per)) splits,
