@@ -176,6 +176,11 @@ const char *const kRequiredKeys[] = {"abi_version", "kernel",  "target",
                                      "block_m",     "block_n", "threads",
                                      "smem_bytes"};
 
+/// The dynamic shared memory `<kernel>_short` is launched with.
+int shortEntrySmemBytes(const KernelInfo &info) {
+  return info.shortSmemBytes ? info.shortSmemBytes : info.smemBytes;
+}
+
 bool isKnownKey(const std::string &key) {
   for (const char *k : kTextKeys)
     if (key == k)
@@ -309,7 +314,7 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                            " needs a short-sequence entry (short_block_n)");
   // The short-sequence entry's CTAs share an SM: each gets its part of it.
   if (info.shortBlockN) {
-    int64_t bytes = info.shortSmemBytes ? info.shortSmemBytes : info.smemBytes;
+    int64_t bytes = shortEntrySmemBytes(info);
     int64_t perCta =
         kSharedMemoryPerSM / info.shortCtasPerSM - kReservedSharedPerCTA;
     if (bytes > perCta)
@@ -952,7 +957,7 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
       return Status::error(doing + "its metadata says short_block_n = " +
                            std::to_string(info.shortBlockN) + " but " +
                            s.message());
-    int bytes = info.shortSmemBytes ? info.shortSmemBytes : info.smemBytes;
+    int bytes = shortEntrySmemBytes(info);
     if (Status s = shortFn->setMaxDynamicSharedMemory(size_t(bytes)); !s)
       return Status::error(doing +
                            "raising the dynamic shared memory limit "
@@ -1270,9 +1275,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
         Dim3(unsigned(std::min(tiles, perBatch)), 1u, unsigned(args.batch));
   }
   launch.block = Dim3(unsigned(kernelInfo.threads));
-  launch.smemBytes =
-      size_t(shortEntry && kernelInfo.shortSmemBytes ? kernelInfo.shortSmemBytes
-                                                     : kernelInfo.smemBytes);
+  launch.smemBytes = size_t(shortEntry ? shortEntrySmemBytes(kernelInfo)
+                                       : kernelInfo.smemBytes);
   *out = launch;
   return Status::success();
 }
