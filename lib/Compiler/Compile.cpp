@@ -160,6 +160,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.shortCtasPerSM = lowered->shortCtasPerSM;
   info.shortSmemBytes = lowered->shortSmemBytes;
   info.kvCpAsync = lowered->kvCpAsync ? 1 : 0;
+  info.tmaEntry = lowered->tmaEntry ? 1 : 0;
   info.balancedSplits = lowered->balancedSplits ? 3 : 0;
   info.clusterM = lowered->clusterM;
   info.qGroup = lowered->qGroup;

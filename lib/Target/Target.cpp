@@ -272,19 +272,11 @@ FailureOr<std::string> blasst::translateToPTX(ModuleOp module, Target target) {
 }
 
 llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
-  // The kernel: the first with blasst.block_m that is not the lean or the
-  // short-sequence entry (`<kernel>_lean`, `<kernel>_short`) of another.
+  // The kernel: the first with blasst.block_m that is not a second entry
+  // of another (blasst.entry_of: `<kernel>_lean`, `_short`, `_tma`).
   auto isEntryOfAnother = [&](LLVM::LLVMFuncOp f) {
-    StringRef name = f.getName();
-    auto entryOf = [&](StringRef suffix, StringRef attr) {
-      if (!name.ends_with(suffix))
-        return false;
-      auto main =
-          module.lookupSymbol<LLVM::LLVMFuncOp>(name.drop_back(suffix.size()));
-      return main && main->hasAttr(attr);
-    };
-    return entryOf("_lean", "blasst.lean_entry") ||
-           entryOf("_short", "blasst.short_entry");
+    auto of = dyn_cast_or_null<StringAttr>(f->getAttr("blasst.entry_of"));
+    return of && module.lookupSymbol<LLVM::LLVMFuncOp>(of.getValue());
   };
   LLVM::LLVMFuncOp kernelFunc;
   for (auto f : module.getOps<LLVM::LLVMFuncOp>())
@@ -401,6 +393,41 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     k.shortSmemBytes = int(smem.getInt());
     // That its CTAs fit an SM: the ws.kernel verifier (its buffers) and
     // rt::validateKernelInfo (the lowered size, compileToCubin's metadata).
+  }
+  if (kernelFunc->hasAttr("blasst.tma_entry")) {
+    // Launched instead of the split grid with the same parameters, block,
+    // grid and KV blocks (the same K/V tensor maps), the same merge
+    // protocol (parameter 21, the kernel's `<name>_merge`), and the larger
+    // of the two shared-memory sizes.
+    auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + "_tma");
+    auto intAttr = [&](StringRef name) {
+      return entry ? dyn_cast_or_null<IntegerAttr>(entry->getAttr(name))
+                   : IntegerAttr();
+    };
+    IntegerAttr threads = intAttr("blasst.threads"),
+                smem = intAttr("blasst.smem_bytes"),
+                blockM = intAttr("blasst.block_m"),
+                blockN = intAttr("blasst.block_n");
+    if (!threads || !smem || !blockM || !blockN)
+      return llvm::createStringError("kernel '" + k.name +
+                                     "' has blasst.tma_entry but no kernel '" +
+                                     k.name + "_tma'");
+    if (threads.getInt() != k.threads || blockM.getInt() != k.blockM ||
+        blockN.getInt() != k.blockN || entry->hasAttr("blasst.kv_cp_async") ||
+        entry->hasAttr("blasst.merge_kernel") != k.mergeKernel)
+      return llvm::createStringError(
+          "the TMA entry '" + k.name + "_tma' has " +
+          std::to_string(threads.getInt()) + " threads, block_m " +
+          std::to_string(blockM.getInt()) + ", block_n " +
+          std::to_string(blockN.getInt()) +
+          (entry->hasAttr("blasst.merge_kernel") ? ", a merge kernel" : "") +
+          (entry->hasAttr("blasst.kv_cp_async") ? ", cp.async K/V" : "") +
+          "; its kernel " + std::to_string(k.threads) + ", " +
+          std::to_string(k.blockM) + ", " + std::to_string(k.blockN) +
+          (k.mergeKernel ? ", a merge kernel" : "") +
+          " (same threads, blocks and merge, K/V by TMA)");
+    k.smemBytes = std::max(k.smemBytes, int(smem.getInt()));
+    k.tmaEntry = true;
   }
   return k;
 }

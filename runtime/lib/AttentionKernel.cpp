@@ -146,6 +146,11 @@ const IntKey kIntKeys[] = {
      "decode: 1 when the cubin's <kernel>_lean, a lean kernel taking the "
      "same parameters, may be launched instead (the runtime picks per "
      "launch); optional, default 0"},
+    {"tma_entry", &KernelInfo::tmaEntry, 0, 1,
+     "decode with kv_cp_async: 1 when the cubin's <kernel>_tma, the same "
+     "split grid with K/V by TMA taking the same parameters, may be "
+     "launched instead (the runtime picks by the GPU's DRAM bandwidth); "
+     "optional, default 0"},
     {"short_block_n", &KernelInfo::shortBlockN, 0, 256,
      "prefill: keys per KV block of the cubin's <kernel>_short, a kernel "
      "taking the same parameters, block and grid that the runtime may "
@@ -298,6 +303,11 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
     return Status::error("lean_entry needs a one-CTA-per-split decode kernel "
                          "(q_group, split_kv; no persistent, split_chunk or "
                          "kv_splits)");
+  if (info.tmaEntry && (!info.kvCpAsync || !info.qGroup || !info.splitKV ||
+                        info.persistent || info.balancedSplits))
+    return Status::error("tma_entry needs a one-CTA-per-split decode kernel "
+                         "copying K/V with cp.async (q_group, split_kv, "
+                         "kv_cp_async; no persistent or balanced_splits)");
   if (info.shortBlockN &&
       (info.qGroup || info.splitKV || info.persistent || info.clusterM != 1 ||
        info.shortBlockN >= info.blockN))
@@ -397,6 +407,7 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::mergeKernel || info.mergeKernel) &&
         (k.field != &KernelInfo::kvCpAsync || info.kvCpAsync) &&
         (k.field != &KernelInfo::leanEntry || info.leanEntry) &&
+        (k.field != &KernelInfo::tmaEntry || info.tmaEntry) &&
         (k.field != &KernelInfo::shortBlockN || info.shortBlockN) &&
         (k.field != &KernelInfo::shortCtasPerSM || info.shortCtasPerSM != 1) &&
         (k.field != &KernelInfo::shortSmemBytes || info.shortSmemBytes) &&
@@ -906,7 +917,8 @@ void requiredCapability(Target target, int *major, int *minor) {
 Status loadImpl(const Context &context, const void *cubin, size_t size,
                 const std::string &moduleName, const KernelInfo &info,
                 const AttentionSpec &spec, Module *module, Function *function,
-                Function *merge, Function *lean, Function *shortFn) {
+                Function *merge, Function *lean, Function *shortFn,
+                Function *tma) {
   std::string doing = "cannot load attention kernel " +
                       quoted(info.kernelName) + " from " + moduleName + ": ";
   if (Status s = checkKernelDescription(info, spec); !s)
@@ -949,6 +961,17 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
       return Status::error(doing +
                            "raising the dynamic shared memory limit "
                            "of its lean entry to smem_bytes = " +
+                           std::to_string(info.smemBytes) +
+                           " failed: " + s.message());
+  }
+  if (info.tmaEntry) {
+    if (Status s = module->getFunction(info.kernelName + "_tma", tma); !s)
+      return Status::error(doing + "its metadata says tma_entry = 1 but " +
+                           s.message());
+    if (Status s = tma->setMaxDynamicSharedMemory(size_t(info.smemBytes)); !s)
+      return Status::error(doing +
+                           "raising the dynamic shared memory limit "
+                           "of its TMA entry to smem_bytes = " +
                            std::to_string(info.smemBytes) +
                            " failed: " + s.message());
   }
@@ -995,7 +1018,7 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   if (Status s = loadImpl(
           context, cubin, size, "cubin '" + info.kernelName + "' (in memory)",
           info, spec, &result.module, &result.function, &result.mergeFunction,
-          &result.leanFunction, &result.shortFunction);
+          &result.leanFunction, &result.shortFunction, &result.tmaFunction);
       !s)
     return s;
   result.kernelInfo = info;
@@ -1004,6 +1027,8 @@ Status AttentionKernel::load(const Context &context, const void *cubin,
   // Resident CTA slots: persistent grids, lean CTAs and the split model
   // count a kernel built for two CTAs per SM twice per SM.
   result.numSMs = context.info().multiprocessorCount * info.ctasPerSM;
+  result.tmaDecode =
+      info.tmaEntry && preferTmaDecode(context.info().dramBytesPerSecond());
   *out = std::move(result);
   return Status::success();
 }
@@ -1024,10 +1049,12 @@ Status AttentionKernel::loadFiles(const Context &context,
           loadImpl(context, files.cubin.data(), files.cubin.size(),
                    quoted(stem + ".cubin"), files.info, files.spec,
                    &result.module, &result.function, &result.mergeFunction,
-                   &result.leanFunction, &result.shortFunction);
+                   &result.leanFunction, &result.shortFunction, &result.tmaFunction);
       !s)
     return s;
   result.numSMs = context.info().multiprocessorCount * files.info.ctasPerSM;
+  result.tmaDecode = files.info.tmaEntry &&
+                     preferTmaDecode(context.info().dramBytesPerSecond());
   result.kernelInfo = std::move(files.info);
   result.kernelSpec = std::move(files.spec);
   result.ctx = context.get();
@@ -1254,6 +1281,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       launch.decodeSplits = splits;
       launch.decodeBatch = int32_t(args.batch);
     }
+    // The split grid on a GPU of lower DRAM bandwidth: its TMA entry.
+    launch.tmaEntry = tmaDecode && !launch.leanEntry;
   }
   if (kernelInfo.clusterM > 1) {
     // Whole clusters; an extra CTA past the last query block loads its
@@ -1655,8 +1684,12 @@ Status AttentionKernel::launch(const AttentionLaunch &prepared,
     return Status::error("launch of kernel " + quoted(kernelInfo.kernelName) +
                          " asks for its short-sequence entry, which is not "
                          "loaded");
+  if (copy.tmaEntry && !tmaFunction.valid())
+    return Status::error("launch of kernel " + quoted(kernelInfo.kernelName) +
+                         " asks for its TMA entry, which is not loaded");
   const Function &entry = copy.leanEntry    ? leanFunction
                           : copy.shortEntry ? shortFunction
+                          : copy.tmaEntry   ? tmaFunction
                                             : function;
   if (Status s = rt::launch(entry, copy.grid, copy.block, copy.smemBytes,
                             stream, params, std::nullopt);

@@ -210,6 +210,17 @@ Status Context::create(int ordinal, Context *out) {
                      q.name + ") failed while querying " + gpu + " (" +
                      info.name + ")");
 
+  // The DRAM bandwidth only steers a choice (preferTmaDecode): a driver
+  // that does not say leaves it unknown.
+  for (auto [attribute, value] :
+       {std::pair{CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &info.memoryClockKHz},
+        std::pair{CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+                  &info.memoryBusWidthBits}})
+    if (api->deviceGetAttribute(value, attribute, context.dev) !=
+            CUDA_SUCCESS ||
+        *value < 0)
+      *value = 0;
+
   BLASST_RT_CU(api->devicePrimaryCtxRetain(&context.ctx, context.dev),
                "cuDevicePrimaryCtxRetain failed while opening " + gpu + " (" +
                    info.name + ")");

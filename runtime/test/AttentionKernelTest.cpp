@@ -1426,6 +1426,112 @@ TEST_F(FakeDriverTest, TwoCtaShortEntryTakesShortTiles) {
             std::string::npos);
 }
 
+// A cp.async decode kernel with a TMA entry (.meta tma_entry, `<kernel>_tma`):
+// on a GPU of under kTmaDecodeMaxBytesPerSecond of DRAM bandwidth (an
+// H100's 3.35 TB/s) its split-grid launches run the entry, with the same
+// grid, parameters and merge kernel; a ragged launch still takes the lean
+// entry. On an H200 (4.9 TB/s, the fake driver's default) or where the
+// driver does not say, the kernel itself.
+TEST_F(FakeDriverTest, TmaEntryTakesSplitGridsOnSlowerDram) {
+  void (*setMemory)(int, int) = nullptr;
+  const char *(*launched)(int) = nullptr;
+  resolve("blasstFakeSetMemory", &setMemory);
+  resolve("blasstFakeLaunchedFunction", &launched);
+  KernelInfo info = decodeInfo();
+  info.kvCpAsync = 1;
+  info.mergeKernel = 1;
+  info.leanEntry = 1;
+  info.tmaEntry = 1;
+  info.blockN = 64;
+  AttentionSpec spec = decodeSpec();
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionArgs a = sampleArgs(); // 32 q / 8 kv heads
+  a.seqQ = 1;
+  a.batch = 8;
+  a.seqKV = 32768;
+  a.workspace = 0x50000000;
+  a.workspaceBytes = size_t(1) << 30;
+  a.splitMerge = SplitMerge::MergeKernel;
+
+  // The rule and the bandwidth: 2 x clock x bus width / 8.
+  DeviceInfo h100;
+  h100.memoryClockKHz = 2619000;
+  h100.memoryBusWidthBits = 5120;
+  EXPECT_NEAR(h100.dramBytesPerSecond(), 3.352e12, 1e9);
+  EXPECT_TRUE(preferTmaDecode(h100.dramBytesPerSecond()));
+  EXPECT_FALSE(preferTmaDecode(4.8e12));
+  EXPECT_FALSE(preferTmaDecode(DeviceInfo().dramBytesPerSecond()));
+
+  // The fake driver's default is an H200's memory: the kernel itself.
+  EXPECT_NEAR(ctx.info().dramBytesPerSecond(), 4.917e12, 1e9);
+  AttentionKernel fast;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &fast)));
+  EXPECT_FALSE(fast.takesTmaEntry());
+  AttentionLaunch prepared;
+  ASSERT_TRUE(succeeds(fast.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.tmaEntry);
+  ASSERT_TRUE(succeeds(fast.launch(prepared, nullptr)));
+  EXPECT_EQ(std::string(launched(1)), info.kernelName);
+
+  // An H100's memory: the split grid runs <kernel>_tma, then the merge.
+  Context slow; // outlives the kernel loaded into it
+  setMemory(2619000, 5120);
+  Status created = Context::create(0, &slow);
+  setMemory(3201000, 6144);
+  ASSERT_TRUE(succeeds(created));
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(slow, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  EXPECT_TRUE(kernel.takesTmaEntry());
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.tmaEntry);
+  EXPECT_EQ(prepared.grid.str(), "(2,8,8)");
+  EXPECT_GT(prepared.mergeGrid.x, 0u);
+  ASSERT_TRUE(succeeds(kernel.launch(prepared, nullptr)));
+  EXPECT_EQ(std::string(launched(1)), info.kernelName + "_tma");
+  EXPECT_EQ(std::string(launched(0)), info.kernelName + "_merge");
+  // Ragged waves (batch 17 x 16K): the lean entry, not the TMA entry.
+  a.batch = 17;
+  a.seqKV = 16384;
+  a.splitMerge = SplitMerge::Auto;
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.leanEntry);
+  EXPECT_FALSE(prepared.tmaEntry);
+
+  // A driver that does not say: unknown, the kernel itself.
+  Context unknown;
+  setMemory(0, 0);
+  created = Context::create(0, &unknown);
+  setMemory(3201000, 6144);
+  ASSERT_TRUE(succeeds(created));
+  EXPECT_EQ(unknown.info().dramBytesPerSecond(), 0.0);
+  AttentionKernel unsure;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(
+      unknown, cubin.data(), cubin.size(), info, spec, &unsure)));
+  EXPECT_FALSE(unsure.takesTmaEntry());
+
+  // The metadata: written only when set, read back; only beside a
+  // cp.async split grid.
+  std::string text = formatKernelInfo(info);
+  EXPECT_NE(text.find("tma_entry = 1\n"), std::string::npos) << text;
+  KernelInfo parsed;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "k.meta", &parsed)));
+  EXPECT_EQ(parsed.tmaEntry, 1);
+  EXPECT_EQ(formatKernelInfo(decodeInfo()).find("tma_entry"),
+            std::string::npos);
+  KernelInfo bad = info;
+  bad.kvCpAsync = 0;
+  EXPECT_TRUE(failsWith(validateKernelInfo(bad),
+                        "tma_entry needs a one-CTA-per-split decode kernel "
+                        "copying K/V with cp.async"));
+  bad = info;
+  bad.balancedSplits = 1;
+  bad.perSeqKV = 1;
+  bad.leanEntry = 0;
+  EXPECT_TRUE(failsWith(validateKernelInfo(bad), "tma_entry needs"));
+}
+
 // A decode kernel with a lean entry (.meta lean_entry, `<kernel>_lean`):
 // the runtime launches the lean entry where the split grid it would take has
 // ragged waves (leanBeatsSplitGrid), one CTA per SM, whichever merge the

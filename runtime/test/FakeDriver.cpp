@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -29,6 +30,7 @@ int primaryContext, fakeModule, fakeEvent;
 /// earlier kernel's lean entry). Never freed (a test process is short).
 struct FakeFunction {
   int dynamicSmem = 0;
+  std::string name;
 };
 std::mutex functionsMutex;
 std::deque<FakeFunction> functions;
@@ -45,6 +47,10 @@ struct Memset {
 } lastMemset{};
 std::atomic<int> memsets{0};
 int ccMajor = 9, ccMinor = 0;
+/// The memory clock (kHz) and bus width (bits) it reports: an H200's (4.9
+/// TB/s), or the clock in $BLASST_FAKE_MEMORY_CLOCK_KHZ (2619000 with the
+/// 6144-bit bus: 4.0 TB/s, under kTmaDecodeMaxBytesPerSecond).
+int memoryClockKHz = 3201000, memoryBusWidthBits = 6144;
 /// What cuTensorMapEncodeTiled was asked for; the map it "encodes" holds the
 /// call's number (from 1) at byte kMapTag, so a launch's tensor-map
 /// parameters can be traced back to their encode calls.
@@ -75,6 +81,8 @@ struct Shape {
   unsigned grid[3], block;
   int dependent;
 } lastShape{}, previousShape{};
+/// The name the last and the previous launch's function was looked up by.
+std::string lastFunction, previousFunction;
 } // namespace
 
 extern "C" {
@@ -90,6 +98,11 @@ void blasstFakeLaunchShape(int which, unsigned grid[3], unsigned *block,
     grid[i] = s.grid[i];
   *block = s.block;
   *dependent = s.dependent;
+}
+/// The name of the function the last launch (`which` 0) or the one before it
+/// (1) ran.
+const char *blasstFakeLaunchedFunction(int which) {
+  return (which == 0 ? lastFunction : previousFunction).c_str();
 }
 /// The last launch's pointer parameters 3, 4, 5, 13 and 14 (O, LSE,
 /// statistics, the threshold pointer, the workspace), in that order.
@@ -122,6 +135,12 @@ void blasstFakeLastMemset(uint64_t *ptr, unsigned *value, size_t *words) {
 void blasstFakeSetComputeCapability(int major, int minor) {
   ccMajor = major;
   ccMinor = minor;
+}
+/// The memory clock (kHz) and bus width (bits) of contexts created from now
+/// on (0: the driver does not say).
+void blasstFakeSetMemory(int clockKHz, int busWidthBits) {
+  memoryClockKHz = clockKHz;
+  memoryBusWidthBits = busWidthBits;
 }
 /// Encode calls so far (numbered from 1), and call `i`'s arguments: rank,
 /// address, dims, byte strides (rank - 1), box, swizzle and OOB fill as
@@ -196,6 +215,14 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice) {
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
     *v = 232448;
     break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+    *v = memoryClockKHz;
+    if (const char *env = std::getenv("BLASST_FAKE_MEMORY_CLOCK_KHZ"))
+      *v = std::atoi(env);
+    break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+    *v = memoryBusWidthBits;
+    break;
   default:
     *v = 0;
   }
@@ -231,9 +258,11 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *) {
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule,
+                                     const char *name) {
   std::lock_guard<std::mutex> lock(functionsMutex);
   functions.emplace_back();
+  functions.back().name = name ? name : "";
   *f = reinterpret_cast<CUfunction>(&functions.back());
   return CUDA_SUCCESS;
 }
@@ -261,11 +290,13 @@ CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a,
   }
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction,
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                                   void **params, void **) {
   if (!current)
     return CUDA_ERROR_INVALID_CONTEXT;
   ++launches;
+  previousFunction = lastFunction;
+  lastFunction = f ? reinterpret_cast<FakeFunction *>(f)->name : "";
   previousShape = lastShape;
   lastShape = Shape{{config->gridDimX, config->gridDimY, config->gridDimZ},
                     config->blockDimX,

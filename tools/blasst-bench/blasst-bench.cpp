@@ -1519,6 +1519,7 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
   r.mergeKernel = run->launch.mergeLaunch != 0;
   r.entry = run->launch.leanEntry    ? "lean"
             : run->launch.shortEntry ? "short"
+            : run->launch.tmaEntry   ? "tma"
                                      : "kernel";
   std::printf(
       "  launch: grid %s, block %s, %zu B dynamic smem%s%s%s\n",
@@ -1540,6 +1541,8 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
              (kernel.info().shortCtasPerSM == 2 ? ", two CTAs per SM" : "") +
              ")")
                 .c_str()
+      : run->launch.tmaEntry
+          ? ", the TMA entry (K/V by TMA: DRAM under 4.2 TB/s)"
       : kernel.info().balancedSplits && run->launch.decodeSplits < 0
           ? (r.mergeKernel ? ", splits follow the lengths: every tile the "
                              "same count (the merge kernel's slots)"

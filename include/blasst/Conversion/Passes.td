@@ -91,6 +91,13 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "two CTAs per SM with 64-key blocks, where the query tiles "
            "average at most 3072 keys: auto (default: on at head_dim 64 and "
            "128 without persistent CTAs or K/V multicast), true or false">,
+    Option<"tmaEntry", "tma-entry", "std::string", /*default=*/"\"auto\"",
+           "sm_90a dense decode: a TMA entry (<kernel>_tma) beside the "
+           "cp.async kernel, launched instead of the split grid on GPUs "
+           "with under 4.2 TB/s of DRAM bandwidth (the runtime picks per "
+           "device): auto (default: on at head_dim 128 over a contiguous "
+           "KV cache with cp.async K/V and one CTA per split), true or "
+           "false">,
     Option<"mergeKernel", "merge-kernel", "std::string", /*default=*/"\"auto\"",
            "sm_90a decode: a second kernel over many CTAs that can merge "
            "the splits' partials instead of each tile's last split (the "

@@ -84,6 +84,10 @@ struct LoweredKernel {
   int shortSmemBytes = 0;
   /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
   bool kvCpAsync = false;
+  /// Decode with kvCpAsync: `<name>_tma`, the same kernel with K/V by TMA,
+  /// which the runtime launches instead on GPUs of lower DRAM bandwidth
+  /// (same parameters, block and grid; smemBytes covers both).
+  bool tmaEntry = false;
   /// Decode: splits that follow per-sequence lengths (balanced_splits).
   bool balancedSplits = false;
 };

@@ -51,6 +51,30 @@ static bool leanEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
          64 % spec.gqaRatio() == 0 && !o.balancedSplits.value_or(false);
 }
 
+/// Whether dense decode with these (resolved) options can carry a TMA entry
+/// (`<kernel>_tma`; resolveSchedule): the cp.async split grid at head_dim
+/// 128 over a contiguous cache of one length, the one the entry replaces on
+/// GPUs of lower DRAM bandwidth (rt::preferTmaDecode). With per-sequence
+/// lengths the runtime launches the lean entry; paged caches keep cp.async.
+static bool tmaEntryFits(const AttentionSpec &spec, const ScheduleOptions &o) {
+  return o.target == blasst::Target::SM90a && spec.phase == Phase::Decode &&
+         spec.sparsity.isDense() && spec.headDim == 128 &&
+         spec.headDimV == spec.headDim && !spec.paged() &&
+         !spec.kvPerSequence && o.kvCpAsync.value_or(false) &&
+         !o.persistent.value_or(false) && !o.lean.value_or(false) &&
+         !o.splitInterleave.value_or(false) &&
+         !o.balancedSplits.value_or(false) && o.ctasPerSm.value_or(1) == 1;
+}
+
+/// The knobs of the TMA entry of a kernel built from `knobs` (what was
+/// asked): K/V by TMA, the rest as asked, TMA's defaults resolved for it
+/// (its ring: 2 stages at head_dim 128, the depth measured fastest).
+static ScheduleOptions tmaEntryKnobs(const ScheduleOptions &knobs) {
+  ScheduleOptions e = knobs;
+  e.kvCpAsync = e.tmaEntry = e.leanEntry = false;
+  return e;
+}
+
 /// Whether prefill with these (resolved) options can carry a short-sequence
 /// entry (`<kernel>_short`; resolveSchedule, shortEntryKnobs): the
 /// one-CTA-per-tile sm_90a kernel at head_dim 128 with blocks wider than
@@ -349,6 +373,12 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // the default KV blocks.
   if (decode && !o.leanEntry.has_value())
     o.leanEntry = leanEntryFits(spec, o);
+  // The TMA entry: on the H100 (3.35 TB/s) dense decode by TMA was 1.1-1.9%
+  // faster than by cp.async at five shapes, on the H200 (4.8 TB/s) 2-4%
+  // slower (docs/results/2026-12-06-session43.md §6, session 26); the
+  // runtime picks by the device's DRAM bandwidth (rt::preferTmaDecode).
+  if (decode && !o.tmaEntry.has_value())
+    o.tmaEntry = tmaEntryFits(spec, o);
   // sm_100a: softmax 184, correction 80, MMA/load/epilogue 64 (FA4: 192 /
   // 80 / 48). A softmax thread holds its row of S (128 f32 at block_n 128)
   // in registers: ptxas spills it below 184 (the llama3-8b preset: 52 bytes
@@ -927,7 +957,8 @@ KernelOp blasst::buildKernel(OpBuilder &b, Location loc, StringRef name,
                                      : IntegerAttr(),
       decode && opts.mergeKernel.value_or(false) ? b.getUnitAttr() : UnitAttr(),
       decode && opts.balancedSplits.value_or(false) ? b.getUnitAttr()
-                                                    : UnitAttr());
+                                                    : UnitAttr(),
+      /*entry_of=*/FlatSymbolRefAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&kernel.getBody().emplaceBlock());
   KernelBuilder kb{b, loc, attn::getElementType(ctx, spec.dtype),
@@ -1050,6 +1081,15 @@ struct ConvertAttnToWSPass
                "persistent CTAs, K/V multicast or two CTAs per SM); "
                "head_dim "
             << spec.headDim << ", block_n " << opts.blockN;
+        return signalPassFailure();
+      }
+      if (opts.tmaEntry.value_or(false) && !tmaEntryFits(spec, opts)) {
+        op.emitOpError()
+            << "tma-entry=true needs sm_90a dense decode at head_dim 128 "
+               "over a contiguous KV cache of one length (not paged, not "
+               "per-sequence lengths), with cp.async K/V and one CTA per "
+               "split (no persistent, lean, balanced-splits, "
+               "split-interleave or ctas-per-sm=2)";
         return signalPassFailure();
       }
       if (opts.leanEntry.value_or(false) && !leanEntryFits(spec, opts)) {
@@ -1212,6 +1252,7 @@ struct ConvertAttnToWSPass
         KernelOp entry = buildKernel(b, op.getLoc(), entryName, spec,
                                      resolveSchedule(spec, entryKnobs));
         symbols.insert(entry);
+        entry.setEntryOfAttr(FlatSymbolRefAttr::get(kernel.getSymNameAttr()));
         if (entry.getSymName() == entryName)
           return entry;
         op.emitOpError() << "the " << what << "'s name " << entryName
@@ -1236,6 +1277,13 @@ struct ConvertAttnToWSPass
           !(shortKernel = buildEntry("_short", "short-sequence entry",
                                      shortEntryKnobs(spec, knobs))))
         return signalPassFailure();
+      // The TMA entry, `<kernel>_tma`: K/V by TMA (tmaEntryKnobs), sharing
+      // the kernel's merge kernel.
+      KernelOp tmaKernel;
+      if (opts.tmaEntry.value_or(false) &&
+          !(tmaKernel =
+                buildEntry("_tma", "TMA entry", tmaEntryKnobs(knobs))))
+        return signalPassFailure();
       // The verifier's message says what is wrong; a dump of the whole
       // generated kernel would bury it.
       bool printOp = getContext().shouldPrintOpOnDiagnostic();
@@ -1243,7 +1291,8 @@ struct ConvertAttnToWSPass
       LogicalResult verified =
           success(succeeded(verify(kernel)) &&
                   (!leanKernel || succeeded(verify(leanKernel))) &&
-                  (!shortKernel || succeeded(verify(shortKernel))));
+                  (!shortKernel || succeeded(verify(shortKernel))) &&
+                  (!tmaKernel || succeeded(verify(tmaKernel))));
       getContext().printOpOnDiagnostic(printOp);
       if (failed(verified)) {
         op.emitOpError() << "the " << toString(*target)

@@ -190,13 +190,15 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   if (kernel.getBalancedSplits())
     func->setAttr("blasst.balanced_splits", b.getUnitAttr());
   // The lean entry `<kernel>_lean` beside this one (convert-attn-to-ws
-  // builds it; findLoweredKernel checks it is there).
-  // And the short-sequence entry `<kernel>_short`.
+  // builds it; findLoweredKernel checks it is there), the short-sequence
+  // entry `<kernel>_short` and the TMA entry `<kernel>_tma`.
   if (std::optional<DictionaryAttr> record = kernel.getSchedule()) {
     if (auto e = record->getAs<BoolAttr>("lean_entry"); e && e.getValue())
       func->setAttr("blasst.lean_entry", b.getUnitAttr());
     if (auto e = record->getAs<BoolAttr>("short_entry"); e && e.getValue())
       func->setAttr("blasst.short_entry", b.getUnitAttr());
+    if (auto e = record->getAs<BoolAttr>("tma_entry"); e && e.getValue())
+      func->setAttr("blasst.tma_entry", b.getUnitAttr());
   }
   if (kernel.getCtasPerSM() > 1)
     func->setAttr("blasst.ctas_per_sm",
@@ -248,9 +250,14 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   func->setAttr("blasst.block_m", b.getI64IntegerAttr(blockM));
   func->setAttr("blasst.block_n", b.getI64IntegerAttr(blockN));
   func->setAttr("blasst.spec", kernel.getSpecAttr());
+  // A second entry of another kernel: launched instead of it, its merge
+  // kernel shared (findLoweredKernel checks both).
+  if (FlatSymbolRefAttr of = kernel.getEntryOfAttr())
+    func->setAttr("blasst.entry_of", b.getStringAttr(of.getValue()));
   if (kernel.getMergeKernel()) {
     func->setAttr("blasst.merge_kernel", b.getUnitAttr());
-    return target.emitMergeKernel(module);
+    if (!kernel.getEntryOfAttr())
+      return target.emitMergeKernel(module);
   }
   return success();
 }

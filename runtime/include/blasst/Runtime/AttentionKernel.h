@@ -167,6 +167,9 @@ struct AttentionLaunch {
   /// short_block_n kernels: launch `<kernel>_short` instead of the kernel
   /// (the same parameters and grid; K/V tensor maps of its block rows).
   bool shortEntry = false;
+  /// tma_entry kernels: launch `<kernel>_tma` instead of the split grid
+  /// (the same parameters and grid; it reads the K/V tensor maps).
+  bool tmaEntry = false;
 
   Dim3 grid;
   Dim3 block;
@@ -273,6 +276,9 @@ public:
   const AttentionSpec &spec() const { return kernelSpec; }
   const Function &getFunction() const { return function; }
   const Module &getModule() const { return module; }
+  /// Whether split-grid launches take the TMA entry on this kernel's GPU
+  /// (tma_entry kernels, preferTmaDecode).
+  bool takesTmaEntry() const { return tmaDecode; }
   /// "<kernel> (<module>)", for messages.
   std::string describe() const;
 
@@ -284,10 +290,12 @@ private:
   Function mergeFunction; // merge_kernel: <kernel>_merge
   Function leanFunction;  // lean_entry: <kernel>_lean
   Function shortFunction; // short_block_n: <kernel>_short
+  Function tmaFunction;   // tma_entry: <kernel>_tma
   KernelInfo kernelInfo;
   AttentionSpec kernelSpec;
   CUcontext ctx = nullptr; // made current before each launch
   int numSMs = 0;          // the device's x ctas_per_sm: resident CTA slots
+  bool tmaDecode = false;  // tma_entry on a GPU preferTmaDecode takes
 };
 
 /// The KV split count of a decode launch when nobody chose one: the count
@@ -366,6 +374,21 @@ bool leanBeatsSplitGrid(int64_t tiles, int64_t blocks, int64_t splits, int sms);
 inline constexpr int64_t kShortEntryTwoCtaMaxKeys = 3072;
 bool chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal, int blockM,
                       int blockN, int shortBlockN, int shortCtasPerSM = 1);
+
+/// Dense decode's K/V loads by device (KernelInfo::tmaEntry): TMA streams K/V
+/// at up to 4.12-4.45 TB/s (H200, session 26), which binds on the H200's
+/// 4.8 TB/s, where cp.async was 2-4% faster, but not on the H100's 3.35,
+/// where TMA was 1.1-1.9% faster at five shapes (the split grid, batch 1-32,
+/// 4K-128K keys; docs/results/2026-12-06-session43.md §6). The cut lies
+/// below TMA's measured rate.
+inline constexpr double kTmaDecodeMaxBytesPerSecond = 4.2e12;
+/// Whether a tma_entry kernel launches `<kernel>_tma` for its split grid on
+/// a GPU of `dramBytesPerSecond` (DeviceInfo::dramBytesPerSecond; 0,
+/// unknown: no).
+inline bool preferTmaDecode(double dramBytesPerSecond) {
+  return dramBytesPerSecond > 0 &&
+         dramBytesPerSecond < kTmaDecodeMaxBytesPerSecond;
+}
 
 /// Lean decode (KernelInfo::lean): `ctas` CTAs share the tiles x `blocks`
 /// KV blocks in shares of ceil(tiles x blocks / ctas), across tile

@@ -82,6 +82,11 @@
 //             page_size by the metadata, so no older host launches these.
 //   (Kernels without these options keep 14 or 15 parameters: their PTX is
 //   unchanged.)
+//   tma_entry kernels (.meta tma_entry = 1, within ABI 7; kv_cp_async split
+//   grids) hold <kernel>_tma, the same split grid with K/V by TMA over the
+//   same parameter array (it reads the K/V tensor maps, not 22-30), which
+//   the runtime launches instead on GPUs of lower DRAM bandwidth. Runtimes
+//   before it refuse the metadata key.
 //   lean_entry kernels (.meta lean_entry = 1, within ABI 6) hold a second
 //   entry, <kernel>_lean, a lean kernel over the same parameter array (20
 //   the batch; 19 is 1 when no tile spans two CTAs); the runtime launches
@@ -220,6 +225,12 @@ struct KernelInfo {
   /// workspace's slots per tile, 20 the batch) that the runtime launches
   /// instead where the split grid's waves are ragged (chooseLeanSplits).
   int leanEntry = 0;
+  /// Decode with kv_cp_async: 1 when the cubin also holds `<kernel>_tma`,
+  /// the same split grid with K/V by TMA (its tensor maps; parameters and
+  /// merge as this kernel's), that the runtime launches instead of the split
+  /// grid on GPUs whose DRAM bandwidth is under kTmaDecodeMaxBytesPerSecond
+  /// (preferTmaDecode).
+  int tmaEntry = 0;
   /// Prefill: keys per KV block of `<kernel>_short`, a kernel in the same
   /// cubin with the same parameters, block and grid that the runtime
   /// launches instead where it computes fewer padded keys

@@ -126,6 +126,17 @@ struct DeviceInfo {
   int maxSharedMemoryPerBlockOptin = 0;
   /// e.g. 13000 for a driver that supports CUDA 13.0.
   int driverVersion = 0;
+  /// Peak memory clock (kHz) and global memory bus width (bits); 0 where the
+  /// driver does not say.
+  int memoryClockKHz = 0;
+  int memoryBusWidthBits = 0;
+
+  /// Peak DRAM bandwidth in bytes per second, 2 x clock x bus width / 8
+  /// (double data rate; H100 SXM 3.35e12, H200 4.8e12); 0 when unknown.
+  double dramBytesPerSecond() const {
+    return 2.0 * 1e3 * double(memoryClockKHz) * double(memoryBusWidthBits) /
+           8.0;
+  }
 
   /// "NVIDIA H200 (GPU 0, sm_90, 132 SMs, 232448 bytes shared memory per
   /// block opt-in)".

@@ -175,6 +175,12 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     table (parameters 16 and 17); a block of block_n > P keys is block_n / P
     copies. Both need `split_kv`.
 
+    With `entry_of = @k` the kernel is a second entry of `@k` in the same
+    module (`<k>_lean`, `<k>_short`, `<k>_tma`): the runtime launches it
+    instead of `@k` with `@k`'s parameter array. With `merge_kernel` it
+    takes parameter 21 as `@k` does and shares `@k`'s merge kernel (the
+    lowering emits none for it).
+
     `schedule` records the schedule `convert-attn-to-ws` resolved (every
     knob with its value, defaults included): what was asked for, for
     `--summary` and for reading the IR. The lowering reads the structure
@@ -189,7 +195,8 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
                        UnitAttr:$per_seq_kv, OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<DictionaryAttr>:$schedule,
                        UnitAttr:$lean, OptionalAttr<I64Attr>:$ctas_per_sm,
-                       UnitAttr:$merge_kernel, UnitAttr:$balanced_splits);
+                       UnitAttr:$merge_kernel, UnitAttr:$balanced_splits,
+                       OptionalAttr<FlatSymbolRefAttr>:$entry_of);
   let regions = (region SizedRegion<1>:$body);
   let hasRegionVerifier = 1;
   let assemblyFormat = [{
@@ -200,6 +207,7 @@ def WS_KernelOp : WS_Op<"kernel", [Symbol, SymbolTable, NoTerminator,
     (`balanced_splits` $balanced_splits^)?
     (`split_chunk` `=` $split_chunk^)? (`per_seq_kv` $per_seq_kv^)? (`page_size` `=` $page_size^)?
     (`ctas_per_sm` `=` $ctas_per_sm^)?
+    (`entry_of` $entry_of^)?
     (`schedule` $schedule^)?
     attr-dict-with-keyword $body
   }];
