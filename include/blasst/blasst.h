@@ -187,6 +187,12 @@ typedef enum blasst_kernel_attr {
   BLASST_ATTR_SHORT_BLOCK_N = 16,
   /* CTAs per SM of the short-sequence entry: 1, or 2 (head_dim 64). */
   BLASST_ATTR_SHORT_CTAS_PER_SM = 17,
+  /* Dense sm_90a decode: 0, no TMA entry; 1, the kernel holds one (the same
+   * split grid with K/V by TMA) that this kernel's launches do not take (no
+   * device, or a device of 4.2 TB/s of DRAM bandwidth or more); 2, its
+   * split-grid launches take it (a device of lower bandwidth, e.g. the
+   * H100's 3.35 TB/s). */
+  BLASST_ATTR_TMA_ENTRY = 18,
   BLASST_ATTR_MAX_ENUM_ = 0x7fffffff
 } blasst_kernel_attr;
 

@@ -495,6 +495,9 @@ blasst_status blasst_kernel_get_attr(const blasst_kernel *k,
   case BLASST_ATTR_SHORT_CTAS_PER_SM:
     *value = k->info.shortCtasPerSM;
     break;
+  case BLASST_ATTR_TMA_ENTRY:
+    *value = !k->info.tmaEntry ? 0 : k->kernel.takesTmaEntry() ? 2 : 1;
+    break;
   default:
     return fail(BLASST_ERROR_INVALID_ARGUMENT,
                 "unknown kernel attribute " + std::to_string(int(attr)));

@@ -44,7 +44,7 @@ ATTR = {
     "kv_heads": 4, "causal": 5, "lse": 6, "stats": 7, "sparsity": 8,
     "block_m": 9, "block_n": 10, "threads": 11, "smem_bytes": 12,
     "device": 13, "kv_per_sequence": 14, "kv_page_size": 15,
-    "short_block_n": 16, "short_ctas_per_sm": 17,
+    "short_block_n": 16, "short_ctas_per_sm": 17, "tma_entry": 18,
 }
 DTYPE_NAMES = {0: "bf16", 1: "f16"}
 SPARSITY_NONE, SPARSITY_A, SPARSITY_LN_LAMBDA = 0, 1, 2

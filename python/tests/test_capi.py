@@ -202,13 +202,19 @@ class AotTest(unittest.TestCase):
                                    kv_per_sequence=True, kv_page=32)
         self.assertIn("phase=decode kv_lengths=per_sequence "
                       "kv_cache=paged:page=32", paged)
-        self.assertEqual(aot.build(d, [dec, paged], "sm_90a", self.cache), 2)
+        dec128 = _kernels.spec_text("bf16", 128, 32, 8, False, phase="decode")
+        self.assertEqual(aot.build(d, [dec, paged, dec128], "sm_90a",
+                                   self.cache), 3)
         k = _capi.Kernel.from_package(d, dec, "sm_90a")
         self.assertEqual(k.attrs["block_m"], 64)
         self.assertEqual((k.attrs["kv_per_sequence"],
                           k.attrs["kv_page_size"]), (0, 0))
         self.assertEqual(k.attrs["short_block_n"], 0)  # decode: none
         self.assertEqual(k.attrs["short_ctas_per_sm"], 1)
+        self.assertEqual(k.attrs["tma_entry"], 0)  # head_dim 64: none
+        # head_dim 128: a TMA entry, not taken without a device.
+        k128 = _capi.Kernel.from_package(d, dec128, "sm_90a")
+        self.assertEqual(k128.attrs["tma_entry"], 1)
         kp = _capi.Kernel.from_package(d, paged, "sm_90a")
         self.assertEqual((kp.attrs["kv_per_sequence"],
                           kp.attrs["kv_page_size"]), (1, 32))

@@ -123,12 +123,18 @@ bool blasst::rt::deviceAvailable(std::string *why) {
 }
 
 std::string DeviceInfo::describe() const {
+  std::string dram;
+  if (double bw = dramBytesPerSecond(); bw > 0) {
+    char text[32];
+    std::snprintf(text, sizeof(text), ", %.2f TB/s of DRAM", bw / 1e12);
+    dram = text;
+  }
   return name + " (GPU " + std::to_string(ordinal) + ", sm_" +
          std::to_string(computeCapabilityMajor) +
          std::to_string(computeCapabilityMinor) + ", " +
          std::to_string(multiprocessorCount) + " SMs, " +
          std::to_string(maxSharedMemoryPerBlockOptin) +
-         " bytes of shared memory per block with opt-in)";
+         " bytes of shared memory per block with opt-in" + dram + ")";
 }
 
 Context::~Context() { release(); }

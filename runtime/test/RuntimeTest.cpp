@@ -954,6 +954,9 @@ TEST_F(GpuTest, ContextDescribesTheDevice) {
   EXPECT_GE(info.maxSharedMemoryPerBlockOptin, info.maxSharedMemoryPerBlock);
   EXPECT_EQ(info.maxThreadsPerBlock, 1024);
   EXPECT_GT(info.driverVersion, 12000);
+  // The DRAM bandwidth the TMA decode entry is chosen by (H100 SXM 3.35
+  // TB/s, H200 4.8).
+  EXPECT_GT(info.dramBytesPerSecond(), 1e12);
   EXPECT_NE(info.describe().find(info.name), std::string::npos);
   std::printf("[          ] %s\n", info.describe().c_str());
   EXPECT_TRUE(succeeds(context.makeCurrent()));

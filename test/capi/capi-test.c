@@ -521,6 +521,8 @@ static void test_jit_package(void) {
       CHECK(v == 0);
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_SHORT_CTAS_PER_SM, &v));
       CHECK(v == 1);
+      CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_TMA_ENTRY, &v));
+      CHECK(v == 0);
     }
     CHECK_FAILS(blasst_kernel_launch(k, &a, NULL), BLASST_ERROR_INVALID_ARGUMENT,
                 "BLASST_NO_DEVICE");

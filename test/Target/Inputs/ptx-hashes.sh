@@ -86,6 +86,11 @@ variants() {
   # byte-identical to the default before the entry (decode_bf16_hd128_q32kv8_ctrue
   # then).
   echo "decode_noleanentry_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean-entry=false"
+  # Without the TMA entry (session 44): the module as before the entry (every
+  # line of this net hashed the same with --tma-entry=false appended as
+  # before it); with it the module adds <name>_tma, the kernel as built with
+  # --kv-cp-async=false.
+  echo "decode_notmaentry_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--tma-entry=false"
   echo "decode_2ctas_hd128_q32kv8|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 phase=decode|--ctas-per-sm=2 --consumer-regs=232"
   # The merge kernel (session 24): the attention kernel and <name>_merge.
   echo "decode_merge_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--merge-kernel"

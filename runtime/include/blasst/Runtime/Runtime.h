@@ -138,8 +138,8 @@ struct DeviceInfo {
            8.0;
   }
 
-  /// "NVIDIA H200 (GPU 0, sm_90, 132 SMs, 232448 bytes shared memory per
-  /// block opt-in)".
+  /// "NVIDIA H200 (GPU 0, sm_90, 132 SMs, 232448 bytes of shared memory per
+  /// block with opt-in, 4.92 TB/s of DRAM)" (the bandwidth where known).
   std::string describe() const;
 };
 
