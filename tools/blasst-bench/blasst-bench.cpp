@@ -1079,13 +1079,20 @@ void setUpShape(const Options &opt, const AttentionSpec &spec,
 }
 
 /// The skipping model's geometry for this kernel (its CTA, voting groups
-/// and KV block) and the options' model settings. The threshold stays -inf
-/// until resolveThreshold.
-SkipConfig skipConfigFor(const KernelInfo &info, const Options &opt) {
+/// and KV block: the short-sequence entry's where the runtime launches it
+/// for `shape`, chooseShortEntry) and the options' model settings. The
+/// threshold stays -inf until resolveThreshold.
+SkipConfig skipConfigFor(const KernelInfo &info, const Shape &shape,
+                         const Options &opt) {
   SkipConfig c;
   c.blockM = info.blockM;
   c.groupRows = std::max(1, info.blockM / kVotingGroups);
-  c.blockN = info.blockN;
+  c.blockN = info.shortBlockN &&
+                     chooseShortEntry(shape.seqQ, shape.seqKV, shape.causal,
+                                      info.blockM, info.blockN,
+                                      info.shortBlockN, info.shortCtasPerSM)
+                 ? info.shortBlockN
+                 : info.blockN;
   c.borderlineEps = opt.borderlineEps;
   c.emptyGroup = opt.emptyGroups;
   // Decode: the tile's packed rows vote together; the split count is the
@@ -1116,7 +1123,7 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
       s.batch, s.seqQ, s.seqKV, s.qHeads, s.kvHeads, s.headDim, s.headDimV,
       int(s.causal), s.scale, int(dtype), uint64_t(opt.seed),
       toString(opt.dist), opt.dial ? *opt.dial : -1.0,
-      opt.dialEven ? " even" : "", opt.dialRuns, opt.dial ? info.blockN : 0);
+      opt.dialEven ? " even" : "", opt.dialRuns, opt.dial ? skipCfg.blockN : 0);
   std::shared_ptr<const HostInputs> in = lastInputs;
   if (!in || in->key != key) {
     lastInputs.reset(); // Free the previous set before making the next.
@@ -1125,7 +1132,7 @@ prepareInputs(const Options &opt, const KernelInfo &info, const Layout &l,
     if (opt.dial) {
       DialConfig dc;
       dc.coldFraction = *opt.dial;
-      dc.blockN = info.blockN;
+      dc.blockN = skipCfg.blockN;
       dc.even = opt.dialEven;
       dc.runLength = opt.dialRuns;
       generateDialInputs(s, dtype, dc, opt.seed, l.q,
@@ -1976,13 +1983,19 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     return false;
   setUpShape(opt, kernel.spec(), r);
   const Layout layout = layoutFor(r.shape, opt.oPad, opt.kvBHSD);
-  SkipConfig skipCfg = skipConfigFor(kernel.info(), opt);
+  SkipConfig skipCfg = skipConfigFor(kernel.info(), r.shape, opt);
   std::shared_ptr<const HostInputs> in =
       prepareInputs(opt, kernel.info(), layout, skipCfg, r);
   resolveThreshold(opt, kernel, in->dial, &skipCfg, r);
   DeviceRun &run = kept->run;
   if (!prepareLaunch(opt, ctx, kernel, *in, layout, r, &run))
     return false;
+  // The short-sequence entry votes on its own KV blocks (skipConfigFor
+  // modeled the launch the runtime takes).
+  if (run.launch.shortEntry !=
+      (kernel.info().shortBlockN && skipCfg.blockN == kernel.info().shortBlockN))
+    return fail(r, "the skipping model's " + std::to_string(skipCfg.blockN) +
+                       "-key blocks are not the launch's");
   if (skipCfg.qGroup > 0) {
     // Decode: each split starts a fresh running max (or the sink's; its
     // first block is kept unless voted on: vote_first_block), so the model

@@ -78,15 +78,16 @@ static ScheduleOptions tmaEntryKnobs(const ScheduleOptions &knobs) {
 /// Whether prefill with these (resolved) options can carry a short-sequence
 /// entry (`<kernel>_short`; resolveSchedule, shortEntryKnobs): the
 /// one-CTA-per-tile sm_90a kernel at head_dim 128 with blocks wider than
-/// kShortEntryBlockN keys, or at head_dim 64 with the overlap (the entry:
-/// two CTAs per SM).
+/// kShortEntryBlockN keys (dense or BLASST), or dense at head_dim 64 with the
+/// overlap (the entry: two CTAs per SM).
 static bool shortEntryFits(const AttentionSpec &spec,
                            const ScheduleOptions &o) {
   bool wide = spec.headDim == 128 && o.blockN > kShortEntryBlockN;
   // The plain schedule spills 24 bytes in two CTAs' 104 registers.
-  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false);
+  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false) &&
+                 spec.sparsity.isDense();
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Prefill &&
-         spec.sparsity.isDense() && spec.headDimV == spec.headDim &&
+         spec.headDimV == spec.headDim &&
          (wide || twoCtas) && o.blockM == 128 &&
          !o.persistent.value_or(false) && !o.kvMulticast.value_or(false) &&
          o.ctasPerSm.value_or(1) == 1;
@@ -1074,8 +1075,9 @@ struct ConvertAttnToWSPass
       }
       if (opts.shortEntry.value_or(false) && !shortEntryFits(spec, opts)) {
         op.emitOpError()
-            << "short-entry=true needs sm_90a dense prefill at head_dim 64 "
-               "with the overlap, or 128 with KV blocks wider than "
+            << "short-entry=true needs sm_90a prefill, dense at head_dim 64 "
+               "with the overlap, or dense or BLASST at 128 with KV blocks "
+               "wider than "
             << kShortEntryBlockN
             << " keys, with 128-row query tiles and one CTA per tile (no "
                "persistent CTAs, K/V multicast or two CTAs per SM); "

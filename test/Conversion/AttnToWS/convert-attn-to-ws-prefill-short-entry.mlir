@@ -13,7 +13,8 @@
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a overlap=false" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a overlap=false short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a q-in-registers=true" | FileCheck %s --check-prefix=QREG
-// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_100a" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=true block-n=128" 2>&1 | FileCheck %s --check-prefix=ERR
@@ -26,6 +27,19 @@
 // head_dim 64 the entry runs two CTAs per SM (64-key blocks, 3 stages, P in
 // shared memory, 24 / 104 registers; launched with its own shared memory,
 // so the kernel's stages do not matter to it).
+
+// BLASST at head_dim 128 carries the entry too (session 44); the vote
+// passes give both kernels their votes, and the checker proves both. At
+// head_dim 64 BLASST has no two-CTA entry.
+// BLASST: remark: synchronisation verified
+// BLASST: remark: synchronisation verified
+// BLASST: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
+// BLASST: ws.await_vote
+// BLASST: ws.vote @s {publish}
+// BLASST: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 128
+// BLASST-SAME: entry_of @mha_kernel
+// BLASST: ws.await_vote
+// BLASST: ws.vote @s {publish}
 
 // CHECK: ws.launch @mha_kernel(
 // CHECK: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
@@ -76,7 +90,7 @@
 // OFF-NOT: short_entry = true
 // OFF-NOT: ws.kernel @mha_kernel_short
 
-// ERR: error: 'attn.attention' op short-entry=true needs sm_90a dense prefill at head_dim 64 with the overlap, or 128 with KV blocks wider than 128 keys, with 128-row query tiles and one CTA per tile
+// ERR: error: 'attn.attention' op short-entry=true needs sm_90a prefill, dense at head_dim 64 with the overlap, or dense or BLASST at 128 with KV blocks wider than 128 keys, with 128-row query tiles and one CTA per tile
 // BAD: short-entry
 // TAKEN: error: 'attn.attention' op the short-sequence entry's name mha_kernel_short is taken in this module
 func.func @mha(%q: memref<?x?x16x128xbf16>, %k: memref<?x?x16x128xbf16>, %v: memref<?x?x16x128xbf16>, %o: memref<?x?x16x128xbf16>) {
