@@ -86,7 +86,7 @@ PASS_SIZES = ["block-m", "block-n", "stages", "producer-regs",
 PASS_SWITCHES = ["balanced-splits", "kv-cp-async", "kv-multicast", "lean",
                  "lean-entry", "merge-kernel", "overlap", "p-in-registers",
                  "persistent", "pingpong", "q-in-registers",
-                 "short-entry", "split-interleave"]
+                 "short-entry", "split-interleave", "tma-entry"]
 
 
 def attn_pass_options(rng):
