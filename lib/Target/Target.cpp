@@ -360,19 +360,30 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     k.smemBytes = std::max(k.smemBytes, int(smem.getInt()));
     k.leanEntry = true;
   }
+  // An entry `<kernel><suffix>` and the integer attributes the checks below
+  // read (null where absent).
+  struct EntryAttrs {
+    LLVM::LLVMFuncOp func;
+    IntegerAttr threads, smem, blockM, blockN, ctas;
+  };
+  auto readEntry = [&](StringRef suffix) {
+    EntryAttrs e;
+    e.func = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + suffix.str());
+    auto intAttr = [&](StringRef name) {
+      return e.func ? dyn_cast_or_null<IntegerAttr>(e.func->getAttr(name))
+                    : IntegerAttr();
+    };
+    e.threads = intAttr("blasst.threads");
+    e.smem = intAttr("blasst.smem_bytes");
+    e.blockM = intAttr("blasst.block_m");
+    e.blockN = intAttr("blasst.block_n");
+    e.ctas = intAttr("blasst.ctas_per_sm");
+    return e;
+  };
   if (kernelFunc->hasAttr("blasst.short_entry")) {
     // Launched with the same parameters, block and grid (block_m), and its
     // own shared memory (short_smem_bytes).
-    auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + "_short");
-    auto intAttr = [&](StringRef name) {
-      return entry ? dyn_cast_or_null<IntegerAttr>(entry->getAttr(name))
-                   : IntegerAttr();
-    };
-    IntegerAttr threads = intAttr("blasst.threads"),
-                smem = intAttr("blasst.smem_bytes"),
-                blockM = intAttr("blasst.block_m"),
-                blockN = intAttr("blasst.block_n"),
-                ctas = intAttr("blasst.ctas_per_sm");
+    auto [entry, threads, smem, blockM, blockN, ctas] = readEntry("_short");
     if (!threads || !smem || !blockM || !blockN)
       return llvm::createStringError("kernel '" + k.name +
                                      "' has blasst.short_entry but no "
@@ -399,15 +410,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     // grid and KV blocks (the same K/V tensor maps), the same merge
     // protocol (parameter 21, the kernel's `<name>_merge`), and the larger
     // of the two shared-memory sizes.
-    auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(k.name + "_tma");
-    auto intAttr = [&](StringRef name) {
-      return entry ? dyn_cast_or_null<IntegerAttr>(entry->getAttr(name))
-                   : IntegerAttr();
-    };
-    IntegerAttr threads = intAttr("blasst.threads"),
-                smem = intAttr("blasst.smem_bytes"),
-                blockM = intAttr("blasst.block_m"),
-                blockN = intAttr("blasst.block_n");
+    auto [entry, threads, smem, blockM, blockN, ctas] = readEntry("_tma");
     if (!threads || !smem || !blockM || !blockN)
       return llvm::createStringError("kernel '" + k.name +
                                      "' has blasst.tma_entry but no kernel '" +
