@@ -1045,11 +1045,11 @@ Status AttentionKernel::loadFiles(const Context &context,
     return Status::error(doing + s.message());
 
   AttentionKernel result;
-  if (Status s =
-          loadImpl(context, files.cubin.data(), files.cubin.size(),
-                   quoted(stem + ".cubin"), files.info, files.spec,
-                   &result.module, &result.function, &result.mergeFunction,
-                   &result.leanFunction, &result.shortFunction, &result.tmaFunction);
+  if (Status s = loadImpl(context, files.cubin.data(), files.cubin.size(),
+                          quoted(stem + ".cubin"), files.info, files.spec,
+                          &result.module, &result.function,
+                          &result.mergeFunction, &result.leanFunction,
+                          &result.shortFunction, &result.tmaFunction);
       !s)
     return s;
   result.numSMs = context.info().multiprocessorCount * files.info.ctasPerSM;

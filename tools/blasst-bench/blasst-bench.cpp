@@ -1992,8 +1992,8 @@ bool runKernel(const Context &ctx, const Options &opt, const std::string &stem,
     return false;
   // The short-sequence entry votes on its own KV blocks (skipConfigFor
   // modeled the launch the runtime takes).
-  if (run.launch.shortEntry !=
-      (kernel.info().shortBlockN && skipCfg.blockN == kernel.info().shortBlockN))
+  if (run.launch.shortEntry != (kernel.info().shortBlockN &&
+                                skipCfg.blockN == kernel.info().shortBlockN))
     return fail(r, "the skipping model's " + std::to_string(skipCfg.blockN) +
                        "-key blocks are not the launch's");
   if (skipCfg.qGroup > 0) {

@@ -87,10 +87,9 @@ static bool shortEntryFits(const AttentionSpec &spec,
   bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false) &&
                  spec.sparsity.isDense();
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Prefill &&
-         spec.headDimV == spec.headDim &&
-         (wide || twoCtas) && o.blockM == 128 &&
-         !o.persistent.value_or(false) && !o.kvMulticast.value_or(false) &&
-         o.ctasPerSm.value_or(1) == 1;
+         spec.headDimV == spec.headDim && (wide || twoCtas) &&
+         o.blockM == 128 && !o.persistent.value_or(false) &&
+         !o.kvMulticast.value_or(false) && o.ctasPerSm.value_or(1) == 1;
 }
 
 /// The knobs of the short-sequence entry of a kernel built from `knobs`
@@ -1283,8 +1282,7 @@ struct ConvertAttnToWSPass
       // the kernel's merge kernel.
       KernelOp tmaKernel;
       if (opts.tmaEntry.value_or(false) &&
-          !(tmaKernel =
-                buildEntry("_tma", "TMA entry", tmaEntryKnobs(knobs))))
+          !(tmaKernel = buildEntry("_tma", "TMA entry", tmaEntryKnobs(knobs))))
         return signalPassFailure();
       // The verifier's message says what is wrong; a dump of the whole
       // generated kernel would bury it.
