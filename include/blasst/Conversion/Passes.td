@@ -86,12 +86,12 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"shortEntry", "short-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a prefill: a short-sequence entry (<kernel>_short) "
            "beside the kernel, launched for short sequences (the runtime "
-           "picks per launch): at head_dim 128 (dense or BLASST) with "
-           "128-key blocks beside wider ones, where it computes fewer padded "
-           "keys; dense at head_dim 64 two CTAs per SM with 64-key blocks, "
-           "where the query tiles average at most 3072 keys: auto (default: "
-           "on at head_dim 128 and dense 64 without persistent CTAs or K/V "
-           "multicast), true or false">,
+           "picks per launch): at head_dim 128 (dense, or BLASST when asked) "
+           "with 128-key blocks beside wider ones, where it computes fewer "
+           "padded keys; dense at head_dim 64 two CTAs per SM with 64-key "
+           "blocks, where the query tiles average at most 3072 keys: auto "
+           "(default: on for dense prefill at head_dim 64 and 128 without "
+           "persistent CTAs or K/V multicast), true or false">,
     Option<"tmaEntry", "tma-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a dense decode: a TMA entry (<kernel>_tma) beside the "
            "cp.async kernel, launched instead of the split grid on GPUs "

@@ -409,7 +409,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // causal at 1K-4K, even at 4K, 3-5% slower at 16K (H100,
   // docs/results/2026-12-06-session43.md). The runtime picks per launch
   // (rt::chooseShortEntry).
-  if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o))
+  // BLASST at head_dim 128 builds the entry when asked (short-entry=true;
+  // session 44: compiled and proven, not yet run on a GPU), not by default.
+  if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o) &&
+      spec.sparsity.isDense())
     o.shortEntry = true;
   return o;
 }
