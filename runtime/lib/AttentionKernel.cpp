@@ -953,28 +953,28 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
     if (Status s = module->getFunction(info.kernelName + "_merge", merge); !s)
       return Status::error(doing + "its metadata says merge_kernel = 1 but " +
                            s.message());
-  if (info.leanEntry) {
-    if (Status s = module->getFunction(info.kernelName + "_lean", lean); !s)
-      return Status::error(doing + "its metadata says lean_entry = 1 but " +
+  // An entry launched with the kernel's shared memory (smem_bytes covers
+  // both): `<kernel><suffix>`, which the metadata's `key` = 1 promises.
+  auto loadEntry = [&](const char *suffix, const char *key, const char *what,
+                       Function *entry) -> Status {
+    if (Status s = module->getFunction(info.kernelName + suffix, entry); !s)
+      return Status::error(doing + "its metadata says " + key + " = 1 but " +
                            s.message());
-    if (Status s = lean->setMaxDynamicSharedMemory(size_t(info.smemBytes)); !s)
-      return Status::error(doing +
-                           "raising the dynamic shared memory limit "
-                           "of its lean entry to smem_bytes = " +
-                           std::to_string(info.smemBytes) +
-                           " failed: " + s.message());
-  }
-  if (info.tmaEntry) {
-    if (Status s = module->getFunction(info.kernelName + "_tma", tma); !s)
-      return Status::error(doing + "its metadata says tma_entry = 1 but " +
-                           s.message());
-    if (Status s = tma->setMaxDynamicSharedMemory(size_t(info.smemBytes)); !s)
-      return Status::error(doing +
-                           "raising the dynamic shared memory limit "
-                           "of its TMA entry to smem_bytes = " +
-                           std::to_string(info.smemBytes) +
-                           " failed: " + s.message());
-  }
+    if (Status s = entry->setMaxDynamicSharedMemory(size_t(info.smemBytes)); !s)
+      return Status::error(
+          doing +
+          "raising the dynamic shared memory limit "
+          "of its " +
+          what + " to smem_bytes = " + std::to_string(info.smemBytes) +
+          " failed: " + s.message());
+    return Status::success();
+  };
+  if (info.leanEntry)
+    if (Status s = loadEntry("_lean", "lean_entry", "lean entry", lean); !s)
+      return s;
+  if (info.tmaEntry)
+    if (Status s = loadEntry("_tma", "tma_entry", "TMA entry", tma); !s)
+      return s;
   if (info.shortBlockN) {
     if (Status s = module->getFunction(info.kernelName + "_short", shortFn); !s)
       return Status::error(doing + "its metadata says short_block_n = " +
