@@ -86,10 +86,10 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
     Option<"shortEntry", "short-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a prefill: a short-sequence entry (<kernel>_short) "
            "beside the kernel, launched for short sequences (the runtime "
-           "picks per launch): at head_dim 128 (dense, or BLASST when asked) "
-           "with 128-key blocks beside wider ones, where it computes fewer "
-           "padded keys; dense at head_dim 64 two CTAs per SM with 64-key "
-           "blocks, where the query tiles average at most 3072 keys: auto "
+           "picks per launch): at head_dim 128 with 128-key blocks beside "
+           "wider ones, where it computes fewer padded keys; at head_dim 64 "
+           "two CTAs per SM with 64-key blocks, where the query tiles average "
+           "at most 3072 keys; BLASST builds it when asked: auto "
            "(default: on for dense prefill at head_dim 64 and 128 without "
            "persistent CTAs or K/V multicast), true or false">,
     Option<"tmaEntry", "tma-entry", "std::string", /*default=*/"\"auto\"",

@@ -78,14 +78,13 @@ static ScheduleOptions tmaEntryKnobs(const ScheduleOptions &knobs) {
 /// Whether prefill with these (resolved) options can carry a short-sequence
 /// entry (`<kernel>_short`; resolveSchedule, shortEntryKnobs): the
 /// one-CTA-per-tile sm_90a kernel at head_dim 128 with blocks wider than
-/// kShortEntryBlockN keys (dense or BLASST), or dense at head_dim 64 with the
-/// overlap (the entry: two CTAs per SM).
+/// kShortEntryBlockN keys, or at head_dim 64 with the overlap (the entry: two
+/// CTAs per SM); dense or BLASST.
 static bool shortEntryFits(const AttentionSpec &spec,
                            const ScheduleOptions &o) {
   bool wide = spec.headDim == 128 && o.blockN > kShortEntryBlockN;
   // The plain schedule spills 24 bytes in two CTAs' 104 registers.
-  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false) &&
-                 spec.sparsity.isDense();
+  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false);
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Prefill &&
          spec.headDimV == spec.headDim && (wide || twoCtas) &&
          o.blockM == 128 && !o.persistent.value_or(false) &&
@@ -409,8 +408,9 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // causal at 1K-4K, even at 4K, 3-5% slower at 16K (H100,
   // docs/results/2026-12-06-session43.md). The runtime picks per launch
   // (rt::chooseShortEntry).
-  // BLASST at head_dim 128 builds the entry when asked (short-entry=true;
-  // session 44: compiled and proven, not yet run on a GPU), not by default.
+  // BLASST builds the entry when asked (short-entry=true; head_dim 128 since
+  // session 44, 64 since session 45: compiled and proven, not yet timed on a
+  // GPU), not by default.
   if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o) &&
       spec.sparsity.isDense())
     o.shortEntry = true;
@@ -1077,9 +1077,8 @@ struct ConvertAttnToWSPass
       }
       if (opts.shortEntry.value_or(false) && !shortEntryFits(spec, opts)) {
         op.emitOpError()
-            << "short-entry=true needs sm_90a prefill, dense at head_dim 64 "
-               "with the overlap, or dense or BLASST at 128 with KV blocks "
-               "wider than "
+            << "short-entry=true needs sm_90a prefill at head_dim 64 with the "
+               "overlap or at 128 with KV blocks wider than "
             << kShortEntryBlockN
             << " keys, with 128-row query tiles and one CTA per tile (no "
                "persistent CTAs, K/V multicast or two CTAs per SM); "

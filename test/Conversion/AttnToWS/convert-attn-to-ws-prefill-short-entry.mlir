@@ -16,6 +16,8 @@
 // RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST64
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true overlap=false" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_100a" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: not blasst-opt %s --convert-attn-to-ws="target=sm_90a short-entry=true block-n=128" 2>&1 | FileCheck %s --check-prefix=ERR
@@ -32,7 +34,8 @@
 // BLASST at head_dim 128 carries the entry when asked (short-entry=true;
 // session 44, not yet run on a GPU, so not the default): the vote passes
 // give both kernels their votes, and the checker proves both. At head_dim
-// 64 BLASST has no two-CTA entry.
+// 64 the same with the two-CTA entry (session 45; 104 registers hold the
+// votes without spilling).
 // BLASST: remark: synchronisation verified
 // BLASST: remark: synchronisation verified
 // BLASST: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
@@ -42,6 +45,16 @@
 // BLASST-SAME: entry_of @mha_kernel
 // BLASST: ws.await_vote
 // BLASST: ws.vote @s {publish}
+// BLASST64: remark: synchronisation verified
+// BLASST64: remark: synchronisation verified
+// BLASST64: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 128
+// BLASST64: ws.await_vote
+// BLASST64: ws.vote @s {publish}
+// BLASST64: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 64
+// BLASST64-SAME: ctas_per_sm = 2 entry_of @mha_kernel
+// BLASST64-SAME: consumer_regs = 104
+// BLASST64: ws.await_vote
+// BLASST64: ws.vote @s {publish}
 
 // CHECK: ws.launch @mha_kernel(
 // CHECK: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
@@ -92,7 +105,7 @@
 // OFF-NOT: short_entry = true
 // OFF-NOT: ws.kernel @mha_kernel_short
 
-// ERR: error: 'attn.attention' op short-entry=true needs sm_90a prefill, dense at head_dim 64 with the overlap, or dense or BLASST at 128 with KV blocks wider than 128 keys, with 128-row query tiles and one CTA per tile
+// ERR: error: 'attn.attention' op short-entry=true needs sm_90a prefill at head_dim 64 with the overlap or at 128 with KV blocks wider than 128 keys, with 128-row query tiles and one CTA per tile
 // BAD: short-entry
 // TAKEN: error: 'attn.attention' op the short-sequence entry's name mha_kernel_short is taken in this module
 func.func @mha(%q: memref<?x?x16x128xbf16>, %k: memref<?x?x16x128xbf16>, %v: memref<?x?x16x128xbf16>, %o: memref<?x?x16x128xbf16>) {
