@@ -131,7 +131,8 @@ TEST(ScheduleKnobsTest, FormatScheduleSpellsEveryKnob) {
   EXPECT_EQ(formatSchedule(resolveSchedule(sparse, ScheduleOptions())),
             "block-m=128 block-n=176 stages=2 producer-regs=24 "
             "consumer-regs=240 overlap=true pingpong=false persistent=false "
-            "p-in-registers=true q-in-registers=false kv-multicast=false "
+            "short-entry=true p-in-registers=true q-in-registers=false "
+            "kv-multicast=false "
             "v-on-demand=true v-speculate-after=2");
   ScheduleOptions off;
   off.overlap = false;

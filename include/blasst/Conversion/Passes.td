@@ -89,9 +89,9 @@ def ConvertAttnToWS : Pass<"convert-attn-to-ws", "mlir::ModuleOp"> {
            "picks per launch): at head_dim 128 with 128-key blocks beside "
            "wider ones, where it computes fewer padded keys; at head_dim 64 "
            "two CTAs per SM with 64-key blocks, where the query tiles average "
-           "at most 3072 keys; BLASST builds it when asked: auto "
-           "(default: on for dense prefill at head_dim 64 and 128 without "
-           "persistent CTAs or K/V multicast), true or false">,
+           "at most 3072 keys (dense or BLASST): auto (default: on at "
+           "head_dim 64 and 128 without persistent CTAs or K/V multicast), "
+           "true or false">,
     Option<"tmaEntry", "tma-entry", "std::string", /*default=*/"\"auto\"",
            "sm_90a dense decode: a TMA entry (<kernel>_tma) beside the "
            "cp.async kernel, launched instead of the split grid on GPUs "

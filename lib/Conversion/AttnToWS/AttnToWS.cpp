@@ -408,11 +408,10 @@ ScheduleOptions blasst::resolveSchedule(const AttentionSpec &spec,
   // causal at 1K-4K, even at 4K, 3-5% slower at 16K (H100,
   // docs/results/2026-12-06-session43.md). The runtime picks per launch
   // (rt::chooseShortEntry).
-  // BLASST builds the entry when asked (short-entry=true; head_dim 128 since
-  // session 44, 64 since session 45: compiled and proven, not yet timed on a
-  // GPU), not by default.
-  if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o) &&
-      spec.sparsity.isDense())
+  // BLASST too (session 45, H100, in turns, where the runtime takes the
+  // entry, 70% / none of the blocks cold: +6-12% / +2-8% at head_dim 128,
+  // +9-37% / -0.7-29% at 64; docs/results/2026-12-06-session45.md).
+  if (!decode && !o.shortEntry.has_value() && shortEntryFits(spec, o))
     o.shortEntry = true;
   return o;
 }

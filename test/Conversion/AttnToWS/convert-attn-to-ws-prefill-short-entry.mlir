@@ -13,10 +13,10 @@
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a overlap=false" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a overlap=false short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a q-in-registers=true" | FileCheck %s --check-prefix=QREG
-// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
-// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST
-// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" | FileCheck %s --check-prefix=OFF
-// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST64
+// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=false" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=false" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST64
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true overlap=false" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: blasst-opt %s --convert-attn-to-ws="target=sm_100a" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x256xbf16/g; s/head_dim = 128/head_dim = 256/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
@@ -31,11 +31,10 @@
 // shared memory, 24 / 104 registers; launched with its own shared memory,
 // so the kernel's stages do not matter to it).
 
-// BLASST at head_dim 128 carries the entry when asked (short-entry=true;
-// session 44, not yet run on a GPU, so not the default): the vote passes
-// give both kernels their votes, and the checker proves both. At head_dim
-// 64 the same with the two-CTA entry (session 45; 104 registers hold the
-// votes without spilling).
+// BLASST carries the entry too (by default since session 45): the vote
+// passes give both kernels their votes, and the checker proves both; at
+// head_dim 64 the two-CTA entry (104 registers hold the votes without
+// spilling).
 // BLASST: remark: synchronisation verified
 // BLASST: remark: synchronisation verified
 // BLASST: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192

@@ -86,9 +86,12 @@ variants() {
   # byte-identical to the default before the entry (decode_bf16_hd128_q32kv8_ctrue
   # then).
   echo "decode_noleanentry_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true lse=true phase=decode|--lean-entry=false"
-  # BLASST prefill with the short-sequence entry asked for (session 44).
+  # BLASST prefill with the short-sequence entry asked for (session 44; the
+  # default since session 45) and without it.
   echo "blasst_shortentry_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true sparsity=blasst:a=256 stats=true|--short-entry=true"
   echo "blasst_shortentry_hd64_q16kv16_cfalse|dtype=bf16 head_dim=64 q_heads=16 kv_heads=16 causal=false sparsity=blasst:a=256 stats=true|--short-entry=true"
+  echo "blasst_noshortentry_hd128_q32kv8_ctrue|dtype=bf16 head_dim=128 q_heads=32 kv_heads=8 causal=true sparsity=blasst:a=256 stats=true|--short-entry=false"
+  echo "blasst_noshortentry_hd64_q16kv16_cfalse|dtype=bf16 head_dim=64 q_heads=16 kv_heads=16 causal=false sparsity=blasst:a=256 stats=true|--short-entry=false"
   # Without the TMA entry (session 44): the module as before the entry (every
   # line of this net hashed the same with --tma-entry=false appended as
   # before it); with it the module adds <name>_tma, the kernel as built with
