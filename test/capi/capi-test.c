@@ -516,11 +516,12 @@ static void test_jit_package(void) {
       CHECK(v == 0);
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_KV_PAGE_SIZE, &v));
       CHECK(v == 0);
-      /* BLASST: no short-sequence entry (dense prefill only). */
+      /* BLASST prefill at head_dim 64 carries the two-CTA short-sequence
+       * entry (64-key blocks, two CTAs per SM; session 45). */
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_SHORT_BLOCK_N, &v));
-      CHECK(v == 0);
+      CHECK(v == 64);
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_SHORT_CTAS_PER_SM, &v));
-      CHECK(v == 1);
+      CHECK(v == 2);
       CHECK_OK(blasst_kernel_get_attr(k, BLASST_ATTR_TMA_ENTRY, &v));
       CHECK(v == 0);
     }
