@@ -78,13 +78,16 @@ static ScheduleOptions tmaEntryKnobs(const ScheduleOptions &knobs) {
 /// Whether prefill with these (resolved) options can carry a short-sequence
 /// entry (`<kernel>_short`; resolveSchedule, shortEntryKnobs): the
 /// one-CTA-per-tile sm_90a kernel at head_dim 128 with blocks wider than
-/// kShortEntryBlockN keys, or at head_dim 64 with the overlap (the entry: two
-/// CTAs per SM); dense or BLASST.
+/// kShortEntryBlockN keys, or at head_dim 64 with the overlap and blocks
+/// wider than kShortEntryTwoCtaBlockN keys (the entry: two CTAs per SM);
+/// dense or BLASST. An entry's blocks are narrower than its kernel's (the
+/// runtime and findLoweredKernel rely on it).
 static bool shortEntryFits(const AttentionSpec &spec,
                            const ScheduleOptions &o) {
   bool wide = spec.headDim == 128 && o.blockN > kShortEntryBlockN;
   // The plain schedule spills 24 bytes in two CTAs' 104 registers.
-  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false);
+  bool twoCtas = spec.headDim == 64 && o.overlap.value_or(false) &&
+                 o.blockN > kShortEntryTwoCtaBlockN;
   return o.target == blasst::Target::SM90a && spec.phase == Phase::Prefill &&
          spec.headDimV == spec.headDim && (wide || twoCtas) &&
          o.blockM == 128 && !o.persistent.value_or(false) &&
@@ -1077,7 +1080,8 @@ struct ConvertAttnToWSPass
       if (opts.shortEntry.value_or(false) && !shortEntryFits(spec, opts)) {
         op.emitOpError()
             << "short-entry=true needs sm_90a prefill at head_dim 64 with the "
-               "overlap or at 128 with KV blocks wider than "
+               "overlap and KV blocks wider than "
+            << kShortEntryTwoCtaBlockN << " keys or at 128 with blocks wider than "
             << kShortEntryBlockN
             << " keys, with 128-row query tiles and one CTA per tile (no "
                "persistent CTAs, K/V multicast or two CTAs per SM); "

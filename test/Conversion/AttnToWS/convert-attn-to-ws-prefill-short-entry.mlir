@@ -13,6 +13,9 @@
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a overlap=false" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a overlap=false short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a q-in-registers=true" | FileCheck %s --check-prefix=QREG
+// The two-CTA entry's blocks are 64 keys: a kernel asked for 64-key blocks has none (its blocks would not be wider).
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a block-n=64 stages=3" | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/' %s | not blasst-opt --convert-attn-to-ws="target=sm_90a block-n=64 short-entry=true" 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=false" | FileCheck %s --check-prefix=OFF
 // RUN: sed -e 's/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a" --blasst-insert-vote --blasst-v-on-demand --blasst-verify-sync=report 2>&1 | FileCheck %s --check-prefix=BLASST
 // RUN: sed -e 's/x128xbf16/x64xbf16/g; s/head_dim = 128/head_dim = 64/; s/kv_heads = 16>/kv_heads = 16, sparsity = blasst(ln_lambda = -8.0)>/' %s | blasst-opt --convert-attn-to-ws="target=sm_90a short-entry=false" | FileCheck %s --check-prefix=OFF
@@ -104,7 +107,7 @@
 // OFF-NOT: short_entry = true
 // OFF-NOT: ws.kernel @mha_kernel_short
 
-// ERR: error: 'attn.attention' op short-entry=true needs sm_90a prefill at head_dim 64 with the overlap or at 128 with KV blocks wider than 128 keys, with 128-row query tiles and one CTA per tile
+// ERR: error: 'attn.attention' op short-entry=true needs sm_90a prefill at head_dim 64 with the overlap and KV blocks wider than 64 keys or at 128 with blocks wider than 128 keys, with 128-row query tiles and one CTA per tile
 // BAD: short-entry
 // TAKEN: error: 'attn.attention' op the short-sequence entry's name mha_kernel_short is taken in this module
 func.func @mha(%q: memref<?x?x16x128xbf16>, %k: memref<?x?x16x128xbf16>, %v: memref<?x?x16x128xbf16>, %o: memref<?x?x16x128xbf16>) {
