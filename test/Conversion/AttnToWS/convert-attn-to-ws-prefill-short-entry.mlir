@@ -36,8 +36,8 @@
 
 // BLASST carries the entry too (by default since session 45): the vote
 // passes give both kernels their votes, and the checker proves both; at
-// head_dim 64 the two-CTA entry (104 registers hold the votes without
-// spilling).
+// head_dim 64 the two-CTA entry (104 registers hold the votes; causal
+// without statistics ptxas keeps one value in local memory across the loop).
 // BLASST: remark: synchronisation verified
 // BLASST: remark: synchronisation verified
 // BLASST: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
