@@ -1081,8 +1081,8 @@ struct ConvertAttnToWSPass
         op.emitOpError()
             << "short-entry=true needs sm_90a prefill at head_dim 64 with the "
                "overlap and KV blocks wider than "
-            << kShortEntryTwoCtaBlockN << " keys or at 128 with blocks wider than "
-            << kShortEntryBlockN
+            << kShortEntryTwoCtaBlockN
+            << " keys or at 128 with blocks wider than " << kShortEntryBlockN
             << " keys, with 128-row query tiles and one CTA per tile (no "
                "persistent CTAs, K/V multicast or two CTAs per SM); "
                "head_dim "
