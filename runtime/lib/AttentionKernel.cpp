@@ -962,10 +962,8 @@ Status loadImpl(const Context &context, const void *cubin, size_t size,
                            s.message());
     if (Status s = entry->setMaxDynamicSharedMemory(size_t(info.smemBytes)); !s)
       return Status::error(
-          doing +
-          "raising the dynamic shared memory limit "
-          "of its " +
-          what + " to smem_bytes = " + std::to_string(info.smemBytes) +
+          doing + "raising the dynamic shared memory limit of its " + what +
+          " to smem_bytes = " + std::to_string(info.smemBytes) +
           " failed: " + s.message());
     return Status::success();
   };
