@@ -103,6 +103,21 @@ LogicalResult KernelLowering::emitKernel(ModuleOp module) {
   smemBase32 = LLVM::PtrToIntOp::create(b, loc, i32, smemBase);
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   warp = divu(tid, c32(32));
+  // Persistent prefill CTAs: the warp index through a shuffle from lane 0
+  // (every thread runs this at entry, converged), so ptxas knows it is the
+  // same in every lane of a warp and the role dispatch splits no warp
+  // (CUTLASS's canonical_warp_idx_sync). Without it ptxas compiles the
+  // roles' tile loops as possibly diverged and moves every wgmma descriptor
+  // of the KV loop from the vector path by R2UR (session 46, head_dim 128:
+  // 685 against 606 instructions a KV block with 128-key blocks, 745
+  // against 665 with 176). The other kernels keep tid / 32: in the default
+  // prefill kernel the shuffle changes LLVM's role dispatch (a switch,
+  // values sunk into the roles) and ptxas serialises the wgmmas (C7511);
+  // persistent and lean decode's loops do not change with it.
+  if (kernel.getPersistent() && spec.phase == Phase::Prefill)
+    warp = NVVM::ShflOp::create(b, loc, i32, c32(-1), warp, c32(0), c32(31),
+                                NVVM::ShflKind::idx, UnitAttr())
+               .getResult();
   lane = remu(tid, c32(32));
   mBlock = NVVM::BlockIdXOp::create(b, loc, i32);
   // reverse_tiles: the hardware hands out CTAs in ctaid.x order, so the
