@@ -181,9 +181,10 @@ typedef enum blasst_kernel_attr {
   BLASST_ATTR_KV_PER_SEQUENCE = 14, /* 0 or 1: needs seq_lens_kv */
   BLASST_ATTR_KV_PAGE_SIZE = 15,    /* 0 (contiguous) or the page size */
   /* 0, or the keys per KV block of the kernel's short-sequence entry, which
-   * a launch takes instead for short sequences (dense sm_90a prefill: at
-   * head_dim 128 where the kernel's wider blocks would compute more padded
-   * keys, at head_dim 64 where the query tiles average at most 3072 keys). */
+   * a launch takes instead for short sequences (sm_90a prefill: at head_dim
+   * 128 dense with persistent CTAs where no query tile has more than 4096
+   * keys, BLASST where the kernel's wider blocks would compute more padded
+   * keys; at head_dim 64 where the query tiles average at most 3072 keys). */
   BLASST_ATTR_SHORT_BLOCK_N = 16,
   /* CTAs per SM of the short-sequence entry: 1, or 2 (head_dim 64). */
   BLASST_ATTR_SHORT_CTAS_PER_SM = 17,

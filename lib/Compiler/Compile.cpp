@@ -159,6 +159,7 @@ blasst::compileToCubin(MLIRContext &ctx, const CompileRequest &request) {
   info.shortBlockN = lowered->shortBlockN;
   info.shortCtasPerSM = lowered->shortCtasPerSM;
   info.shortSmemBytes = lowered->shortSmemBytes;
+  info.shortPersistent = lowered->shortPersistent ? 1 : 0;
   info.kvCpAsync = lowered->kvCpAsync ? 1 : 0;
   info.tmaEntry = lowered->tmaEntry ? 1 : 0;
   info.balancedSplits = lowered->balancedSplits ? 3 : 0;

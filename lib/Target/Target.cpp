@@ -402,6 +402,7 @@ llvm::Expected<LoweredKernel> blasst::findLoweredKernel(ModuleOp module) {
     k.shortBlockN = int(blockN.getInt());
     k.shortCtasPerSM = ctas ? int(ctas.getInt()) : 1;
     k.shortSmemBytes = int(smem.getInt());
+    k.shortPersistent = entry->hasAttr("blasst.persistent");
     // That its CTAs fit an SM: the ws.kernel verifier (its buffers) and
     // rt::validateKernelInfo (the lowered size, compileToCubin's metadata).
   }

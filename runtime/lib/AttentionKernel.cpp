@@ -164,6 +164,10 @@ const IntKey kIntKeys[] = {
      "prefill with short_block_n: CTAs resident per SM of <kernel>_short "
      "(2: launched where the query tiles average at most 3072 keys, else "
      "where it computes fewer padded keys); optional, default 1"},
+    {"short_persistent", &KernelInfo::shortPersistent, 0, 1,
+     "prefill with short_block_n: 1 when <kernel>_short is persistent (one "
+     "CTA per SM walking the tiles, launched where no tile has more than "
+     "4096 keys); optional, default 0"},
     {"balanced_splits", &KernelInfo::balancedSplits, 0, 3,
      "decode over per-sequence lengths: 1 when each tile takes KV splits in "
      "proportion to its sequence's length (a 1-D grid, parameter 19 the "
@@ -316,9 +320,13 @@ Status blasst::rt::validateKernelInfo(const KernelInfo &info) {
                          "q_group, split_kv, persistent or cluster_m) with "
                          "wider KV blocks (block_n = " +
                          std::to_string(info.blockN) + ")");
+  if (info.shortPersistent && info.shortCtasPerSM != 1)
+    return Status::error("short_persistent = 1 needs short_ctas_per_sm = 1 "
+                         "(one persistent CTA per SM)");
   for (auto [key, set] :
        {std::pair{"short_ctas_per_sm", info.shortCtasPerSM != 1},
-        std::pair{"short_smem_bytes", info.shortSmemBytes != 0}})
+        std::pair{"short_smem_bytes", info.shortSmemBytes != 0},
+        std::pair{"short_persistent", info.shortPersistent != 0}})
     if (set && !info.shortBlockN)
       return Status::error(std::string(key) +
                            " needs a short-sequence entry (short_block_n)");
@@ -411,6 +419,7 @@ std::string blasst::rt::formatKernelInfo(const KernelInfo &info) {
         (k.field != &KernelInfo::shortBlockN || info.shortBlockN) &&
         (k.field != &KernelInfo::shortCtasPerSM || info.shortCtasPerSM != 1) &&
         (k.field != &KernelInfo::shortSmemBytes || info.shortSmemBytes) &&
+        (k.field != &KernelInfo::shortPersistent || info.shortPersistent) &&
         (k.field != &KernelInfo::balancedSplits || info.balancedSplits))
       out += std::string(k.key) + " = " + std::to_string(info.*k.field) + "\n";
   if (!info.compilerVersion.empty())
@@ -1090,7 +1099,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
       kernelInfo.shortBlockN &&
       chooseShortEntry(args.seqQ, args.seqKV, kernelSpec.causal,
                        kernelInfo.blockM, kernelInfo.blockN,
-                       kernelInfo.shortBlockN, kernelInfo.shortCtasPerSM);
+                       kernelInfo.shortBlockN, kernelInfo.shortCtasPerSM,
+                       kernelInfo.shortPersistent != 0);
   if (shortEntry)
     blockN = uint32_t(kernelInfo.shortBlockN);
   // K/V multicast pairs: each CTA copies half of every K/V block.
@@ -1290,7 +1300,8 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
     unsigned c = unsigned(kernelInfo.clusterM);
     launch.grid.x = (launch.grid.x + c - 1) / c * c;
   }
-  if (kernelInfo.persistent && !kernelInfo.qGroup) {
+  if ((kernelInfo.persistent || (shortEntry && kernelInfo.shortPersistent)) &&
+      !kernelInfo.qGroup) {
     // One resident CTA per SM (the schedules use most of the shared memory),
     // shared among the batch entries (grid z); each walks its entry's tiles.
     if (numSMs < 1)
@@ -1568,10 +1579,14 @@ int blasst::rt::chooseLeanSplits(int64_t tiles, int64_t blocks,
 
 bool blasst::rt::chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal,
                                   int blockM, int blockN, int shortBlockN,
-                                  int shortCtasPerSM) {
+                                  int shortCtasPerSM, bool shortPersistent) {
   if (seqQ < 1 || seqKV < 1 || blockM < 1 || shortBlockN < 1 ||
       shortBlockN >= blockN)
     return false;
+  // The longest tile: every key (causal: the last tile's, all of them).
+  if (shortPersistent)
+    return (seqKV + shortBlockN - 1) / shortBlockN * shortBlockN <=
+           kShortEntryPersistentMaxKeys;
   // Keys a row computes in blocks of n, summed over the query tiles (the
   // same for every head and batch entry).
   auto keys = [&](int64_t n) {

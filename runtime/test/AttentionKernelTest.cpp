@@ -1426,6 +1426,71 @@ TEST_F(FakeDriverTest, TwoCtaShortEntryTakesShortTiles) {
             std::string::npos);
 }
 
+// Head_dim 128's dense entry is persistent (.meta short_persistent = 1,
+// 128-key blocks): taken where no query tile has more than
+// kShortEntryPersistentMaxKeys keys, with a persistent grid (one CTA per SM
+// of each batch entry's share).
+TEST_F(FakeDriverTest, PersistentShortEntryTakesTilesUpTo4K) {
+  KernelInfo info = sampleInfo();
+  info.blockN = 176;
+  info.shortBlockN = 128;
+  info.shortPersistent = 1;
+  AttentionSpec spec = sampleSpec();
+  spec.causal = true;
+  std::string cubin = tinyCubin(info.kernelName);
+  AttentionKernel kernel;
+  ASSERT_TRUE(succeeds(AttentionKernel::load(ctx, cubin.data(), cubin.size(),
+                                             info, spec, &kernel)));
+  AttentionArgs a = sampleArgs();
+  AttentionLaunch prepared;
+  // Causal 4K: the longest tile has 4096 keys: the entry, 66 CTAs for each
+  // of the 2 batch entries on the fake GPU's 132 SMs, 128-row K/V boxes.
+  a.seqQ = a.seqKV = 4096;
+  a.setContiguousStrides();
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.shortEntry);
+  EXPECT_EQ(prepared.grid.str(), "(66,1,2)");
+  uint32_t kBox = 0;
+  std::memcpy(&kBox, reinterpret_cast<const char *>(&prepared.tmK) + 72, 4);
+  EXPECT_EQ(kBox, 128u);
+  // Fewer tiles than CTAs: one CTA per tile.
+  a.seqQ = 128;
+  a.numQHeads = 32;
+  a.setContiguousStrides();
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_TRUE(prepared.shortEntry);
+  EXPECT_EQ(prepared.grid.str(), "(32,1,2)");
+  // Causal 8K: the last tile has 8192 keys: the kernel, one CTA per tile.
+  a.seqQ = a.seqKV = 8192;
+  a.setContiguousStrides();
+  ASSERT_TRUE(succeeds(kernel.prepare(a, NAN, &prepared)));
+  EXPECT_FALSE(prepared.shortEntry);
+  EXPECT_EQ(prepared.grid.str(), "(64,32,2)");
+  // The rule: the longest tile's keys in 128-key blocks, causal or not.
+  EXPECT_TRUE(chooseShortEntry(1024, 1024, false, 128, 192, 128, 1, true));
+  EXPECT_TRUE(chooseShortEntry(4096, 4096, false, 128, 192, 128, 1, true));
+  EXPECT_FALSE(chooseShortEntry(4097, 4097, false, 128, 192, 128, 1, true));
+  EXPECT_FALSE(chooseShortEntry(8192, 8192, true, 128, 176, 128, 1, true));
+  EXPECT_TRUE(chooseShortEntry(512, 4000, true, 128, 176, 128, 1, true));
+  EXPECT_FALSE(chooseShortEntry(512, 16384, false, 128, 192, 128, 1, true));
+  // The metadata: beside a short-sequence entry of one CTA per SM only.
+  KernelInfo lone = sampleInfo();
+  lone.shortPersistent = 1;
+  EXPECT_TRUE(failsWith(validateKernelInfo(lone),
+                        "short_persistent needs a short-sequence entry"));
+  KernelInfo two = info;
+  two.shortCtasPerSM = 2;
+  EXPECT_TRUE(failsWith(validateKernelInfo(two),
+                        "short_persistent = 1 needs short_ctas_per_sm = 1"));
+  std::string text = formatKernelInfo(info);
+  EXPECT_NE(text.find("short_persistent = 1\n"), std::string::npos) << text;
+  KernelInfo parsed;
+  ASSERT_TRUE(succeeds(parseKernelInfo(text, "k.meta", &parsed)));
+  EXPECT_EQ(parsed.shortPersistent, 1);
+  EXPECT_EQ(formatKernelInfo(sampleInfo()).find("short_persistent"),
+            std::string::npos);
+}
+
 // A cp.async decode kernel with a TMA entry (.meta tma_entry, `<kernel>_tma`):
 // on a GPU of under kTmaDecodeMaxBytesPerSecond of DRAM bandwidth (an
 // H100's 3.35 TB/s) its split-grid launches run the entry, with the same

@@ -1087,12 +1087,13 @@ SkipConfig skipConfigFor(const KernelInfo &info, const Shape &shape,
   SkipConfig c;
   c.blockM = info.blockM;
   c.groupRows = std::max(1, info.blockM / kVotingGroups);
-  c.blockN = info.shortBlockN &&
-                     chooseShortEntry(shape.seqQ, shape.seqKV, shape.causal,
-                                      info.blockM, info.blockN,
-                                      info.shortBlockN, info.shortCtasPerSM)
-                 ? info.shortBlockN
-                 : info.blockN;
+  c.blockN =
+      info.shortBlockN &&
+              chooseShortEntry(shape.seqQ, shape.seqKV, shape.causal,
+                               info.blockM, info.blockN, info.shortBlockN,
+                               info.shortCtasPerSM, info.shortPersistent != 0)
+          ? info.shortBlockN
+          : info.blockN;
   c.borderlineEps = opt.borderlineEps;
   c.emptyGroup = opt.emptyGroups;
   // Decode: the tile's packed rows vote together; the split count is the
@@ -1546,7 +1547,7 @@ bool prepareLaunch(const Options &opt, const Context &ctx,
           ? (", the short-sequence entry (" +
              std::to_string(kernel.info().shortBlockN) + "-key blocks" +
              (kernel.info().shortCtasPerSM == 2 ? ", two CTAs per SM" : "") +
-             ")")
+             (kernel.info().shortPersistent ? ", persistent CTAs" : "") + ")")
                 .c_str()
       : run->launch.tmaEntry
           ? ", the TMA entry (K/V by TMA: DRAM under 4.2 TB/s)"

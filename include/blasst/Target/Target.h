@@ -82,6 +82,9 @@ struct LoweredKernel {
   /// the dynamic shared memory it is launched with.
   int shortCtasPerSM = 1;
   int shortSmemBytes = 0;
+  /// Prefill: `<name>_short` is persistent (one CTA per SM walking the
+  /// tiles; the runtime sizes its grid as for a persistent kernel).
+  bool shortPersistent = false;
   /// Decode: K/V copied with cp.async (kv_cp_async; parameters 22-29).
   bool kvCpAsync = false;
   /// Decode with kvCpAsync: `<name>_tma`, the same kernel with K/V by TMA,

@@ -96,7 +96,8 @@ static bool shortEntryFits(const AttentionSpec &spec,
 
 /// The knobs of the short-sequence entry of a kernel built from `knobs`
 /// (what was asked; resolveSchedule resolves the rest for the entry): at
-/// head_dim 128 the same with kShortEntryBlockN-key blocks; at head_dim 64
+/// head_dim 128 the same with kShortEntryBlockN-key blocks, dense ones with
+/// persistent CTAs (session 46); at head_dim 64
 /// two CTAs per SM with 64-key blocks in 3 stages, P (and Q) in shared
 /// memory and 24 / 104 registers (Schedule.h).
 static ScheduleOptions shortEntryKnobs(const AttentionSpec &spec,
@@ -112,6 +113,10 @@ static ScheduleOptions shortEntryKnobs(const AttentionSpec &spec,
     e.consumerRegs = kShortEntryTwoCtaConsumerRegs;
   } else {
     e.blockN = kShortEntryBlockN;
+    // Dense: persistent CTAs (their tile loops overlap one tile's end with
+    // the next one's loads). BLASST keeps one CTA per tile: V on demand
+    // needs it.
+    e.persistent = spec.sparsity.kind == SparsityKind::None;
   }
   return e;
 }

@@ -34,7 +34,8 @@
 // shared memory, 24 / 104 registers; launched with its own shared memory,
 // so the kernel's stages do not matter to it).
 
-// BLASST carries the entry too (by default since session 45): the vote
+// BLASST carries the entry too (by default since session 45; one CTA per
+// tile, not persistent: V on demand needs it): the vote
 // passes give both kernels their votes, and the checker proves both; at
 // head_dim 64 the two-CTA entry (104 registers hold the votes; causal
 // without statistics ptxas keeps one value in local memory across the loop).
@@ -44,7 +45,7 @@
 // BLASST: ws.await_vote
 // BLASST: ws.vote @s {publish}
 // BLASST: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 128
-// BLASST-SAME: entry_of @mha_kernel
+// BLASST-SAME: > entry_of @mha_kernel
 // BLASST: ws.await_vote
 // BLASST: ws.vote @s {publish}
 // BLASST64: remark: synchronisation verified
@@ -61,8 +62,12 @@
 // CHECK: ws.launch @mha_kernel(
 // CHECK: ws.kernel @mha_kernel target = sm_90a, block_m = 128, block_n = 192
 // CHECK-SAME: short_entry = true
+// Dense: the entry is persistent (session 46), with persistent CTAs'
+// registers.
 // CHECK: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 128
-// CHECK-SAME: consumer_regs = 240
+// CHECK-SAME: persistent reverse_tiles entry_of @mha_kernel
+// CHECK-SAME: consumer_regs = 232
+// CHECK-SAME: persistent = true
 // CHECK-SAME: short_entry = false
 // CHECK-NOT: ws.kernel
 
@@ -70,7 +75,7 @@
 // CAUSAL-SAME: reverse_tiles
 // CAUSAL-SAME: short_entry = true
 // CAUSAL: ws.kernel @mha_kernel_short target = sm_90a, block_m = 128, block_n = 128
-// CAUSAL-SAME: reverse_tiles
+// CAUSAL-SAME: persistent reverse_tiles
 
 // Both kernels are proven.
 // SYNC: remark: synchronisation verified

@@ -244,6 +244,11 @@ struct KernelInfo {
   /// Prefill with short_block_n: dynamic shared memory of `<kernel>_short`,
   /// which it is launched with (0: smemBytes, which then covers both).
   int shortSmemBytes = 0;
+  /// Prefill with short_block_n: 1 when `<kernel>_short` is persistent (one
+  /// CTA per SM of each batch entry's share, walking its tiles; launched
+  /// where no tile has more than kShortEntryPersistentMaxKeys keys;
+  /// chooseShortEntry).
+  int shortPersistent = 0;
   /// Decode over per-sequence lengths: 1 when the splits follow the
   /// lengths (a 1-D grid of C + tiles CTAs, parameter 19 the CTA budget C,
   /// 20 the batch; each tile takes max(1, ceil(its blocks / per)) splits,
