@@ -1096,11 +1096,7 @@ Status AttentionKernel::prepare(const AttentionArgs &args, float log2Threshold,
        blockN = uint32_t(kernelInfo.blockN);
   // The short-sequence entry: its own KV blocks, so K/V boxes of its rows.
   bool shortEntry =
-      kernelInfo.shortBlockN &&
-      chooseShortEntry(args.seqQ, args.seqKV, kernelSpec.causal,
-                       kernelInfo.blockM, kernelInfo.blockN,
-                       kernelInfo.shortBlockN, kernelInfo.shortCtasPerSM,
-                       kernelInfo.shortPersistent != 0);
+      chooseShortEntry(kernelInfo, args.seqQ, args.seqKV, kernelSpec.causal);
   if (shortEntry)
     blockN = uint32_t(kernelInfo.shortBlockN);
   // K/V multicast pairs: each CTA copies half of every K/V block.
@@ -1605,6 +1601,14 @@ bool blasst::rt::chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal,
     return keys(shortBlockN) <= double(kShortEntryTwoCtaMaxKeys) *
                                     double((seqQ + blockM - 1) / blockM);
   return keys(blockN) > 1.04 * keys(shortBlockN);
+}
+
+bool blasst::rt::chooseShortEntry(const KernelInfo &info, int64_t seqQ,
+                                  int64_t seqKV, bool causal) {
+  return info.shortBlockN &&
+         chooseShortEntry(seqQ, seqKV, causal, info.blockM, info.blockN,
+                          info.shortBlockN, info.shortCtasPerSM,
+                          info.shortPersistent != 0);
 }
 
 bool blasst::rt::leanBeatsSplitGrid(int64_t tiles, int64_t blocks,

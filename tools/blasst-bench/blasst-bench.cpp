@@ -1087,13 +1087,9 @@ SkipConfig skipConfigFor(const KernelInfo &info, const Shape &shape,
   SkipConfig c;
   c.blockM = info.blockM;
   c.groupRows = std::max(1, info.blockM / kVotingGroups);
-  c.blockN =
-      info.shortBlockN &&
-              chooseShortEntry(shape.seqQ, shape.seqKV, shape.causal,
-                               info.blockM, info.blockN, info.shortBlockN,
-                               info.shortCtasPerSM, info.shortPersistent != 0)
-          ? info.shortBlockN
-          : info.blockN;
+  c.blockN = chooseShortEntry(info, shape.seqQ, shape.seqKV, shape.causal)
+                 ? info.shortBlockN
+                 : info.blockN;
   c.borderlineEps = opt.borderlineEps;
   c.emptyGroup = opt.emptyGroups;
   // Decode: the tile's packed rows vote together; the split count is the

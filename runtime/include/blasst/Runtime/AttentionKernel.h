@@ -375,13 +375,16 @@ inline constexpr int64_t kShortEntryTwoCtaMaxKeys = 3072;
 /// A persistent entry (shortPersistent, head_dim 128 dense) overlaps each
 /// tile's end with the next one's loads, and pays its tile loop's costs:
 /// true where no query tile computes more than kShortEntryPersistentMaxKeys
-/// keys in its blocks (H100, docs/results/2026-12-06-session46.md: 5-10%
-/// faster at 1K-2K and 1.5-6% at 4K, causal or not; at 8K 0-2% slower
-/// causal, at 16K up to 6%).
+/// keys in its blocks (H100, docs/results/2026-12-06-session46.md: 5-11%
+/// faster at 1K-2K and 1.5-6% at 4K, causal or not; even at 8K, 2.5-8%
+/// slower at 16K).
 inline constexpr int64_t kShortEntryPersistentMaxKeys = 4096;
 bool chooseShortEntry(int64_t seqQ, int64_t seqKV, bool causal, int blockM,
                       int blockN, int shortBlockN, int shortCtasPerSM = 1,
                       bool shortPersistent = false);
+/// The same for a kernel's metadata: false when it has no entry.
+bool chooseShortEntry(const KernelInfo &info, int64_t seqQ, int64_t seqKV,
+                      bool causal);
 
 /// Dense decode's K/V loads by device (KernelInfo::tmaEntry): TMA streams K/V
 /// at up to 4.12-4.45 TB/s (H200, session 26), which binds on the H200's
